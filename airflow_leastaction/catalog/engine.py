@@ -1,0 +1,173 @@
+"""Where the catalog lives and how to reach it.
+
+* Embedded default: a SQLite file under ``$AIRFLOW_HOME/leastaction/catalog.db`` (WAL journal, busy
+  timeout, foreign keys on), created and migrated on first use.
+* Production: PostgreSQL (or any SQLAlchemy URL) from an Airflow connection of type
+  ``leastaction_catalog``. Its extra ``{"url": "..."}`` wins; otherwise host, port, login, password and
+  schema (the database name) build a ``postgresql+psycopg2`` URL.
+
+Engines are cached per URL for the life of the process; connection look-ups per connection id.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import URL, Engine, make_url
+
+from airflow_leastaction.exceptions import CatalogError, UnknownConnectionError
+
+DEFAULT_CONN_ID = "leastaction_catalog_default"
+CONN_TYPE = "leastaction_catalog"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+_engines: dict[str, Engine] = {}
+_urls: dict[str, str] = {}
+_lock = threading.Lock()
+
+
+def airflow_home() -> Path:
+    return Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
+
+
+def embedded_url() -> str:
+    path = airflow_home() / "leastaction" / "catalog.db"
+    return f"sqlite:///{path}"
+
+
+def setting(key: str, fallback: str) -> str:
+    """A ``[leastaction]`` option from Airflow's configuration (env ``AIRFLOW__LEASTACTION__KEY`` too)."""
+    env = os.environ.get(f"AIRFLOW__LEASTACTION__{key.upper()}")
+    if env is not None:
+        return env
+    try:
+        from airflow.configuration import conf
+
+        return conf.get("leastaction", key, fallback=fallback)
+    except Exception:  # configuration not importable outside an Airflow install
+        return fallback
+
+
+def default_conn_id() -> str:
+    return setting("catalog_conn_id", DEFAULT_CONN_ID)
+
+
+def url_from_connection(conn) -> str:
+    """Build the SQLAlchemy URL of a ``leastaction_catalog`` connection."""
+    extra = conn.extra_dejson if hasattr(conn, "extra_dejson") else {}
+    if extra.get("url"):
+        return str(extra["url"])
+    if not conn.host:
+        raise CatalogError(f"catalog connection {conn.conn_id!r} has neither extra 'url' nor a host")
+    return URL.create(
+        "postgresql+psycopg2",
+        username=conn.login or None,
+        password=conn.password or None,
+        host=conn.host,
+        port=conn.port or None,
+        database=conn.schema or "postgres",
+    ).render_as_string(hide_password=False)
+
+
+def _lookup_connection(conn_id: str):
+    try:
+        from airflow.sdk import BaseHook
+
+        return BaseHook.get_connection(conn_id)
+    except ImportError:  # pragma: no cover - Airflow is a hard dependency
+        raise
+    except Exception as exc:  # AirflowNotFoundException and friends differ by process type
+        if "isn't defined" in str(exc) or "not found" in str(exc).lower() or type(exc).__name__.endswith(
+            "NotFoundException"
+        ):
+            return None
+        raise CatalogError(f"cannot read catalog connection {conn_id!r}: {exc}") from exc
+
+
+def resolve_url(conn_id: str | None = None) -> str:
+    """The catalog URL for ``conn_id`` (default: ``[leastaction] catalog_conn_id``).
+
+    The default connection id falls back to the embedded SQLite file when it is not defined; any other
+    connection id that is not defined raises :class:`UnknownConnectionError`.
+    """
+    explicit_url = os.environ.get("AIRFLOW__LEASTACTION__CATALOG_URL")
+    if explicit_url and conn_id is None:
+        return explicit_url
+    conn_id = conn_id or default_conn_id()
+    if conn_id in _urls:
+        return _urls[conn_id]
+    conn = _lookup_connection(conn_id)
+    if conn is None:
+        if conn_id != DEFAULT_CONN_ID:
+            raise UnknownConnectionError(conn_id)
+        url = explicit_url or embedded_url()
+    else:
+        url = url_from_connection(conn)
+    _urls[conn_id] = url
+    return url
+
+
+def _on_sqlite_connect(dbapi_conn, _record):
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def _sqlite_begin(conn):
+    # pysqlite's own transaction handling is off (isolation_level=None); we issue BEGIN ourselves so that
+    # writers can ask for BEGIN IMMEDIATE and take the write lock up front.
+    mode = conn.info.pop("sqlite_begin", "BEGIN")
+    conn.exec_driver_sql(mode)
+
+
+def get_engine(url: str | None = None, *, migrate: bool | None = None) -> Engine:
+    """A cached engine for ``url`` (default: :func:`resolve_url`).
+
+    ``migrate`` runs the Alembic migrations on first use; by default only the embedded SQLite catalog is
+    migrated automatically (PostgreSQL goes through ``airflow-leastaction db upgrade``).
+    """
+    url = url or resolve_url()
+    with _lock:
+        engine = _engines.get(url)
+        if engine is not None:
+            return engine
+        engine = _create(url)
+        is_sqlite = engine.dialect.name == "sqlite"
+        if migrate or (migrate is None and is_sqlite):
+            from airflow_leastaction.catalog.migrate import upgrade
+
+            upgrade(engine)
+        _engines[url] = engine
+        return engine
+
+
+def _create(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            parsed,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "isolation_level": None,
+                          "check_same_thread": False},
+            pool_pre_ping=False,
+        )
+        event.listen(engine, "connect", _on_sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    return create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+def dispose_all() -> None:
+    """Forget every cached engine and URL (tests, and after a fork)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
+        _urls.clear()

@@ -1,0 +1,170 @@
+"""Catalog tables, in their own ``MetaData`` (never Airflow's).
+
+Every datetime column holds an aware UTC instant (:class:`UtcDateTime`), on SQLite as on PostgreSQL.
+Schema changes go through the Alembic migrations in ``catalog/migrations``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+
+from airflow_leastaction.gate import DecisionResult  # noqa: F401  (re-exported)
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING)
+
+BigId = BigInteger().with_variant(Integer, "sqlite")
+
+
+class UtcDateTime(TypeDecorator):
+    """Stores aware datetimes as UTC; returns aware UTC datetimes (SQLite keeps no zone itself)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value.isoformat()} given to the catalog; pass an aware one")
+        value = value.astimezone(dt.timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.timezone.utc)
+        return value.astimezone(dt.timezone.utc)
+
+
+class SlotState(str, enum.Enum):
+    """State of one task slot (one interval of one task)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    UPSTREAM_FAILED = "upstream_failed"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+#: States in which a parent rejects its children outright (it may still be retried).
+REJECTING_STATES = frozenset({"failed", "error", "cancelled", "cancel", "fail", "upstream_failed"})
+
+
+task = Table(
+    "la_task",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    # Identity: what a child names when it declares a parent.
+    Column("name", String(250), nullable=False),
+    Column("project", String(250), nullable=False),
+    Column("account", String(250), nullable=False, default=""),
+    Column("partition", String(250), nullable=False, default=""),
+    Column("source", String(20), nullable=False, default="airflow"),  # airflow | external
+    Column("cron", String(100), nullable=True),  # None: ad hoc
+    Column("timezone", String(64), nullable=False, default="UTC"),
+    Column("state", String(20), nullable=True),
+    Column("logical_date", UtcDateTime(), nullable=True),  # interval being run, or last run
+    Column("prev_interval_start", UtcDateTime(), nullable=True),  # watermark: latest completed slot
+    Column("dag_id", String(250), nullable=True),
+    Column("task_id", String(250), nullable=True),
+    Column("updated_at", UtcDateTime(), nullable=False),
+    UniqueConstraint("name", "project", "account", "partition"),
+    Index("ix_la_task_dag", "dag_id", "task_id"),
+    Index("ix_la_task_updated", "updated_at"),
+)
+
+task_run = Table(
+    "la_task_run",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("task_pk", BigId, ForeignKey("la_task.id", ondelete="CASCADE"), nullable=False),
+    Column("slot", UtcDateTime(), nullable=False),  # interval start
+    Column("state", String(20), nullable=False),
+    Column("attempt", Integer, nullable=False, default=1),
+    Column("run_id", String(250), nullable=True),  # the Airflow run (or external run) it came from
+    Column("output_revision", Integer, nullable=False, default=0),  # 0 = never completed
+    Column("repair_pending", Boolean, nullable=False, default=False),
+    Column("rows_written", BigInteger, nullable=True),
+    Column("completion_key", String(300), nullable=True),  # idempotency of success replays
+    Column("started_at", UtcDateTime(), nullable=True),
+    Column("finished_at", UtcDateTime(), nullable=True),
+    Column("updated_at", UtcDateTime(), nullable=False),
+    UniqueConstraint("task_pk", "slot"),
+    Index("ix_la_task_run_updated", "updated_at"),
+)
+
+gate_decision = Table(
+    "la_gate_decision",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    # The downstream attempt being admitted.
+    Column("dag_id", String(250), nullable=False),
+    Column("task_id", String(250), nullable=False),
+    Column("run_id", String(250), nullable=False),
+    Column("map_index", Integer, nullable=False, default=-1),
+    Column("attempt", Integer, nullable=False),
+    Column("downstream_slot", UtcDateTime(), nullable=True),
+    # The dependency judged: "catalog:<project>/<name>..." or "task:<task_id>".
+    Column("dependency", String(600), nullable=False),
+    Column("dependency_type", String(20), nullable=False, default="SUCCESS"),
+    Column("upstream_task_pk", BigId, nullable=True),
+    Column("upstream_run_pk", BigId, nullable=True),
+    Column("upstream_slot", UtcDateTime(), nullable=True),
+    Column("upstream_revision", Integer, nullable=True),
+    Column("result", String(12), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("decided_at", UtcDateTime(), nullable=False),
+    Index("ix_la_gate_decision_attempt", "dag_id", "task_id", "run_id", "map_index", "attempt"),
+    Index("ix_la_gate_decision_time", "decided_at", "id"),
+    Index("ix_la_gate_decision_result_time", "result", "decided_at", "id"),
+)
+
+consumption = Table(
+    "la_consumption",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("decision_id", BigId, ForeignKey("la_gate_decision.id"), nullable=False, unique=True),
+    Column("dag_id", String(250), nullable=False),
+    Column("task_id", String(250), nullable=False),
+    Column("run_id", String(250), nullable=False),
+    Column("map_index", Integer, nullable=False, default=-1),
+    Column("attempt", Integer, nullable=False),
+    Column("downstream_task_pk", BigId, nullable=True),
+    Column("downstream_slot", UtcDateTime(), nullable=True),
+    Column("dependency", String(600), nullable=False),
+    Column("upstream_task_pk", BigId, nullable=True),
+    Column("upstream_run_pk", BigId, nullable=True),
+    Column("upstream_slot", UtcDateTime(), nullable=True),
+    Column("upstream_revision", Integer, nullable=True),
+    Column("consumed_at", UtcDateTime(), nullable=False),
+    Index("ix_la_consumption_downstream", "dag_id", "task_id", "downstream_slot"),
+    Index("ix_la_consumption_upstream", "upstream_task_pk", "upstream_slot"),
+    Index("ix_la_consumption_time", "consumed_at", "id"),
+)

@@ -1,0 +1,343 @@
+"""The catalog store: one method per catalog operation, every statement parameterized.
+
+Writers: the listener (Airflow task outcomes), external systems (:meth:`CatalogStore.report_completion`),
+the gates (decisions) and, in the same transaction as a downstream's success, consumption records.
+Readers: the gates (batched snapshots), the CLI and the UI.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+from sqlalchemy import and_, case, insert, literal, or_, select, update
+from sqlalchemy.engine import Connection, Engine
+
+from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.catalog.schema import UtcDateTime, consumption, gate_decision, task, task_run
+from airflow_leastaction.gate import DecisionResult, Judgement
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals import normalize_cron, resolve_timezone
+from airflow_leastaction.parents import SlotSnapshot, TaskSnapshot
+
+# SQLite allows 32,766 bound parameters; stay well below it per IN list.
+IN_CHUNK = 30_000
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class TaskMeta:
+    """What the catalog keeps about a task besides its identity."""
+
+    cron: str | None = None
+    timezone: str = "UTC"
+    source: str = "airflow"
+    dag_id: str | None = None
+    task_id: str | None = None
+
+    def __post_init__(self):
+        if self.cron is not None:
+            object.__setattr__(self, "cron", normalize_cron(self.cron))
+        resolve_timezone(self.timezone)
+
+
+@dataclass(frozen=True)
+class AttemptKey:
+    """One attempt of one Airflow task instance: what gate decisions and consumption hang on."""
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int = -1
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class SlotOutcome:
+    task_pk: int
+    run_pk: int
+    state: str
+    output_revision: int
+    applied: bool  # False when the event was a replay of one already applied
+
+
+class CatalogStore:
+    """Synchronous access to the catalog. Cheap to create; engines are cached per URL."""
+
+    def __init__(self, engine: Engine | None = None, *, conn_id: str | None = None):
+        if engine is None:
+            from airflow_leastaction.catalog.engine import resolve_url
+
+            engine = get_engine(resolve_url(conn_id))
+        self.engine = engine
+
+    # -- transactions -------------------------------------------------------------------------------
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction; on SQLite it takes the write lock up front (``BEGIN IMMEDIATE``)."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.info["sqlite_begin"] = "BEGIN IMMEDIATE"
+            with conn.begin():
+                yield conn
+
+    # -- tasks --------------------------------------------------------------------------------------
+    def ensure_task(self, conn: Connection, identity: TaskIdentity, meta: TaskMeta | None, now: dt.datetime) -> int:
+        row = conn.execute(
+            select(task.c.id, task.c.cron, task.c.timezone, task.c.dag_id).where(*_identity_clause(identity))
+        ).first()
+        if row is None:
+            meta = meta or TaskMeta()
+            return conn.execute(
+                insert(task).values(
+                    **identity.as_dict(), source=meta.source, cron=meta.cron, timezone=meta.timezone,
+                    dag_id=meta.dag_id, task_id=meta.task_id, updated_at=now,
+                )
+            ).inserted_primary_key[0]
+        if meta is not None and (row.cron, row.timezone, row.dag_id) != (meta.cron, meta.timezone, meta.dag_id):
+            conn.execute(
+                update(task).where(task.c.id == row.id).values(
+                    cron=meta.cron, timezone=meta.timezone, source=meta.source,
+                    dag_id=meta.dag_id, task_id=meta.task_id, updated_at=now,
+                )
+            )
+        return row.id
+
+    def register_task(self, identity: TaskIdentity, meta: TaskMeta) -> int:
+        with self.write() as conn:
+            return self.ensure_task(conn, identity, meta, utcnow())
+
+    def get_task(self, identity: TaskIdentity):
+        with self.engine.connect() as conn:
+            return conn.execute(select(task).where(*_identity_clause(identity))).mappings().first()
+
+    # -- slots --------------------------------------------------------------------------------------
+    def record_running(
+        self, identity: TaskIdentity, slot: dt.datetime, *, meta: TaskMeta | None = None,
+        run_id: str | None = None, attempt: int = 1, at: dt.datetime | None = None,
+    ) -> SlotOutcome:
+        """A slot started (or restarted). A completed slot that runs again stops satisfying children."""
+        now = at or utcnow()
+        with self.write() as conn:
+            task_pk = self.ensure_task(conn, identity, meta, now)
+            current = _slot_row(conn, task_pk, slot)
+            if current is None:
+                run_pk = conn.execute(insert(task_run).values(
+                    task_pk=task_pk, slot=slot, state="running", attempt=attempt, run_id=run_id,
+                    output_revision=0, repair_pending=False, started_at=now, updated_at=now,
+                )).inserted_primary_key[0]
+                revision = 0
+            else:
+                run_pk, revision = current.id, current.output_revision
+                if current.updated_at > now:  # a late replay must not undo a newer outcome
+                    return SlotOutcome(task_pk, run_pk, current.state, revision, False)
+                conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
+                    state="running", attempt=attempt, run_id=run_id, repair_pending=revision > 0,
+                    started_at=now, finished_at=None, updated_at=now,
+                ))
+            conn.execute(update(task).where(task.c.id == task_pk).values(
+                state="running", logical_date=slot, updated_at=now))
+            return SlotOutcome(task_pk, run_pk, "running", revision, True)
+
+    def record_success(
+        self, identity: TaskIdentity, slot: dt.datetime, *, meta: TaskMeta | None = None,
+        run_id: str | None = None, attempt: int = 1, rows_written: int | None = None,
+        at: dt.datetime | None = None, consumer: AttemptKey | None = None,
+    ) -> SlotOutcome:
+        """A slot completed: revision 1 the first time, +1 on each re-completion (a repair).
+
+        The watermark only moves forward. When ``consumer`` is given, that attempt's SATISFIED gate
+        decisions become consumption records in this same transaction: both or neither are written.
+        Replaying the same completion (same run and attempt) changes nothing.
+        """
+        now = at or utcnow()
+        completion_key = f"{run_id}#{attempt}"
+        with self.write() as conn:
+            task_pk = self.ensure_task(conn, identity, meta, now)
+            current = _slot_row(conn, task_pk, slot)
+            if current is not None and current.completion_key == completion_key and current.state == "success":
+                return SlotOutcome(task_pk, current.id, "success", current.output_revision, False)
+            if current is None:
+                revision = 1
+                run_pk = conn.execute(insert(task_run).values(
+                    task_pk=task_pk, slot=slot, state="success", attempt=attempt, run_id=run_id,
+                    output_revision=1, repair_pending=False, rows_written=rows_written,
+                    completion_key=completion_key, started_at=now, finished_at=now, updated_at=now,
+                )).inserted_primary_key[0]
+            else:
+                revision = current.output_revision + 1
+                run_pk = current.id
+                conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
+                    state="success", attempt=attempt, run_id=run_id, output_revision=revision,
+                    repair_pending=False, rows_written=rows_written, completion_key=completion_key,
+                    finished_at=now, updated_at=now,
+                ))
+            conn.execute(update(task).where(task.c.id == task_pk).values(
+                state="success", updated_at=now, prev_interval_start=_forward_only(slot),
+            ))
+            if consumer is not None:
+                self._consume(conn, consumer, task_pk, slot, now)
+            return SlotOutcome(task_pk, run_pk, "success", revision, True)
+
+    def record_finished(
+        self, identity: TaskIdentity, slot: dt.datetime, state: str, *, meta: TaskMeta | None = None,
+        run_id: str | None = None, attempt: int = 1, at: dt.datetime | None = None,
+    ) -> SlotOutcome:
+        """A slot ended without success (failed, skipped, cancelled...). It publishes no revision."""
+        now = at or utcnow()
+        with self.write() as conn:
+            task_pk = self.ensure_task(conn, identity, meta, now)
+            current = _slot_row(conn, task_pk, slot)
+            if current is None:
+                run_pk = conn.execute(insert(task_run).values(
+                    task_pk=task_pk, slot=slot, state=state, attempt=attempt, run_id=run_id,
+                    output_revision=0, repair_pending=False, started_at=now, finished_at=now, updated_at=now,
+                )).inserted_primary_key[0]
+                revision = 0
+            else:
+                run_pk, revision = current.id, current.output_revision
+                if current.updated_at > now:
+                    return SlotOutcome(task_pk, run_pk, current.state, revision, False)
+                conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
+                    state=state, attempt=attempt, run_id=run_id, finished_at=now, updated_at=now,
+                ))
+            conn.execute(update(task).where(task.c.id == task_pk).values(state=state, updated_at=now))
+            return SlotOutcome(task_pk, run_pk, state, revision, True)
+
+    def report_completion(
+        self, identity: TaskIdentity, slot: dt.datetime, *, cron: str | None = None, timezone: str = "UTC",
+        rows_written: int | None = None, run_id: str | None = None,
+    ) -> SlotOutcome:
+        """An external system publishes a completed interval (see :func:`airflow_leastaction.report_completion`)."""
+        meta = TaskMeta(cron=cron, timezone=timezone, source="external")
+        return self.record_success(identity, slot, meta=meta, run_id=run_id or f"external:{slot.isoformat()}",
+                                   rows_written=rows_written, attempt=1, at=utcnow())
+
+    # -- snapshots for gates ----------------------------------------------------------------------
+    def snapshot(
+        self, identities: Iterable[TaskIdentity], window: tuple[dt.datetime, dt.datetime] | None
+    ) -> tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]]:
+        """Parent rows and their slot records inside ``window``: two queries for any number of parents."""
+        wanted = set(identities)
+        if not wanted:
+            return {}, []
+        names = sorted({i.name for i in wanted})
+        tasks: dict[TaskIdentity, TaskSnapshot] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(names, IN_CHUNK):
+                for row in conn.execute(select(
+                    task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition, task.c.cron,
+                    task.c.timezone, task.c.state, task.c.prev_interval_start,
+                ).where(task.c.name.in_(chunk))):
+                    ident = TaskIdentity(row.name, row.project, row.account, row.partition)
+                    if ident in wanted:
+                        tasks[ident] = TaskSnapshot(row.id, ident, row.cron, row.timezone, row.state,
+                                                    row.prev_interval_start)
+            slots: list[SlotSnapshot] = []
+            pks = sorted(t.pk for t in tasks.values())
+            if pks and window is not None:
+                for chunk in _chunks(pks, IN_CHUNK):
+                    slots.extend(
+                        SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written,
+                                     r.repair_pending)
+                        for r in conn.execute(select(
+                            task_run.c.id, task_run.c.task_pk, task_run.c.slot, task_run.c.state,
+                            task_run.c.output_revision, task_run.c.rows_written, task_run.c.repair_pending,
+                        ).where(task_run.c.task_pk.in_(chunk), task_run.c.slot >= window[0],
+                                task_run.c.slot < window[1]))
+                    )
+        return tasks, slots
+
+    # -- gate decisions and consumption -------------------------------------------------------------
+    def record_decisions(
+        self, attempt: AttemptKey, judgements: Sequence[Judgement], *, downstream_slot: dt.datetime | None,
+        bypass_reason: str | None = None, at: dt.datetime | None = None,
+    ) -> list[int]:
+        """Append one decision per judged dependency of this attempt. ``bypass_reason`` records BYPASSED."""
+        now = at or utcnow()
+        rows = [_decision_row(attempt, j, downstream_slot, now, bypass_reason) for j in judgements]
+        if not rows:
+            return []
+        with self.write() as conn:
+            return [conn.execute(insert(gate_decision).values(**row)).inserted_primary_key[0] for row in rows]
+
+    def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now) -> int:
+        decisions = conn.execute(select(gate_decision).where(
+            gate_decision.c.dag_id == who.dag_id, gate_decision.c.task_id == who.task_id,
+            gate_decision.c.run_id == who.run_id, gate_decision.c.map_index == who.map_index,
+            gate_decision.c.attempt == who.attempt, gate_decision.c.result == DecisionResult.SATISFIED.value,
+        )).mappings().all()
+        for d in decisions:
+            conn.execute(insert(consumption).values(
+                decision_id=d["id"], dag_id=who.dag_id, task_id=who.task_id, run_id=who.run_id,
+                map_index=who.map_index, attempt=who.attempt, downstream_task_pk=task_pk,
+                downstream_slot=slot, dependency=d["dependency"], upstream_task_pk=d["upstream_task_pk"],
+                upstream_run_pk=d["upstream_run_pk"], upstream_slot=d["upstream_slot"],
+                upstream_revision=d["upstream_revision"], consumed_at=now,
+            ))
+        return len(decisions)
+
+    def consume(self, who: AttemptKey, *, downstream_task_pk: int | None = None,
+                downstream_slot: dt.datetime | None = None) -> int:
+        """Write consumption for an attempt that succeeded outside the listener's success record."""
+        with self.write() as conn:
+            return self._consume(conn, who, downstream_task_pk, downstream_slot, utcnow())
+
+    def consumed_revisions(self, dag_id: str, task_id: str, downstream_slot: dt.datetime) -> dict[str, tuple]:
+        """Per dependency, the (upstream slot, revision) this task's slot consumed most recently."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(
+                consumption.c.dependency, consumption.c.upstream_slot, consumption.c.upstream_revision,
+            ).where(consumption.c.dag_id == dag_id, consumption.c.task_id == task_id,
+                    consumption.c.downstream_slot == downstream_slot).order_by(consumption.c.id)).all()
+        return {r.dependency: (r.upstream_slot, r.upstream_revision) for r in rows}
+
+    def decisions_for(self, attempt: AttemptKey):
+        with self.engine.connect() as conn:
+            return conn.execute(select(gate_decision).where(
+                gate_decision.c.dag_id == attempt.dag_id, gate_decision.c.task_id == attempt.task_id,
+                gate_decision.c.run_id == attempt.run_id, gate_decision.c.map_index == attempt.map_index,
+                gate_decision.c.attempt == attempt.attempt,
+            ).order_by(gate_decision.c.id)).mappings().all()
+
+
+def _identity_clause(identity: TaskIdentity):
+    return (task.c.name == identity.name, task.c.project == identity.project,
+            task.c.account == identity.account, task.c.partition == identity.partition)
+
+
+def _slot_row(conn: Connection, task_pk: int, slot: dt.datetime):
+    return conn.execute(select(task_run).where(
+        and_(task_run.c.task_pk == task_pk, task_run.c.slot == slot))).first()
+
+
+def _forward_only(slot: dt.datetime):
+    # Decided in SQL, so two slots of one task completing at once can never move the watermark back.
+    new = literal(slot, UtcDateTime())
+    wm = task.c.prev_interval_start
+    return case((or_(wm.is_(None), wm < new), new), else_=wm)
+
+
+def _decision_row(attempt: AttemptKey, j: Judgement, downstream_slot, now, bypass_reason):
+    if bypass_reason is not None:
+        result, reason = DecisionResult.BYPASSED.value, f"{bypass_reason}: {j.reason}"
+    else:
+        result = (DecisionResult.SATISFIED if j.satisfied else DecisionResult.UNSATISFIED).value
+        reason = j.reason
+    return dict(
+        dag_id=attempt.dag_id, task_id=attempt.task_id, run_id=attempt.run_id, map_index=attempt.map_index,
+        attempt=attempt.attempt, downstream_slot=downstream_slot, dependency=j.dependency,
+        dependency_type=j.dependency_type.value, upstream_task_pk=j.upstream_task_pk,
+        upstream_run_pk=j.upstream_run_pk, upstream_slot=j.upstream_slot,
+        upstream_revision=j.upstream_revision, result=result, reason=reason, decided_at=now,
+    )
+
+
+def _chunks(items: list, size: int):
+    for i in range(0, len(items), size):
+        yield items[i:i + size]

@@ -1,0 +1,54 @@
+"""Exceptions. One base class per family; messages name the DAG, task, parent or model at fault."""
+
+from __future__ import annotations
+
+
+class LeastActionError(Exception):
+    """Base class of every error this provider raises."""
+
+
+class ConfigurationError(LeastActionError, ValueError):
+    """A DAG author's or operator's input is wrong; raised at DAG parse time where possible."""
+
+
+class InvalidCronError(ConfigurationError):
+    def __init__(self, cron: object, why: str):
+        self.cron = cron
+        super().__init__(f"invalid cron expression {cron!r}: {why}")
+
+
+class InvalidTimezoneError(ConfigurationError):
+    def __init__(self, timezone: object):
+        self.timezone = timezone
+        super().__init__(f"unknown timezone {timezone!r}: use an IANA name such as 'UTC' or 'Europe/Paris'")
+
+
+class DuplicateParentError(ConfigurationError):
+    def __init__(self, task_id: str, parent: str):
+        super().__init__(f"task {task_id!r} names parent {parent} more than once")
+
+
+class MissingDataIntervalError(ConfigurationError):
+    def __init__(self, dag_id: str, task_id: str, run_id: str):
+        super().__init__(
+            f"task {task_id!r} of DAG {dag_id!r} (run {run_id!r}) has no data interval: pass child_interval= "
+            "or schedule the DAG with a timetable that has data intervals"
+        )
+
+
+class CatalogError(LeastActionError):
+    """The catalog database cannot be reached or configured."""
+
+
+class UnknownConnectionError(CatalogError, ConfigurationError):
+    def __init__(self, conn_id: str, detail: str = ""):
+        self.conn_id = conn_id
+        extra = f": {detail}" if detail else ""
+        super().__init__(
+            f"catalog connection {conn_id!r} is not defined{extra}; create it (type 'leastaction_catalog') "
+            "or leave catalog_conn_id at its default to use the embedded SQLite catalog"
+        )
+
+
+class ParentFailedError(LeastActionError):
+    """A parent's covering slot failed and the sensor was told to fail rather than wait."""

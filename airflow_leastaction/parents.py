@@ -1,0 +1,138 @@
+"""Judging one catalog parent for one child interval, from a snapshot of the catalog. Pure logic.
+
+The watermark (``prev_interval_start``) answers "has the parent finished the interval that covers
+mine". Slot records refine it, because Airflow completes intervals out of order: a covering slot that is
+being re-run does not satisfy its children until it completes again, a covering slot that failed rejects
+them, and a child that must wait for fresh parent output (a repair) names the revision it needs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from airflow_leastaction.gate import DependencyType, Judgement
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals import (
+    check_parent_interval,
+    format_slot,
+    resolve_timezone,
+    slot_window,
+    truncate,
+)
+
+REJECTING_STATES = frozenset({"failed", "error", "cancelled", "cancel", "fail", "upstream_failed"})
+IN_FLIGHT_STATES = frozenset({"queued", "running", "up_for_retry", "restarting", "deferred", "scheduled"})
+
+
+@dataclass(frozen=True)
+class TaskSnapshot:
+    pk: int
+    identity: TaskIdentity
+    cron: str | None
+    timezone: str
+    state: str | None
+    prev_interval_start: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class SlotSnapshot:
+    pk: int
+    task_pk: int
+    slot: dt.datetime
+    state: str
+    output_revision: int
+    rows_written: int | None = None
+    repair_pending: bool = False
+
+
+def covering_window(task: TaskSnapshot, child_interval: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    """The [start, end) UTC window of parent slots that cover ``child_interval``."""
+    tz = resolve_timezone(task.timezone)
+    if task.cron is None:
+        return child_interval, child_interval + dt.timedelta(microseconds=1)
+    check = check_parent_interval(task.cron, None, child_interval, timezone=tz)
+    return slot_window(check.expected_slot, check.granularity, tz)
+
+
+def judge_parent(
+    identity: TaskIdentity,
+    task: TaskSnapshot | None,
+    slots: list[SlotSnapshot],
+    child_interval: dt.datetime,
+    *,
+    min_revision: int = 1,
+) -> Judgement:
+    """Judge ``identity`` for ``child_interval``. ``slots`` may hold any of the parent's slot records."""
+    label = identity.name
+    dep = identity.key
+    if task is None:
+        return Judgement(dep, False, f"{label}: not in the catalog (unknown parent); waiting for it to report")
+    base = dict(upstream_task_pk=task.pk)
+    if task.cron is None:
+        return _judge_ad_hoc(identity, task, slots, child_interval, min_revision)
+    tz = resolve_timezone(task.timezone)
+    check = check_parent_interval(
+        task.cron, task.prev_interval_start, child_interval, timezone=tz, parent_name=label
+    )
+    start, end = slot_window(check.expected_slot, check.granularity, tz)
+    covering = sorted((s for s in slots if s.task_pk == task.pk and start <= s.slot < end), key=lambda s: s.slot)
+    slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
+    for s in covering:
+        if s.state in IN_FLIGHT_STATES:
+            return Judgement(dep, False, f"{label}: slot {slot_label} is {s.state} (being re-run); waiting for it"
+                             " to complete", **base)
+    if covering:
+        latest = covering[-1]
+        sel = dict(upstream_run_pk=latest.pk, upstream_slot=latest.slot, upstream_revision=latest.output_revision)
+        if latest.state in REJECTING_STATES:
+            return Judgement(dep, False, f"{label}: slot {slot_label} is {latest.state}; waiting for a retry or"
+                             " repair", rejected=True, **base, **sel)
+        if latest.state == "success":
+            if latest.output_revision < min_revision:
+                return Judgement(
+                    dep, False,
+                    f"{label}: slot {slot_label} is at revision {latest.output_revision}, already consumed; "
+                    f"waiting for revision {min_revision} (a re-run of that slot)", **base, **sel,
+                )
+            return Judgement(dep, True, f"{label}: slot {slot_label} completed (revision "
+                             f"{latest.output_revision})", **base, **sel)
+    if check.satisfied:
+        return Judgement(dep, True, check.reason, **base)
+    if task.state in REJECTING_STATES:
+        return Judgement(dep, False, f"{check.reason}; parent is {task.state}", rejected=True, **base)
+    return Judgement(dep, False, check.reason, **base)
+
+
+def _judge_ad_hoc(identity, task, slots, child_interval, min_revision) -> Judgement:
+    # An ad hoc parent has no cron: any completed slot at or after the child's interval covers it.
+    label = identity.name
+    done = [s for s in slots if s.task_pk == task.pk and s.slot >= child_interval and s.state == "success"
+            and s.output_revision >= min_revision]
+    if done:
+        s = max(done, key=lambda s: s.slot)
+        return Judgement(identity.key, True, f"{label}: ad hoc run at {s.slot.isoformat()} covers it",
+                         upstream_task_pk=task.pk, upstream_run_pk=s.pk, upstream_slot=s.slot,
+                         upstream_revision=s.output_revision)
+    wm = task.prev_interval_start
+    if wm is not None and wm >= child_interval and not slots:
+        return Judgement(identity.key, True, f"{label}: ad hoc, completed up to {wm.isoformat()}",
+                         upstream_task_pk=task.pk)
+    return Judgement(identity.key, False, f"{label}: ad hoc parent has no completed run at or after "
+                     f"{child_interval.isoformat()}", rejected=task.state in REJECTING_STATES,
+                     upstream_task_pk=task.pk)
+
+
+def has_data_judgement(j: Judgement, rows_written: int | None) -> Judgement:
+    """Narrow a SUCCESS judgement to HAS_DATA: unknown or zero rows written does not satisfy."""
+    if not j.satisfied:
+        return Judgement(**{**j.__dict__, "dependency_type": DependencyType.HAS_DATA})
+    if not rows_written:
+        what = "reported no rows written" if rows_written is None else "wrote 0 rows"
+        return Judgement(**{**j.__dict__, "satisfied": False, "dependency_type": DependencyType.HAS_DATA,
+                            "reason": f"{j.reason}, but {what} (HAS_DATA needs at least one)"})
+    return Judgement(**{**j.__dict__, "dependency_type": DependencyType.HAS_DATA,
+                        "reason": f"{j.reason}, {rows_written} rows written"})
+
+
+__all__ = ["TaskSnapshot", "SlotSnapshot", "covering_window", "judge_parent", "has_data_judgement", "truncate"]
