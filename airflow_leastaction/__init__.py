@@ -1,0 +1,75 @@
+"""airflow-leastaction: task-level interval dependencies, audited run conditions and a demand-driven dbt
+queue for Apache Airflow 3."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "get_provider_info", "report_completion"]
+
+
+def get_provider_info() -> dict:
+    """Provider metadata read by Airflow's provider manager."""
+    return {
+        "package-name": "airflow-leastaction",
+        "name": "LeastAction",
+        "description": "Task-level interval dependencies, run conditions with an audit trail, and a "
+        "demand-driven dbt model queue.",
+        "versions": [__version__],
+        "integrations": [{"integration-name": "LeastAction", "tags": ["software"]}],
+        "sensors": [
+            {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.sensors.parent_interval"]}
+        ],
+        "triggers": [
+            {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.triggers.parent_interval"]}
+        ],
+        "hooks": [{"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.hooks.catalog"]}],
+        "connection-types": [
+            {
+                "hook-class-name": "airflow_leastaction.hooks.catalog.CatalogHook",
+                "connection-type": "leastaction_catalog",
+            }
+        ],
+        "plugins": [{"name": "leastaction", "plugin-class": "airflow_leastaction.plugins.leastaction.LeastActionPlugin"}],
+        "config": {
+            "leastaction": {
+                "description": "airflow-leastaction: the task catalog and its gates.",
+                "options": {
+                    "catalog_conn_id": {
+                        "description": "Connection (type leastaction_catalog) of the catalog database. When "
+                        "the default id is not defined, an embedded SQLite file under AIRFLOW_HOME is used.",
+                        "version_added": "0.1.0", "type": "string", "example": None,
+                        "default": "leastaction_catalog_default",
+                    },
+                    "project": {
+                        "description": "Catalog project of this deployment's Airflow tasks: their identity is "
+                        "(<dag_id>.<task_id>, project).",
+                        "version_added": "0.1.0", "type": "string", "example": "sales-airflow",
+                        "default": "airflow",
+                    },
+                    "poll_interval": {
+                        "description": "Seconds between catalog polls of the waiting gates in a triggerer.",
+                        "version_added": "0.1.0", "type": "float", "example": None, "default": "5",
+                    },
+                    "gates": {
+                        "description": "enforce (default), warn or off. warn and off admit tasks whose "
+                        "dependencies are not satisfied and record BYPASSED decisions.",
+                        "version_added": "0.1.0", "type": "string", "example": "warn", "default": "enforce",
+                    },
+                    "spool_dir": {
+                        "description": "Where the listener keeps outcomes it could not write to the catalog "
+                        "until it can. Default: AIRFLOW_HOME/leastaction/spool.",
+                        "version_added": "0.1.0", "type": "string", "example": None, "default": "",
+                    },
+                },
+            }
+        },
+    }
+
+
+def report_completion(*args, **kwargs):
+    """Publish a completed interval of a task that lives outside Airflow. See
+    :func:`airflow_leastaction.catalog.external.report_completion`."""
+    from airflow_leastaction.catalog.external import report_completion as _report
+
+    return _report(*args, **kwargs)

@@ -93,9 +93,6 @@ def resolve_url(conn_id: str | None = None) -> str:
     The default connection id falls back to the embedded SQLite file when it is not defined; any other
     connection id that is not defined raises :class:`UnknownConnectionError`.
     """
-    explicit_url = os.environ.get("AIRFLOW__LEASTACTION__CATALOG_URL")
-    if explicit_url and conn_id is None:
-        return explicit_url
     conn_id = conn_id or default_conn_id()
     if conn_id in _urls:
         return _urls[conn_id]
@@ -103,7 +100,8 @@ def resolve_url(conn_id: str | None = None) -> str:
     if conn is None:
         if conn_id != DEFAULT_CONN_ID:
             raise UnknownConnectionError(conn_id)
-        url = explicit_url or embedded_url()
+        # AIRFLOW__LEASTACTION__CATALOG_URL moves the embedded default without defining a connection.
+        url = os.environ.get("AIRFLOW__LEASTACTION__CATALOG_URL") or embedded_url()
     else:
         url = url_from_connection(conn)
     _urls[conn_id] = url

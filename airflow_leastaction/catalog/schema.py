@@ -150,7 +150,8 @@ consumption = Table(
     "la_consumption",
     metadata,
     Column("id", BigId, primary_key=True, autoincrement=True),
-    Column("decision_id", BigId, ForeignKey("la_gate_decision.id"), nullable=False, unique=True),
+    # One decision can be consumed by several tasks a gate admits (a sensor's downstream tasks).
+    Column("decision_id", BigId, ForeignKey("la_gate_decision.id"), nullable=False, index=True),
     Column("dag_id", String(250), nullable=False),
     Column("task_id", String(250), nullable=False),
     Column("run_id", String(250), nullable=False),

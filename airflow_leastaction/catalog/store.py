@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-from sqlalchemy import and_, case, insert, literal, or_, select, update
+from sqlalchemy import and_, case, func, insert, literal, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.engine import get_engine
@@ -148,6 +148,7 @@ class CatalogStore:
         self, identity: TaskIdentity, slot: dt.datetime, *, meta: TaskMeta | None = None,
         run_id: str | None = None, attempt: int = 1, rows_written: int | None = None,
         at: dt.datetime | None = None, consumer: AttemptKey | None = None,
+        gate_task_ids: Sequence[str] = (),
     ) -> SlotOutcome:
         """A slot completed: revision 1 the first time, +1 on each re-completion (a repair).
 
@@ -181,7 +182,7 @@ class CatalogStore:
                 state="success", updated_at=now, prev_interval_start=_forward_only(slot),
             ))
             if consumer is not None:
-                self._consume(conn, consumer, task_pk, slot, now)
+                self._consume(conn, consumer, task_pk, slot, now, gate_task_ids)
             return SlotOutcome(task_pk, run_pk, "success", revision, True)
 
     def record_finished(
@@ -266,36 +267,53 @@ class CatalogStore:
         with self.write() as conn:
             return [conn.execute(insert(gate_decision).values(**row)).inserted_primary_key[0] for row in rows]
 
-    def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now) -> int:
-        decisions = conn.execute(select(gate_decision).where(
-            gate_decision.c.dag_id == who.dag_id, gate_decision.c.task_id == who.task_id,
-            gate_decision.c.run_id == who.run_id, gate_decision.c.map_index == who.map_index,
-            gate_decision.c.attempt == who.attempt, gate_decision.c.result == DecisionResult.SATISFIED.value,
-        )).mappings().all()
-        for d in decisions:
+    def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now,
+                 gate_task_ids: Sequence[str] = ()) -> int:
+        """Turn admission decisions into consumption records for the attempt ``who`` that succeeded.
+
+        The sources are ``who``'s own SATISFIED decisions and, for each gate task directly upstream of
+        it in the same run (a ``ParentIntervalSensor``, a run-condition gate), the SATISFIED decisions of
+        that gate's latest attempt.
+        """
+        d = gate_decision.c
+        same_ti = (d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
+                   d.result == DecisionResult.SATISFIED.value)
+        own = select(gate_decision).where(*same_ti, d.task_id == who.task_id, d.attempt == who.attempt)
+        rows = list(conn.execute(own).mappings())
+        if gate_task_ids:
+            latest = (select(d.task_id, func.max(d.attempt).label("attempt"))
+                      .where(d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
+                             d.task_id.in_(list(gate_task_ids)))
+                      .group_by(d.task_id).subquery())
+            rows += list(conn.execute(select(gate_decision).join(
+                latest, and_(d.task_id == latest.c.task_id, d.attempt == latest.c.attempt)).where(*same_ti)
+            ).mappings())
+        for row in rows:
             conn.execute(insert(consumption).values(
-                decision_id=d["id"], dag_id=who.dag_id, task_id=who.task_id, run_id=who.run_id,
+                decision_id=row["id"], dag_id=who.dag_id, task_id=who.task_id, run_id=who.run_id,
                 map_index=who.map_index, attempt=who.attempt, downstream_task_pk=task_pk,
-                downstream_slot=slot, dependency=d["dependency"], upstream_task_pk=d["upstream_task_pk"],
-                upstream_run_pk=d["upstream_run_pk"], upstream_slot=d["upstream_slot"],
-                upstream_revision=d["upstream_revision"], consumed_at=now,
+                downstream_slot=slot, dependency=row["dependency"], upstream_task_pk=row["upstream_task_pk"],
+                upstream_run_pk=row["upstream_run_pk"], upstream_slot=row["upstream_slot"],
+                upstream_revision=row["upstream_revision"], consumed_at=now,
             ))
-        return len(decisions)
+        return len(rows)
 
     def consume(self, who: AttemptKey, *, downstream_task_pk: int | None = None,
-                downstream_slot: dt.datetime | None = None) -> int:
+                downstream_slot: dt.datetime | None = None, gate_task_ids: Sequence[str] = ()) -> int:
         """Write consumption for an attempt that succeeded outside the listener's success record."""
         with self.write() as conn:
-            return self._consume(conn, who, downstream_task_pk, downstream_slot, utcnow())
+            return self._consume(conn, who, downstream_task_pk, downstream_slot, utcnow(), gate_task_ids)
 
-    def consumed_revisions(self, dag_id: str, task_id: str, downstream_slot: dt.datetime) -> dict[str, tuple]:
-        """Per dependency, the (upstream slot, revision) this task's slot consumed most recently."""
+    def consumed_revisions(self, dag_id: str, task_ids: Sequence[str], downstream_slot: dt.datetime
+                           ) -> dict[tuple[str, dt.datetime | None], int]:
+        """Per (dependency, upstream slot), the highest revision these tasks' slot has consumed."""
+        c = consumption.c
         with self.engine.connect() as conn:
-            rows = conn.execute(select(
-                consumption.c.dependency, consumption.c.upstream_slot, consumption.c.upstream_revision,
-            ).where(consumption.c.dag_id == dag_id, consumption.c.task_id == task_id,
-                    consumption.c.downstream_slot == downstream_slot).order_by(consumption.c.id)).all()
-        return {r.dependency: (r.upstream_slot, r.upstream_revision) for r in rows}
+            rows = conn.execute(select(c.dependency, c.upstream_slot, func.max(c.upstream_revision).label("rev"))
+                                .where(c.dag_id == dag_id, c.task_id.in_(list(task_ids)),
+                                       c.downstream_slot == downstream_slot)
+                                .group_by(c.dependency, c.upstream_slot)).all()
+        return {(r.dependency, r.upstream_slot): r.rev for r in rows if r.rev is not None}
 
     def decisions_for(self, attempt: AttemptKey):
         with self.engine.connect() as conn:

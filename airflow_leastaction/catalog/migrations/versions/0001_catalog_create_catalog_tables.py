@@ -2,13 +2,14 @@
 
 Revision ID: 0001_catalog
 Revises: 
-Create Date: 2026-11-29 18:42:32.664937
+Create Date: 2026-11-29 18:45:30.748797
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+
 
 
 revision = '0001_catalog'
@@ -82,10 +83,10 @@ def upgrade() -> None:
     sa.Column('upstream_revision', sa.Integer(), nullable=True),
     sa.Column('consumed_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['decision_id'], ['la_gate_decision.id'], name=op.f('fk_la_consumption_decision_id_la_gate_decision')),
-    sa.PrimaryKeyConstraint('id', name=op.f('pk_la_consumption')),
-    sa.UniqueConstraint('decision_id', name=op.f('uq_la_consumption_decision_id'))
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_la_consumption'))
     )
     with op.batch_alter_table('la_consumption', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_la_consumption_decision_id'), ['decision_id'], unique=False)
         batch_op.create_index('ix_la_consumption_downstream', ['dag_id', 'task_id', 'downstream_slot'], unique=False)
         batch_op.create_index('ix_la_consumption_time', ['consumed_at', 'id'], unique=False)
         batch_op.create_index('ix_la_consumption_upstream', ['upstream_task_pk', 'upstream_slot'], unique=False)
@@ -124,6 +125,7 @@ def downgrade() -> None:
         batch_op.drop_index('ix_la_consumption_upstream')
         batch_op.drop_index('ix_la_consumption_time')
         batch_op.drop_index('ix_la_consumption_downstream')
+        batch_op.drop_index(batch_op.f('ix_la_consumption_decision_id'))
 
     op.drop_table('la_consumption')
     with op.batch_alter_table('la_task', schema=None) as batch_op:

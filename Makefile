@@ -1,0 +1,42 @@
+# make demo: Airflow standalone with the example DAGs and the plugin (SQLite catalog, DuckDB for dbt)
+# make test: the whole test suite (starts PostgreSQL, installs Chromium when missing)
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_HOME := $(CURDIR)/.airflow-demo
+DEMO_PORT ?= 8080
+
+.PHONY: install system-deps postgres test test-fast demo demo-run bench docs clean
+
+$(STAMP): pyproject.toml constraints/tested.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints/tested.txt -e ".[postgres,dbt,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+system-deps:
+	scripts/system-deps.sh
+
+postgres: system-deps
+	scripts/postgres.sh start
+
+test: install system-deps postgres
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow and not browser" $(PYTEST_ARGS)
+
+demo: install
+	DEMO_HOME=$(DEMO_HOME) DEMO_PORT=$(DEMO_PORT) scripts/demo.sh
+
+bench: install postgres
+	$(BIN)/python -m bench.run_all
+
+docs: install
+	$(BIN)/mkdocs build --strict
+
+clean:
+	rm -rf $(VENV) $(DEMO_HOME) site .pytest_cache

@@ -1,0 +1,152 @@
+"""Task outcomes as events: applied to the catalog, or spooled to local disk when it cannot be reached.
+
+The listener never writes the catalog directly: it builds a :class:`SlotEvent` and calls :func:`deliver`.
+If the catalog is down, the event is appended (one JSON line, flushed and fsynced) to a spool file under
+``[leastaction] spool_dir``; the next delivery from any process on that machine, or
+``airflow-leastaction catalog replay``, applies spooled events first, oldest first. Applying is
+idempotent (a success carries its run and attempt; older events never undo newer ones), so a replay that
+is interrupted and repeated does no harm.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from airflow_leastaction.catalog.engine import airflow_home, setting
+from airflow_leastaction.catalog.store import AttemptKey, CatalogStore, SlotOutcome, TaskMeta
+from airflow_leastaction.identity import TaskIdentity
+
+log = logging.getLogger(__name__)
+
+SPOOL_SUFFIX = ".jsonl"
+
+
+@dataclass
+class SlotEvent:
+    """One outcome of one task slot: ``running``, ``success`` or a finished state (failed, skipped...)."""
+
+    state: str
+    identity: TaskIdentity
+    slot: dt.datetime
+    at: dt.datetime
+    meta: TaskMeta | None = None
+    run_id: str | None = None
+    attempt: int = 1
+    rows_written: int | None = None
+    consumer: AttemptKey | None = None
+    gate_task_ids: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["slot"] = self.slot.isoformat()
+        data["at"] = self.at.isoformat()
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, line: str) -> "SlotEvent":
+        data = json.loads(line)
+        data["identity"] = TaskIdentity(**data["identity"])
+        data["slot"] = dt.datetime.fromisoformat(data["slot"])
+        data["at"] = dt.datetime.fromisoformat(data["at"])
+        data["meta"] = TaskMeta(**data["meta"]) if data.get("meta") else None
+        data["consumer"] = AttemptKey(**data["consumer"]) if data.get("consumer") else None
+        return cls(**data)
+
+
+def apply(store: CatalogStore, event: SlotEvent) -> SlotOutcome:
+    common = dict(meta=event.meta, run_id=event.run_id, attempt=event.attempt, at=event.at)
+    if event.state == "running":
+        return store.record_running(event.identity, event.slot, **common)
+    if event.state == "success":
+        return store.record_success(event.identity, event.slot, rows_written=event.rows_written,
+                                    consumer=event.consumer, gate_task_ids=event.gate_task_ids, **common)
+    return store.record_finished(event.identity, event.slot, event.state, **common)
+
+
+def spool_dir() -> Path:
+    configured = setting("spool_dir", "")
+    return Path(configured) if configured else airflow_home() / "leastaction" / "spool"
+
+
+def spool(event: SlotEvent, directory: Path | None = None) -> Path:
+    """Append ``event`` to this process's spool file and fsync it."""
+    directory = directory or spool_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"pending-{os.getpid()}{SPOOL_SUFFIX}"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(event.to_json() + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return path
+
+
+def replay(store: CatalogStore, directory: Path | None = None) -> int:
+    """Apply every spooled event, oldest first; returns how many were applied.
+
+    Each spool file is first renamed to a name only this call knows, so two processes never replay the
+    same file. A file whose replay fails midway is renamed back for a later attempt.
+    """
+    directory = directory or spool_dir()
+    if not directory.is_dir():
+        return 0
+    claimed = []
+    for path in sorted(directory.glob(f"pending-*{SPOOL_SUFFIX}")):
+        mine = path.with_name(f"replaying-{uuid.uuid4().hex}{SPOOL_SUFFIX}")
+        try:
+            path.rename(mine)
+        except FileNotFoundError:
+            continue  # another process claimed it
+        claimed.append(mine)
+    events = []
+    for path in claimed:
+        with open(path, encoding="utf-8") as fh:
+            events.extend(SlotEvent.from_json(line) for line in fh if line.strip())
+    events.sort(key=lambda e: e.at)
+    done = 0
+    try:
+        for event in events:
+            apply(store, event)
+            done += 1
+    except Exception:
+        _requeue(directory, events[done:])
+        raise
+    finally:
+        for path in claimed:
+            path.unlink(missing_ok=True)
+    return done
+
+
+def _requeue(directory: Path, events: list[SlotEvent]) -> None:
+    path = directory / f"pending-{os.getpid()}-{uuid.uuid4().hex[:8]}{SPOOL_SUFFIX}"
+    with open(path, "a", encoding="utf-8") as fh:
+        for event in events:
+            fh.write(event.to_json() + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def deliver(event: SlotEvent, store_factory=CatalogStore) -> SlotOutcome | None:
+    """Apply ``event`` (after any spooled backlog); on any catalog error spool it and return None.
+
+    Never raises: a catalog outage must not fail the user's task.
+    """
+    try:
+        store = store_factory()
+        if any(spool_dir().glob(f"pending-*{SPOOL_SUFFIX}")):
+            replay(store)
+        return apply(store, event)
+    except Exception as exc:  # the catalog is down, misconfigured, locked...
+        try:
+            path = spool(event)
+            log.warning("catalog unavailable (%s); outcome of %s slot %s spooled to %s", exc, event.identity,
+                        event.slot.isoformat(), path)
+        except Exception:
+            log.exception("catalog unavailable and spooling failed; outcome of %s slot %s: %s",
+                          event.identity, event.slot.isoformat(), event.to_json())
+        return None

@@ -1,0 +1,56 @@
+"""``airflow-leastaction catalog``: report external completions and read the catalog."""
+
+from __future__ import annotations
+
+import json
+
+from airflow_leastaction.catalog.external import report_completion
+from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals import cron_granularity
+
+
+def register(sub) -> None:
+    cat = sub.add_parser("catalog", help="the task catalog").add_subparsers(dest="catalog_command", required=True)
+    rep = cat.add_parser("report", help="publish a completed interval of a task outside Airflow")
+    rep.add_argument("name")
+    rep.add_argument("--project", required=True)
+    rep.add_argument("--slot", required=True, help="interval start, ISO-8601 with offset, e.g. 2026-11-28T00:00:00+00:00")
+    rep.add_argument("--account", default="")
+    rep.add_argument("--partition", default="")
+    rep.add_argument("--cron", default=None, help="the task's schedule (omit for ad hoc)")
+    rep.add_argument("--timezone", default="UTC")
+    rep.add_argument("--rows-written", type=int, default=None)
+    rep.add_argument("--run-id", default=None)
+    rep.set_defaults(func=_report)
+    show = cat.add_parser("show", help="print one task with its watermark")
+    show.add_argument("name")
+    show.add_argument("--project", required=True)
+    show.add_argument("--account", default="")
+    show.add_argument("--partition", default="")
+    show.set_defaults(func=_show)
+
+
+def _report(args) -> int:
+    try:
+        outcome = report_completion(
+            args.name, args.project, args.slot, account=args.account, partition=args.partition, cron=args.cron,
+            timezone=args.timezone, rows_written=args.rows_written, run_id=args.run_id, conn_id=args.conn_id,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}")
+        return 2
+    what = "published revision" if outcome.applied else "already recorded at revision"
+    print(f"{args.project}/{args.name} slot {args.slot}: {what} {outcome.output_revision}")
+    return 0
+
+
+def _show(args) -> int:
+    row = CatalogStore(conn_id=args.conn_id).get_task(TaskIdentity(args.name, args.project, args.account, args.partition))
+    if row is None:
+        print(f"{args.project}/{args.name}: not in the catalog")
+        return 1
+    data = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in dict(row).items()}
+    data["granularity"] = cron_granularity(row["cron"]) if row["cron"] else None
+    print(json.dumps(data, indent=2))
+    return 0

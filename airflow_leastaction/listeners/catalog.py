@@ -1,0 +1,104 @@
+"""Mirror Airflow task outcomes into the catalog: running, success and failure per slot.
+
+The slot is the run's data-interval start (the logical date, then ``run_after``, when a run has no data
+interval). Runs in the worker for task outcomes and in the API server for states set in the UI. Every
+write goes through :func:`airflow_leastaction.catalog.outcomes.deliver`, which never raises: a catalog
+outage spools the outcome to local disk instead of failing the task.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from airflow.listeners import hookimpl
+
+from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
+from airflow_leastaction.catalog.store import AttemptKey
+from airflow_leastaction.refs import airflow_task, schedule_meta
+
+log = logging.getLogger(__name__)
+
+ROWS_WRITTEN_KEY = "leastaction_rows_written"
+
+
+def _dag_run(ti):
+    try:
+        return ti.get_template_context()["dag_run"]
+    except Exception:
+        return getattr(ti, "dag_run", None)
+
+
+def slot_of(ti) -> dt.datetime | None:
+    dag_run = _dag_run(ti)
+    for attr in ("data_interval_start", "logical_date", "run_after"):
+        value = getattr(dag_run, attr, None) if dag_run is not None else None
+        if value is not None:
+            return value.astimezone(dt.timezone.utc)
+    return None
+
+
+def _rows_written(ti) -> int | None:
+    try:
+        value = ti.xcom_pull(task_ids=ti.task_id, key=ROWS_WRITTEN_KEY, map_indexes=ti.map_index)
+    except Exception:
+        return None
+    if isinstance(value, list):  # some contexts return a list for map_indexes
+        value = value[0] if value else None
+    return int(value) if isinstance(value, (int, float, str)) and str(value).lstrip("-").isdigit() else None
+
+
+def build_event(ti, state: str) -> SlotEvent | None:
+    slot = slot_of(ti)
+    if slot is None:
+        log.warning("leastaction: %s.%s run %s has no interval; not recorded", ti.dag_id, ti.task_id, ti.run_id)
+        return None
+    task = getattr(ti, "task", None)
+    dag = getattr(task, "dag", None)
+    map_index = getattr(ti, "map_index", -1)
+    map_index = -1 if map_index is None else map_index
+    attempt = int(getattr(ti, "try_number", 1) or 1)
+    event = SlotEvent(
+        state=state,
+        identity=airflow_task(ti.dag_id, ti.task_id, map_index=map_index),
+        slot=slot,
+        at=dt.datetime.now(dt.timezone.utc),
+        meta=schedule_meta(dag, ti.task_id) if dag is not None else None,
+        run_id=ti.run_id,
+        attempt=attempt,
+    )
+    if state == "success":
+        event.rows_written = _rows_written(ti)
+        event.consumer = AttemptKey(ti.dag_id, ti.task_id, ti.run_id, map_index, attempt)
+        event.gate_task_ids = sorted(getattr(task, "upstream_task_ids", ()) or ())
+    return event
+
+
+def _record(ti, state: str) -> None:
+    try:
+        event = build_event(ti, state)
+    except Exception:
+        log.exception("leastaction: could not read %s for the catalog", ti)
+        return
+    if event is not None:
+        deliver(event)
+
+
+@hookimpl
+def on_task_instance_running(previous_state, task_instance):
+    _record(task_instance, "running")
+
+
+@hookimpl
+def on_task_instance_success(previous_state, task_instance):
+    _record(task_instance, "success")
+
+
+@hookimpl
+def on_task_instance_failed(previous_state, task_instance, error):
+    _record(task_instance, "failed")
+
+
+@hookimpl
+def on_task_instance_skipped(previous_state, task_instance):
+    _record(task_instance, "skipped")

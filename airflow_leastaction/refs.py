@@ -1,0 +1,38 @@
+"""Naming catalog tasks from Airflow: this deployment's tasks, and parents outside it."""
+
+from __future__ import annotations
+
+from airflow_leastaction.catalog.engine import setting
+from airflow_leastaction.catalog.store import TaskMeta
+from airflow_leastaction.identity import TaskIdentity, airflow_task_name
+
+
+def deployment_project() -> str:
+    """The catalog project of this deployment's Airflow tasks (``[leastaction] project``)."""
+    return setting("project", "airflow")
+
+
+def airflow_task(dag_id: str, task_id: str, *, project: str | None = None, map_index: int = -1) -> TaskIdentity:
+    """Task ``task_id`` of DAG ``dag_id``, in this deployment unless ``project`` names another one."""
+    partition = str(map_index) if map_index is not None and map_index >= 0 else ""
+    return TaskIdentity(airflow_task_name(dag_id, task_id), project or deployment_project(), "", partition)
+
+
+def external_task(name: str, project: str, *, account: str = "", partition: str = "") -> TaskIdentity:
+    """A task that lives outside Airflow and reports its completions to the catalog."""
+    return TaskIdentity(name, project, account, partition)
+
+
+def schedule_meta(dag, task_id: str | None = None) -> TaskMeta:
+    """Cron and timezone of a DAG's timetable (Airflow's cron timetables and ours); ad hoc otherwise."""
+    timetable = getattr(dag, "timetable", None)
+    expression = getattr(timetable, "_expression", None)
+    tz = getattr(timetable, "_timezone", None)
+    tz_name = getattr(tz, "name", None) or getattr(tz, "key", None) or (tz if isinstance(tz, str) else "UTC")
+    if tz_name in ("+00:00", "Z"):
+        tz_name = "UTC"
+    dag_id = getattr(dag, "dag_id", None)
+    try:
+        return TaskMeta(cron=expression, timezone=tz_name, dag_id=dag_id, task_id=task_id)
+    except Exception:  # a schedule the interval check cannot read (six fields, odd zone): keep it ad hoc
+        return TaskMeta(cron=None, timezone="UTC", dag_id=dag_id, task_id=task_id)

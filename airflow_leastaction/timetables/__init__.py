@@ -1,0 +1,3 @@
+from airflow_leastaction.timetables.interval import IntervalCronTimetable
+
+__all__ = ["IntervalCronTimetable"]

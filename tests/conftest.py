@@ -1,0 +1,130 @@
+"""Shared fixtures: an isolated AIRFLOW_HOME, real catalogs on SQLite and PostgreSQL.
+
+The Airflow environment is set before anything imports Airflow. PostgreSQL is the server started by
+``scripts/postgres.sh`` (``make test`` starts it; so does this file when it is not running).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_HOME = Path(tempfile.mkdtemp(prefix="leastaction-airflow-"))
+TEST_DAGS = ROOT / "tests" / "dags"
+
+os.environ.update(
+    {
+        "AIRFLOW_HOME": str(TEST_HOME),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(TEST_DAGS),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{TEST_HOME}/airflow.db",
+        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(TEST_HOME / "logs"),
+        "AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.2",
+    }
+)
+os.environ.pop("AIRFLOW__LEASTACTION__CATALOG_URL", None)
+os.environ.pop("AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT", None)
+
+
+def _pg_admin_url() -> str:
+    url = os.environ.get("LEASTACTION_TEST_PG_URL")
+    if url:
+        return url
+    out = subprocess.run([str(ROOT / "scripts" / "postgres.sh"), "start"], check=True, capture_output=True, text=True)
+    url = out.stdout.strip().splitlines()[-1]
+    os.environ["LEASTACTION_TEST_PG_URL"] = url
+    return url
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> str:
+    return _pg_admin_url()
+
+
+def _fresh_pg_database(admin_url: str) -> tuple[str, callable]:
+    import sqlalchemy as sa
+
+    name = f"la_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = admin_url.rsplit("/", 1)[0] + f"/{name}"
+
+    def drop():
+        from airflow_leastaction.catalog.engine import dispose_all
+
+        dispose_all()
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    return url, drop
+
+
+@pytest.fixture
+def pg_url(pg_admin_url):
+    url, drop = _fresh_pg_database(pg_admin_url)
+    yield url
+    drop()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path):
+    yield f"sqlite:///{tmp_path}/catalog.db"
+    from airflow_leastaction.catalog.engine import dispose_all
+
+    dispose_all()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def catalog_url(request):
+    """A migrated, empty catalog on each backend."""
+    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+    from airflow_leastaction.catalog.engine import get_engine
+
+    get_engine(url, migrate=True)
+    return url
+
+
+@pytest.fixture
+def store(catalog_url):
+    from airflow_leastaction.catalog.engine import get_engine
+    from airflow_leastaction.catalog.store import CatalogStore
+
+    return CatalogStore(get_engine(catalog_url))
+
+
+@pytest.fixture
+def use_catalog(monkeypatch):
+    """Point the default catalog connection of this process (and its children) at ``url``."""
+
+    def point(url: str):
+        from airflow_leastaction.catalog.engine import dispose_all
+
+        dispose_all()
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT",
+            json.dumps({"conn_type": "leastaction_catalog", "extra": {"url": url}}),
+        )
+        return url
+
+    yield point
+    from airflow_leastaction.catalog.engine import dispose_all
+
+    dispose_all()
+
+
+@pytest.fixture(scope="session")
+def airflow_db():
+    """Airflow's own metadata database (SQLite) for dag.test() runs, migrated once per session."""
+    subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
+    return TEST_HOME
