@@ -94,6 +94,8 @@ task = Table(
     Column("prev_interval_start", UtcDateTime(), nullable=True),  # watermark: latest completed slot
     Column("dag_id", String(250), nullable=True),
     Column("task_id", String(250), nullable=True),
+    # Declared parents, as a JSON list of identities: the graph is computed from these on read.
+    Column("parents", Text, nullable=True),
     Column("updated_at", UtcDateTime(), nullable=False),
     UniqueConstraint("name", "project", "account", "partition"),
     Index("ix_la_task_dag", "dag_id", "task_id"),

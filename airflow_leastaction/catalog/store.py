@@ -8,6 +8,7 @@ Readers: the gates (batched snapshots), the CLI and the UI.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
@@ -111,6 +112,16 @@ class CatalogStore:
     def register_task(self, identity: TaskIdentity, meta: TaskMeta) -> int:
         with self.write() as conn:
             return self.ensure_task(conn, identity, meta, utcnow())
+
+    def declare_parents(self, identity: TaskIdentity, meta: TaskMeta | None, parents: Sequence[TaskIdentity]) -> int:
+        """Record the parents ``identity`` declares (what the dependency graph is computed from)."""
+        text = json.dumps([p.as_dict() for p in parents], sort_keys=True)
+        now = utcnow()
+        with self.write() as conn:
+            pk = self.ensure_task(conn, identity, meta, now)
+            conn.execute(update(task).where(task.c.id == pk, or_(task.c.parents.is_(None), task.c.parents != text))
+                         .values(parents=text, updated_at=now))
+            return pk
 
     def get_task(self, identity: TaskIdentity):
         with self.engine.connect() as conn:

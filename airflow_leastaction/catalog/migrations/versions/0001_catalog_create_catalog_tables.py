@@ -58,6 +58,7 @@ def upgrade() -> None:
     sa.Column('prev_interval_start', sa.DateTime(timezone=True), nullable=True),
     sa.Column('dag_id', sa.String(length=250), nullable=True),
     sa.Column('task_id', sa.String(length=250), nullable=True),
+    sa.Column('parents', sa.Text(), nullable=True),
     sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_la_task')),
     sa.UniqueConstraint('name', 'project', 'account', 'partition', name=op.f('uq_la_task_name_project_account_partition'))
