@@ -143,13 +143,26 @@ def _midnight(day: dt.date, tz: dt.tzinfo) -> dt.datetime:
 
 
 def expected_slot(parent_cron: str, child_logical_date: dt.datetime, *, timezone: str | dt.tzinfo = "UTC"):
-    """The latest parent slot at or before the child's interval, in the parent's timezone."""
+    """The latest parent slot at or before the child's interval, as an aware instant in the parent's zone.
+
+    Cron is read on the parent's wall clock. Crons that fire every hour step over the repeated hour of a
+    DST fall-back in real time (01:00 EDT and 01:00 EST are two slots), as Airflow's cron timetables do.
+    """
     tz = resolve_timezone(timezone)
     cron = normalize_cron(parent_cron)
-    child = _aware(child_logical_date, "child_logical_date").astimezone(tz)
+    child = _aware(child_logical_date, "child_logical_date").astimezone(tz).replace(microsecond=0)
+    naive = child.replace(tzinfo=None)
     # Seed one second past the anchor so a child exactly on a slot resolves to that slot.
-    anchor = child.replace(microsecond=0) + dt.timedelta(seconds=1)
-    return croniter(cron, anchor).get_prev(dt.datetime)
+    scheduled = croniter(cron, naive + dt.timedelta(seconds=1)).get_prev(dt.datetime)
+    if _covers_every_hour(cron):
+        return (child.astimezone(UTC) - (naive - scheduled)).astimezone(tz)
+    return scheduled.replace(tzinfo=tz).astimezone(UTC).astimezone(tz)
+
+
+@lru_cache(maxsize=4096)
+def _covers_every_hour(cron: str) -> bool:
+    hours = croniter(cron).expanded[1]
+    return hours == ["*"] or len(hours) == 24
 
 
 def check_parent_interval(

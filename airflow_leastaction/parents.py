@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Mapping
 
 from airflow_leastaction.gate import DependencyType, Judgement
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals import (
-    check_parent_interval,
-    format_slot,
-    resolve_timezone,
-    slot_window,
-    truncate,
-)
+from airflow_leastaction.intervals import check_parent_interval, format_slot, resolve_timezone, slot_window
 
 REJECTING_STATES = frozenset({"failed", "error", "cancelled", "cancel", "fail", "upstream_failed"})
+FAR_FUTURE = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
 IN_FLIGHT_STATES = frozenset({"queued", "running", "up_for_retry", "restarting", "deferred", "scheduled"})
 
 
@@ -50,7 +46,7 @@ def covering_window(task: TaskSnapshot, child_interval: dt.datetime) -> tuple[dt
     """The [start, end) UTC window of parent slots that cover ``child_interval``."""
     tz = resolve_timezone(task.timezone)
     if task.cron is None:
-        return child_interval, child_interval + dt.timedelta(microseconds=1)
+        return child_interval, FAR_FUTURE
     check = check_parent_interval(task.cron, None, child_interval, timezone=tz)
     return slot_window(check.expected_slot, check.granularity, tz)
 
@@ -61,16 +57,21 @@ def judge_parent(
     slots: list[SlotSnapshot],
     child_interval: dt.datetime,
     *,
-    min_revision: int = 1,
+    consumed: Mapping[dt.datetime, int] | None = None,
 ) -> Judgement:
-    """Judge ``identity`` for ``child_interval``. ``slots`` may hold any of the parent's slot records."""
+    """Judge ``identity`` for ``child_interval``. ``slots`` may hold any of the parent's slot records.
+
+    ``consumed`` maps parent slots to the revision the child already consumed; when given, only a higher
+    revision (a repair) counts as new output, which is how a re-run child waits for its re-run parent.
+    """
+    consumed = consumed or {}
     label = identity.name
     dep = identity.key
     if task is None:
         return Judgement(dep, False, f"{label}: not in the catalog (unknown parent); waiting for it to report")
     base = dict(upstream_task_pk=task.pk)
     if task.cron is None:
-        return _judge_ad_hoc(identity, task, slots, child_interval, min_revision)
+        return _judge_ad_hoc(identity, task, slots, child_interval, consumed)
     tz = resolve_timezone(task.timezone)
     check = check_parent_interval(
         task.cron, task.prev_interval_start, child_interval, timezone=tz, parent_name=label
@@ -89,6 +90,7 @@ def judge_parent(
             return Judgement(dep, False, f"{label}: slot {slot_label} is {latest.state}; waiting for a retry or"
                              " repair", rejected=True, **base, **sel)
         if latest.state == "success":
+            min_revision = consumed.get(latest.slot, 0) + 1
             if latest.output_revision < min_revision:
                 return Judgement(
                     dep, False,
@@ -104,11 +106,11 @@ def judge_parent(
     return Judgement(dep, False, check.reason, **base)
 
 
-def _judge_ad_hoc(identity, task, slots, child_interval, min_revision) -> Judgement:
+def _judge_ad_hoc(identity, task, slots, child_interval, consumed) -> Judgement:
     # An ad hoc parent has no cron: any completed slot at or after the child's interval covers it.
     label = identity.name
     done = [s for s in slots if s.task_pk == task.pk and s.slot >= child_interval and s.state == "success"
-            and s.output_revision >= min_revision]
+            and s.output_revision > consumed.get(s.slot, 0)]
     if done:
         s = max(done, key=lambda s: s.slot)
         return Judgement(identity.key, True, f"{label}: ad hoc run at {s.slot.isoformat()} covers it",
@@ -123,6 +125,18 @@ def _judge_ad_hoc(identity, task, slots, child_interval, min_revision) -> Judgem
                      upstream_task_pk=task.pk)
 
 
+def judge_parents(
+    parents: list[TaskIdentity],
+    child_interval: dt.datetime,
+    snapshot: tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]],
+    consumed: Mapping[str, Mapping[dt.datetime, int]] | None = None,
+) -> list[Judgement]:
+    """Judge every parent of one child from one catalog snapshot (see ``CatalogStore.snapshot``)."""
+    tasks, slots = snapshot
+    consumed = consumed or {}
+    return [judge_parent(p, tasks.get(p), slots, child_interval, consumed=consumed.get(p.key)) for p in parents]
+
+
 def has_data_judgement(j: Judgement, rows_written: int | None) -> Judgement:
     """Narrow a SUCCESS judgement to HAS_DATA: unknown or zero rows written does not satisfy."""
     if not j.satisfied:
@@ -135,4 +149,4 @@ def has_data_judgement(j: Judgement, rows_written: int | None) -> Judgement:
                         "reason": f"{j.reason}, {rows_written} rows written"})
 
 
-__all__ = ["TaskSnapshot", "SlotSnapshot", "covering_window", "judge_parent", "has_data_judgement", "truncate"]
+__all__ = ["TaskSnapshot", "SlotSnapshot", "covering_window", "judge_parent", "judge_parents", "has_data_judgement"]

@@ -18,7 +18,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_HOME = Path(tempfile.mkdtemp(prefix="leastaction-airflow-"))
-TEST_DAGS = ROOT / "tests" / "dags"
+# The DAGs folder holds the example DAGs and the test DAGs, linked (dag.test() needs a DAG's file there).
+TEST_DAGS = TEST_HOME / "dags"
+TEST_DAGS.mkdir()
+(TEST_DAGS / "examples").symlink_to(ROOT / "dags_examples", target_is_directory=True)
+(TEST_DAGS / "tests").symlink_to(ROOT / "tests" / "dags", target_is_directory=True)
 
 os.environ.update(
     {
@@ -128,3 +132,23 @@ def airflow_db():
     """Airflow's own metadata database (SQLite) for dag.test() runs, migrated once per session."""
     subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
     return TEST_HOME
+
+
+@pytest.fixture(scope="session")
+def dagbag(airflow_db):
+    """Every example and test DAG, parsed once; fails loudly on import errors."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(str(TEST_DAGS))
+    assert not bag.import_errors, bag.import_errors
+    return bag
+
+
+@pytest.fixture
+def run_dag(dagbag):
+    """``run_dag(dag_id, logical_date)``: one real DAG run through ``dag.test()``; returns the DagRun."""
+
+    def run(dag_id: str, logical_date, **kwargs):
+        return dagbag.get_dag(dag_id).test(logical_date=logical_date, **kwargs)
+
+    return run

@@ -11,6 +11,7 @@ Engines are cached per URL for the life of the process; connection look-ups per 
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -57,7 +58,11 @@ def default_conn_id() -> str:
 
 def url_from_connection(conn) -> str:
     """Build the SQLAlchemy URL of a ``leastaction_catalog`` connection."""
-    extra = conn.extra_dejson if hasattr(conn, "extra_dejson") else {}
+    # Parse the extra ourselves: extra_dejson masks secrets synchronously, which deadlocks in a triggerer.
+    try:
+        extra = json.loads(conn.extra) if conn.extra else {}
+    except (TypeError, ValueError):
+        extra = {}
     if extra.get("url"):
         return str(extra["url"])
     if not conn.host:
@@ -80,11 +85,43 @@ def _lookup_connection(conn_id: str):
     except ImportError:  # pragma: no cover - Airflow is a hard dependency
         raise
     except Exception as exc:  # AirflowNotFoundException and friends differ by process type
-        if "isn't defined" in str(exc) or "not found" in str(exc).lower() or type(exc).__name__.endswith(
-            "NotFoundException"
-        ):
+        if _not_found(exc):
             return None
         raise CatalogError(f"cannot read catalog connection {conn_id!r}: {exc}") from exc
+
+
+def _not_found(exc: Exception) -> bool:
+    return "isn't defined" in str(exc) or "not found" in str(exc).lower() or type(exc).__name__.endswith(
+        "NotFoundException"
+    )
+
+
+async def aresolve_url(conn_id: str | None = None) -> str:
+    """:func:`resolve_url` for async code (triggers): the connection is read without blocking the loop."""
+    conn_id = conn_id or default_conn_id()
+    if conn_id in _urls:
+        return _urls[conn_id]
+    from airflow.sdk import BaseHook
+
+    try:
+        conn = await BaseHook.aget_connection(conn_id)
+    except Exception as exc:
+        if not _not_found(exc):
+            raise CatalogError(f"cannot read catalog connection {conn_id!r}: {exc}") from exc
+        conn = None
+    return _remember(conn_id, conn)
+
+
+def _remember(conn_id: str, conn) -> str:
+    if conn is None:
+        if conn_id != DEFAULT_CONN_ID:
+            raise UnknownConnectionError(conn_id)
+        # AIRFLOW__LEASTACTION__CATALOG_URL moves the embedded default without defining a connection.
+        url = os.environ.get("AIRFLOW__LEASTACTION__CATALOG_URL") or embedded_url()
+    else:
+        url = url_from_connection(conn)
+    _urls[conn_id] = url
+    return url
 
 
 def resolve_url(conn_id: str | None = None) -> str:
@@ -96,16 +133,7 @@ def resolve_url(conn_id: str | None = None) -> str:
     conn_id = conn_id or default_conn_id()
     if conn_id in _urls:
         return _urls[conn_id]
-    conn = _lookup_connection(conn_id)
-    if conn is None:
-        if conn_id != DEFAULT_CONN_ID:
-            raise UnknownConnectionError(conn_id)
-        # AIRFLOW__LEASTACTION__CATALOG_URL moves the embedded default without defining a connection.
-        url = os.environ.get("AIRFLOW__LEASTACTION__CATALOG_URL") or embedded_url()
-    else:
-        url = url_from_connection(conn)
-    _urls[conn_id] = url
-    return url
+    return _remember(conn_id, _lookup_connection(conn_id))
 
 
 def _on_sqlite_connect(dbapi_conn, _record):

@@ -21,7 +21,7 @@ from airflow_leastaction.catalog.schema import UtcDateTime, consumption, gate_de
 from airflow_leastaction.gate import DecisionResult, Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals import normalize_cron, resolve_timezone
-from airflow_leastaction.parents import SlotSnapshot, TaskSnapshot
+from airflow_leastaction.parents import SlotSnapshot, TaskSnapshot, covering_window
 
 # SQLite allows 32,766 bound parameters; stay well below it per IN list.
 IN_CHUNK = 30_000
@@ -232,16 +232,21 @@ class CatalogStore:
 
     # -- snapshots for gates ----------------------------------------------------------------------
     def snapshot(
-        self, identities: Iterable[TaskIdentity], window: tuple[dt.datetime, dt.datetime] | None
+        self, requests: Iterable[tuple[TaskIdentity, dt.datetime]]
     ) -> tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]]:
-        """Parent rows and their slot records inside ``window``: two queries for any number of parents."""
-        wanted = set(identities)
+        """What gates need to judge (parent, child interval) pairs: two queries for any number of pairs.
+
+        The first reads the parents' task rows; the second reads their slot records inside the union of
+        the windows that cover the children's intervals (computed from each parent's cron).
+        """
+        wanted: dict[TaskIdentity, list[dt.datetime]] = {}
+        for identity, child_interval in requests:
+            wanted.setdefault(identity, []).append(child_interval)
         if not wanted:
             return {}, []
-        names = sorted({i.name for i in wanted})
         tasks: dict[TaskIdentity, TaskSnapshot] = {}
         with self.engine.connect() as conn:
-            for chunk in _chunks(names, IN_CHUNK):
+            for chunk in _chunks(sorted({i.name for i in wanted}), IN_CHUNK):
                 for row in conn.execute(select(
                     task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition, task.c.cron,
                     task.c.timezone, task.c.state, task.c.prev_interval_start,
@@ -250,19 +255,20 @@ class CatalogStore:
                     if ident in wanted:
                         tasks[ident] = TaskSnapshot(row.id, ident, row.cron, row.timezone, row.state,
                                                     row.prev_interval_start)
+            windows = [covering_window(t, ci) for ident, t in tasks.items() for ci in wanted[ident]]
+            if not windows:
+                return tasks, []
+            start, end = min(w[0] for w in windows), max(w[1] for w in windows)
             slots: list[SlotSnapshot] = []
-            pks = sorted(t.pk for t in tasks.values())
-            if pks and window is not None:
-                for chunk in _chunks(pks, IN_CHUNK):
-                    slots.extend(
-                        SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written,
-                                     r.repair_pending)
-                        for r in conn.execute(select(
-                            task_run.c.id, task_run.c.task_pk, task_run.c.slot, task_run.c.state,
-                            task_run.c.output_revision, task_run.c.rows_written, task_run.c.repair_pending,
-                        ).where(task_run.c.task_pk.in_(chunk), task_run.c.slot >= window[0],
-                                task_run.c.slot < window[1]))
-                    )
+            for chunk in _chunks(sorted(t.pk for t in tasks.values()), IN_CHUNK):
+                slots.extend(
+                    SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written,
+                                 r.repair_pending)
+                    for r in conn.execute(select(
+                        task_run.c.id, task_run.c.task_pk, task_run.c.slot, task_run.c.state,
+                        task_run.c.output_revision, task_run.c.rows_written, task_run.c.repair_pending,
+                    ).where(task_run.c.task_pk.in_(chunk), task_run.c.slot >= start, task_run.c.slot < end))
+                )
         return tasks, slots
 
     # -- gate decisions and consumption -------------------------------------------------------------

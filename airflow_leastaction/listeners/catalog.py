@@ -16,11 +16,9 @@ from airflow.listeners import hookimpl
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.refs import airflow_task, schedule_meta
+from airflow_leastaction.rows import take_reported
 
 log = logging.getLogger(__name__)
-
-ROWS_WRITTEN_KEY = "leastaction_rows_written"
-
 
 def _dag_run(ti):
     try:
@@ -36,16 +34,6 @@ def slot_of(ti) -> dt.datetime | None:
         if value is not None:
             return value.astimezone(dt.timezone.utc)
     return None
-
-
-def _rows_written(ti) -> int | None:
-    try:
-        value = ti.xcom_pull(task_ids=ti.task_id, key=ROWS_WRITTEN_KEY, map_indexes=ti.map_index)
-    except Exception:
-        return None
-    if isinstance(value, list):  # some contexts return a list for map_indexes
-        value = value[0] if value else None
-    return int(value) if isinstance(value, (int, float, str)) and str(value).lstrip("-").isdigit() else None
 
 
 def build_event(ti, state: str) -> SlotEvent | None:
@@ -68,7 +56,7 @@ def build_event(ti, state: str) -> SlotEvent | None:
         attempt=attempt,
     )
     if state == "success":
-        event.rows_written = _rows_written(ti)
+        event.rows_written = take_reported(ti)
         event.consumer = AttemptKey(ti.dag_id, ti.task_id, ti.run_id, map_index, attempt)
         event.gate_task_ids = sorted(getattr(task, "upstream_task_ids", ()) or ())
     return event

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow.timetables.base import DataInterval
 from airflow.timetables.interval import CronDataIntervalTimetable
 
 from airflow_leastaction.intervals import cron_granularity, normalize_cron, resolve_timezone
@@ -30,6 +31,14 @@ class IntervalCronTimetable(CronDataIntervalTimetable):
     @property
     def summary(self) -> str:
         return f"{self._expression} ({self.granularity}, {self._timezone_name})"
+
+    def infer_manual_data_interval(self, *, run_after):
+        # A manual run whose date lands exactly on a slot covers the interval that starts there (its data
+        # epoch); any other date gets the last complete interval, as Airflow's own cron timetable does.
+        start = self._align_to_prev(run_after)
+        if start == run_after:
+            return DataInterval(start=start, end=self._get_next(start))
+        return super().infer_manual_data_interval(run_after=run_after)
 
     def serialize(self) -> dict[str, Any]:
         return {"expression": self._expression, "timezone": self._timezone_name}

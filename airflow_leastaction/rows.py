@@ -1,0 +1,51 @@
+"""Rows written: how a task tells the catalog how much it wrote (for HAS_DATA dependencies).
+
+Call :func:`report_rows_written` from inside a task with the rows it inserted, updated and deleted. The
+catalog listener, which runs in the same worker process right after the task, stores the count on the
+task's slot record. The count is also pushed as the XCom ``leastaction_rows_written`` so people can see
+it in the UI. A task that reports nothing has unknown rows written: it never satisfies HAS_DATA.
+"""
+
+from __future__ import annotations
+
+import threading
+
+ROWS_WRITTEN_KEY = "leastaction_rows_written"
+
+_reported: dict[tuple[str, str, str, int], int] = {}
+_lock = threading.Lock()
+
+
+def _ti_key(ti) -> tuple[str, str, str, int]:
+    map_index = getattr(ti, "map_index", -1)
+    return (ti.dag_id, ti.task_id, ti.run_id, -1 if map_index is None else map_index)
+
+
+def report_rows_written(count: int, *, inserted: int = 0, updated: int = 0, deleted: int = 0, ti=None) -> int:
+    """Report the rows this task wrote (``count`` + ``inserted`` + ``updated`` + ``deleted``).
+
+    :param count: rows written, or 0 when you pass the parts separately.
+    :param inserted: rows inserted.
+    :param updated: rows updated.
+    :param deleted: rows deleted.
+    :param ti: the task instance; default: the running task's, from the current context.
+    :return: the total recorded.
+    """
+    total = int(count) + int(inserted) + int(updated) + int(deleted)
+    if total < 0 or min(count, inserted, updated, deleted) < 0:
+        raise ValueError(f"rows written cannot be negative (count={count}, inserted={inserted}, "
+                         f"updated={updated}, deleted={deleted})")
+    if ti is None:
+        from airflow.sdk import get_current_context
+
+        ti = get_current_context()["ti"]
+    with _lock:
+        _reported[_ti_key(ti)] = total
+    ti.xcom_push(key=ROWS_WRITTEN_KEY, value=total)
+    return total
+
+
+def take_reported(ti) -> int | None:
+    """The count the task reported in this process, once (None when it reported nothing)."""
+    with _lock:
+        return _reported.pop(_ti_key(ti), None)

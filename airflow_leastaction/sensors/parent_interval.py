@@ -1,0 +1,220 @@
+"""``ParentIntervalSensor``: admit a task once each catalog parent has finished the interval covering it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator
+from airflow.sdk.exceptions import AirflowSensorTimeout
+
+from airflow_leastaction.admission import settle
+from airflow_leastaction.catalog.engine import DEFAULT_CONN_ID, setting
+from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
+from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, MissingDataIntervalError, ParentFailedError
+from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.parents import judge_parents
+from airflow_leastaction.refs import airflow_task, schedule_meta
+from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger, encode_consumed
+
+ON_PARENT_FAILURE = ("wait", "fail")
+
+
+def _as_identity(parent: Any, task_id: str) -> TaskIdentity:
+    if isinstance(parent, TaskIdentity):
+        return parent
+    if isinstance(parent, dict):
+        try:
+            return TaskIdentity.from_dict(parent)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigurationError(f"task {task_id!r}: parent {parent!r} is not a task identity: {exc}") from exc
+    raise ConfigurationError(
+        f"task {task_id!r}: parent {parent!r} is not a task identity; use airflow_task(dag_id, task_id) "
+        "or external_task(name, project)"
+    )
+
+
+class ParentIntervalSensor(BaseSensorOperator):
+    """Wait until every parent in the task catalog has finished the interval that covers this run's.
+
+    For each parent the expected slot is the latest slot of the parent's cron at or before the child
+    interval, compared with what the parent completed at the parent's granularity, in the parent's
+    timezone. A weekly parent therefore satisfies a daily child. Parents may be tasks of other DAGs, other
+    deployments or systems outside Airflow: they are named by catalog identity. An empty ``parents`` list
+    passes at once.
+
+    The sensor checks once in ``execute()``; if not satisfied it defers (no worker slot held) to a
+    trigger that shares one catalog poll per tick with every other waiting gate in the triggerer. Each
+    wait is logged per parent (``orders_raw: expected slot 2026-11-28 (day), completed up to
+    2026-11-27``). On admission one SATISFIED gate decision per parent is recorded; the tasks this sensor
+    gates consume them when they succeed.
+
+    :param parents: catalog identities of the parents (:func:`~airflow_leastaction.refs.airflow_task`,
+        :func:`~airflow_leastaction.refs.external_task`).
+    :param child_interval: the interval to check, ISO-8601 or datetime (templated). Default: the run's
+        data-interval start (its logical date when it has none).
+    :param on_parent_failure: ``wait`` (default: a failed parent slot may be retried or repaired) or
+        ``fail`` (fail this sensor at once).
+    :param wait_for_new_output: when this run's slot already consumed a parent slot (a re-run, a
+        backfill), wait for a newer revision of that parent slot (the parent re-run first).
+    :param catalog_conn_id: connection of the catalog (type ``leastaction_catalog``).
+    :param poll_interval: seconds between catalog polls while deferred (default ``[leastaction]
+        poll_interval``). In poke/reschedule mode ``poke_interval`` applies.
+    :param consumer_task_ids: tasks that consume what this sensor admits (default: its direct
+        downstream tasks; itself when it has none). Their catalog rows carry the declared parents.
+    :param deferrable: defer to the triggerer (default) instead of poking.
+    """
+
+    template_fields: Sequence[str] = ("child_interval",)
+    ui_color = "#e8f0fe"
+
+    def __init__(
+        self,
+        *,
+        parents: Sequence[TaskIdentity | dict],
+        child_interval: str | dt.datetime | None = None,
+        on_parent_failure: str = "wait",
+        wait_for_new_output: bool = False,
+        catalog_conn_id: str = DEFAULT_CONN_ID,
+        poll_interval: float | None = None,
+        consumer_task_ids: Sequence[str] | None = None,
+        deferrable: bool = True,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        identities = [_as_identity(p, self.task_id) for p in parents]
+        seen: set[TaskIdentity] = set()
+        for identity in identities:
+            if identity in seen:
+                raise DuplicateParentError(self.task_id, str(identity))
+            seen.add(identity)
+        if on_parent_failure not in ON_PARENT_FAILURE:
+            raise ConfigurationError(
+                f"task {self.task_id!r}: on_parent_failure={on_parent_failure!r}; expected 'wait' or 'fail'"
+            )
+        if not catalog_conn_id:
+            raise ConfigurationError(f"task {self.task_id!r}: catalog_conn_id must be a connection id")
+        self.parents = identities
+        self.child_interval = child_interval
+        self.on_parent_failure = on_parent_failure
+        self.wait_for_new_output = wait_for_new_output
+        self.catalog_conn_id = catalog_conn_id
+        self.poll_interval = float(poll_interval if poll_interval is not None else setting("poll_interval", "5"))
+        self.consumer_task_ids = list(consumer_task_ids) if consumer_task_ids else None
+        self.deferrable = deferrable
+
+    # -- the check ---------------------------------------------------------------------------------
+    def _slot(self, context) -> dt.datetime:
+        value = self.child_interval
+        if value in (None, ""):
+            dag_run = context.get("dag_run")
+            value = context.get("data_interval_start") or getattr(dag_run, "logical_date", None)
+        if value is None:
+            raise MissingDataIntervalError(self.dag_id, self.task_id, context.get("run_id", "?"))
+        if isinstance(value, str):
+            try:
+                value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError as exc:
+                raise ConfigurationError(f"task {self.task_id!r}: child_interval {value!r} is not ISO-8601") from exc
+        if value.tzinfo is None:
+            raise ConfigurationError(f"task {self.task_id!r}: child_interval {value.isoformat()} has no timezone")
+        return value.astimezone(dt.timezone.utc)
+
+    def _consumers(self) -> list[str]:
+        return self.consumer_task_ids or sorted(self.downstream_task_ids) or [self.task_id]
+
+    def _store(self) -> CatalogStore:
+        return CatalogStore(conn_id=self.catalog_conn_id)
+
+    def _consumed(self, store: CatalogStore, slot: dt.datetime) -> dict[str, dict[dt.datetime, int]]:
+        if not self.wait_for_new_output:
+            return {}
+        consumed: dict[str, dict[dt.datetime, int]] = {}
+        for (dependency, upstream_slot), rev in store.consumed_revisions(self.dag_id, self._consumers(), slot).items():
+            if upstream_slot is not None:
+                consumed.setdefault(dependency, {})[upstream_slot] = rev
+        return consumed
+
+    def _evaluate(self, store: CatalogStore, slot: dt.datetime, consumed) -> GateOutcome:
+        snapshot = store.snapshot([(p, slot) for p in self.parents])
+        return decide(ALL, judge_parents(self.parents, slot, snapshot, consumed))
+
+    def _attempt(self, context) -> AttemptKey:
+        ti = context["ti"]
+        map_index = getattr(ti, "map_index", -1)
+        return AttemptKey(self.dag_id, self.task_id, ti.run_id, -1 if map_index is None else map_index,
+                          int(getattr(ti, "try_number", 1) or 1))
+
+    def _declare(self, store: CatalogStore) -> None:
+        meta_dag = self.dag if self.has_dag() else None
+        for consumer in self._consumers():
+            meta = schedule_meta(meta_dag, consumer) if meta_dag is not None else None
+            store.declare_parents(airflow_task(self.dag_id, consumer), meta, self.parents)
+
+    def _check(self, context) -> tuple[bool, GateOutcome]:
+        """Judge now; on admission record the decisions. Returns (admitted, outcome)."""
+        store = self._store()
+        slot = self._slot(context)
+        outcome = self._evaluate(store, slot, self._consumed(store, slot))
+        admission = settle(store, self._attempt(context), outcome, downstream_slot=slot)
+        if admission.admitted:
+            self.log.info("admitted: %s", "; ".join(j.reason for j in outcome.judgements) or "no parents")
+        else:
+            self.log.info("not admitted yet: %s", "; ".join(outcome.waiting_reasons))
+            self._maybe_fail(outcome.judgements)
+        return admission.admitted, outcome
+
+    def _maybe_fail(self, judgements: Sequence[Judgement]) -> None:
+        rejected = [j.reason for j in judgements if j.rejected]
+        if rejected and self.on_parent_failure == "fail":
+            raise ParentFailedError(f"task {self.task_id!r}: parent failed: {'; '.join(rejected)}")
+
+    # -- Airflow entry points -----------------------------------------------------------------------
+    def execute(self, context) -> Any:
+        store = self._store()
+        self._declare(store)
+        if not self.deferrable:
+            return super().execute(context)
+        admitted, _ = self._check(context)
+        if not admitted:
+            self._defer(context, deadline=None)
+        return None
+
+    def poke(self, context) -> bool:
+        return self._check(context)[0]
+
+    def _defer(self, context, deadline: dt.datetime | None) -> None:
+        now = dt.datetime.now(dt.timezone.utc)
+        deadline = deadline or now + dt.timedelta(seconds=self.timeout)
+        slot = self._slot(context)
+        consumed = self._consumed(self._store(), slot)
+        self.defer(
+            trigger=ParentIntervalTrigger(
+                parents=[p.as_dict() for p in self.parents],
+                child_interval=slot.isoformat(),
+                consumed=encode_consumed(consumed),
+                catalog_conn_id=self.catalog_conn_id,
+                poll_interval=self.poll_interval,
+                deadline=deadline.isoformat(),
+                on_parent_failure=self.on_parent_failure,
+            ),
+            method_name="execute_complete",
+            kwargs={"deadline": deadline.isoformat()},
+            # Backstop only: the trigger itself fires "timeout" with the reasons at the deadline.
+            timeout=max(deadline - now, dt.timedelta(0)) + dt.timedelta(minutes=5),
+        )
+
+    def execute_complete(self, context, event: dict[str, Any] | None = None, deadline: str | None = None) -> None:
+        event = event or {}
+        status = event.get("status")
+        reasons = "; ".join(event.get("reasons") or []) or "no reason given"
+        if status == "timeout":
+            raise AirflowSensorTimeout(f"task {self.task_id!r}: parents not satisfied in time: {reasons}")
+        if status == "failed":
+            raise ParentFailedError(f"task {self.task_id!r}: parent failed: {reasons}")
+        # The trigger saw the parents satisfied; admission is decided here, on the worker, and recorded.
+        admitted, _ = self._check(context)
+        if not admitted:
+            self._defer(context, dt.datetime.fromisoformat(deadline) if deadline else None)

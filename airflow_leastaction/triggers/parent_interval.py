@@ -1,0 +1,111 @@
+"""The trigger behind a deferred :class:`~airflow_leastaction.sensors.parent_interval.ParentIntervalSensor`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, AsyncIterator
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_leastaction.catalog.engine import aresolve_url
+from airflow_leastaction.gate import ALL, Verdict, decide
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.parents import judge_parents
+from airflow_leastaction.triggers.poller import CatalogPoller
+
+
+def encode_consumed(consumed: dict[str, dict[dt.datetime, int]] | None) -> dict[str, dict[str, int]]:
+    return {k: {slot.isoformat(): rev for slot, rev in v.items()} for k, v in (consumed or {}).items()}
+
+
+def decode_consumed(data: dict[str, dict[str, int]] | None) -> dict[str, dict[dt.datetime, int]]:
+    return {k: {dt.datetime.fromisoformat(s): rev for s, rev in v.items()} for k, v in (data or {}).items()}
+
+
+class ParentIntervalTrigger(BaseTrigger):
+    """Wait until every parent has finished the interval that covers ``child_interval``.
+
+    All instances in one triggerer share one catalog poll per tick (see
+    :class:`~airflow_leastaction.triggers.poller.CatalogPoller`). Fires ``admitted`` when the parents
+    are satisfied, ``failed`` when a parent is in a failed state and ``on_parent_failure == "fail"``,
+    and ``timeout`` at ``deadline``, each with the per-parent reasons.
+
+    :param parents: parent identities, as dicts (``TaskIdentity.as_dict()``).
+    :param child_interval: ISO-8601 start of the child's interval.
+    :param consumed: per parent key, the revision already consumed per parent slot (ISO keys).
+    :param catalog_conn_id: catalog connection id (None: the configured default).
+    :param poll_interval: seconds between catalog polls.
+    :param deadline: ISO-8601 instant at which to give up, or None.
+    :param on_parent_failure: ``wait`` (default) or ``fail``.
+    """
+
+    def __init__(
+        self,
+        parents: list[dict[str, str]],
+        child_interval: str,
+        consumed: dict[str, dict[str, int]] | None = None,
+        catalog_conn_id: str | None = None,
+        poll_interval: float = 5.0,
+        deadline: str | None = None,
+        on_parent_failure: str = "wait",
+    ):
+        super().__init__()
+        self.parents = parents
+        self.child_interval = child_interval
+        self.consumed = consumed or {}
+        self.catalog_conn_id = catalog_conn_id
+        self.poll_interval = float(poll_interval)
+        self.deadline = deadline
+        self.on_parent_failure = on_parent_failure
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "parents": self.parents,
+                "child_interval": self.child_interval,
+                "consumed": self.consumed,
+                "catalog_conn_id": self.catalog_conn_id,
+                "poll_interval": self.poll_interval,
+                "deadline": self.deadline,
+                "on_parent_failure": self.on_parent_failure,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        parents = [TaskIdentity.from_dict(p) for p in self.parents]
+        child = dt.datetime.fromisoformat(self.child_interval)
+        consumed = decode_consumed(self.consumed)
+        deadline = dt.datetime.fromisoformat(self.deadline) if self.deadline else None
+        poller = CatalogPoller.shared(await aresolve_url(self.catalog_conn_id), self.poll_interval)
+        last_reasons: list[str] | None = None
+        async with poller.subscribe([(p, child) for p in parents]) as sub:
+            while True:
+                try:
+                    snapshot = await sub.next()
+                except Exception as exc:
+                    reasons = [f"catalog unreachable: {exc}"]
+                    judgements = []
+                else:
+                    judgements = judge_parents(parents, child, snapshot, consumed)
+                    outcome = decide(ALL, judgements)
+                    if outcome.verdict is Verdict.ADMIT:
+                        yield TriggerEvent(self._event("admitted", judgements))
+                        return
+                    reasons = outcome.waiting_reasons
+                if reasons != last_reasons:
+                    self.log.info("not admitted yet: %s", "; ".join(reasons))
+                    last_reasons = reasons
+                if self.on_parent_failure == "fail" and any(j.rejected for j in judgements):
+                    yield TriggerEvent(self._event("failed", judgements))
+                    return
+                if deadline is not None and dt.datetime.now(dt.timezone.utc) >= deadline:
+                    yield TriggerEvent(self._event("timeout", judgements, reasons))
+                    return
+
+    def _event(self, status: str, judgements, reasons: list[str] | None = None) -> dict[str, Any]:
+        return {
+            "status": status,
+            "judgements": [j.as_event() for j in judgements],
+            "reasons": reasons if reasons is not None else [j.reason for j in judgements if not j.satisfied],
+        }
