@@ -1,0 +1,1 @@
+"""The LeastAction pages inside the Airflow UI: a FastAPI app the plugin mounts under ``/leastaction``."""

@@ -1,0 +1,199 @@
+"""The dependency graph, computed on read from declared parents: no edge is ever stored.
+
+Around one or more centre tasks, ancestors are found by reading each task's ``parents`` list and
+descendants by finding the tasks whose list names a task of the frontier. Every edge is judged for one
+chosen interval with the same code the gates use (:func:`judge_parent` on a :meth:`CatalogStore.snapshot`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+
+from sqlalchemy import or_, select
+from sqlalchemy.engine import Engine
+
+from airflow_leastaction.catalog.schema import task
+from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.parents import covering_window, judge_parent
+from airflow_leastaction.www.reads import identity_of, parse_parents
+
+#: A graph page never grows past this many nodes; the page says when it was cut.
+MAX_NODES = 150
+IN_CHUNK = 500
+
+# Layout of the server-rendered SVG, in pixels.
+COL_WIDTH, ROW_HEIGHT, NODE_W, NODE_H, MARGIN = 270, 64, 230, 44, 16
+
+
+@dataclass
+class GraphNode:
+    identity: TaskIdentity
+    depth: int  # < 0 ancestors, 0 the centre, > 0 descendants
+    row: dict | None  # None: named as a parent but not in the catalog
+    x: int = 0
+    y: int = 0
+
+    @property
+    def state(self) -> str:
+        if self.row is None:
+            return "unknown"
+        return self.row["state"] or "none"
+
+    @property
+    def pk(self) -> int | None:
+        return None if self.row is None else self.row["id"]
+
+
+@dataclass
+class GraphEdge:
+    parent: TaskIdentity
+    child: TaskIdentity
+    satisfied: bool = False
+    rejected: bool = False
+    reason: str = ""
+    path: str = ""
+
+
+@dataclass
+class DependencyGraph:
+    interval: dt.datetime
+    nodes: dict[TaskIdentity, GraphNode] = field(default_factory=dict)
+    edges: list[GraphEdge] = field(default_factory=list)
+    truncated: bool = False
+    width: int = 0
+    height: int = 0
+
+    def add(self, identity: TaskIdentity, depth: int, row: dict | None) -> bool:
+        if identity in self.nodes:
+            return False
+        if len(self.nodes) >= MAX_NODES:
+            self.truncated = True
+            return False
+        self.nodes[identity] = GraphNode(identity, depth, row)
+        return True
+
+    def parents_of(self, identity: TaskIdentity) -> list[GraphEdge]:
+        return [e for e in self.edges if e.child == identity]
+
+    def children_of(self, identity: TaskIdentity) -> list[GraphEdge]:
+        return [e for e in self.edges if e.parent == identity]
+
+
+def build_graph(engine: Engine, centres: list[dict], interval: dt.datetime, *, up: int = 2, down: int = 2
+                ) -> DependencyGraph:
+    """Ancestors ``up`` levels and descendants ``down`` levels around ``centres`` (catalog task rows)."""
+    graph = DependencyGraph(interval)
+    for row in centres:
+        graph.add(identity_of(row), 0, row)
+    with engine.connect() as conn:
+        _walk_up(conn, graph, list(graph.nodes), up)
+        _walk_down(conn, graph, [i for i, n in graph.nodes.items() if n.depth == 0], down)
+    _judge_edges(CatalogStore(engine), graph)
+    _layout(graph)
+    return graph
+
+
+def _rows_by_identity(conn, identities: set[TaskIdentity]) -> dict[TaskIdentity, dict]:
+    names = sorted({i.name for i in identities})
+    found: dict[TaskIdentity, dict] = {}
+    for start in range(0, len(names), IN_CHUNK):
+        for row in conn.execute(select(task).where(task.c.name.in_(names[start:start + IN_CHUNK]))).mappings():
+            ident = identity_of(row)
+            if ident in identities:
+                found[ident] = dict(row)
+    return found
+
+
+def _walk_up(conn, graph: DependencyGraph, frontier: list[TaskIdentity], levels: int) -> None:
+    for level in range(1, levels + 1):
+        declared = [(p, child) for child in frontier for p in parse_parents(_row_parents(graph, child))]
+        if not declared:
+            return
+        rows = _rows_by_identity(conn, {parent for parent, _ in declared})
+        frontier = []
+        for parent, child in declared:
+            graph.edges.append(GraphEdge(parent, child))
+            if graph.add(parent, -level, rows.get(parent)):
+                frontier.append(parent)
+
+
+def _row_parents(graph: DependencyGraph, identity: TaskIdentity) -> str | None:
+    row = graph.nodes[identity].row
+    return None if row is None else row["parents"]
+
+
+def _walk_down(conn, graph: DependencyGraph, frontier: list[TaskIdentity], levels: int) -> None:
+    seen_edges = {(e.parent, e.child) for e in graph.edges}
+    for level in range(1, levels + 1):
+        if not frontier:
+            return
+        targets = set(frontier)
+        next_frontier = []
+        for row in _naming_any(conn, targets):
+            child = identity_of(row)
+            for parent in parse_parents(row["parents"]):
+                if parent in targets and (parent, child) not in seen_edges:
+                    seen_edges.add((parent, child))
+                    graph.edges.append(GraphEdge(parent, child))
+                    if graph.add(child, level, row):
+                        next_frontier.append(child)
+        frontier = next_frontier
+
+
+def _naming_any(conn, identities: set[TaskIdentity]):
+    """Task rows whose declared parents may name one of ``identities`` (the caller checks exactly)."""
+    names = sorted({i.name for i in identities})
+    for start in range(0, len(names), 50):
+        # The JSON-quoted name is a cheap, index-free pre-filter; parse_parents does the exact match.
+        needles = [task.c.parents.contains(json.dumps(n), autoescape=True) for n in names[start:start + 50]]
+        yield from (dict(r) for r in conn.execute(select(task).where(or_(*needles))).mappings())
+
+
+def _judge_edges(store: CatalogStore, graph: DependencyGraph) -> None:
+    parents = {e.parent for e in graph.edges}
+    if not parents:
+        return
+    tasks, _ = store.snapshot(parents, None)
+    windows = []
+    for snap in tasks.values():
+        try:
+            windows.append(covering_window(snap, graph.interval))
+        except ValueError:
+            continue  # a task with an unreadable cron is judged from its watermark alone
+    window = (min(w[0] for w in windows), max(w[1] for w in windows)) if windows else None
+    _, slots = store.snapshot(parents, window) if window else ({}, [])
+    judged = {}
+    for parent in parents:
+        snap = tasks.get(parent)
+        mine = [s for s in slots if snap is not None and s.task_pk == snap.pk]
+        judged[parent] = judge_parent(parent, snap, mine, graph.interval)
+    for edge in graph.edges:
+        j = judged[edge.parent]
+        edge.satisfied, edge.rejected, edge.reason = j.satisfied, bool(getattr(j, "rejected", False)), j.reason
+
+
+def _layout(graph: DependencyGraph) -> None:
+    """Columns by depth (ancestors left), one row per node; edges as cubic curves."""
+    if not graph.nodes:
+        return
+    lo = min(n.depth for n in graph.nodes.values())
+    columns: dict[int, list[GraphNode]] = {}
+    for node in graph.nodes.values():
+        columns.setdefault(node.depth, []).append(node)
+    for depth, nodes in columns.items():
+        nodes.sort(key=lambda n: (n.identity.project, n.identity.name))
+        for i, node in enumerate(nodes):
+            node.x = MARGIN + (depth - lo) * COL_WIDTH
+            node.y = MARGIN + i * ROW_HEIGHT
+    graph.width = MARGIN * 2 + (max(columns) - lo) * COL_WIDTH + NODE_W
+    graph.height = MARGIN * 2 + max(len(c) for c in columns.values()) * ROW_HEIGHT
+    for edge in graph.edges:
+        a, b = graph.nodes.get(edge.parent), graph.nodes.get(edge.child)
+        if a is None or b is None:
+            continue
+        x1, y1, x2, y2 = a.x + NODE_W, a.y + NODE_H // 2, b.x, b.y + NODE_H // 2
+        bend = max(40, abs(x2 - x1) // 2)
+        edge.path = f"M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}"

@@ -1,0 +1,237 @@
+"""Read queries behind the UI: SQLAlchemy Core, every value a bound parameter, keyset pagination.
+
+Lists are ordered newest first on ``(time, id)`` and paged with a cursor that names the last row shown,
+so page 1,000 costs what page 1 costs: an index range scan of ``limit + 1`` rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+
+from sqlalchemy import Select, func, literal, select, tuple_
+from sqlalchemy.engine import Engine
+
+from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
+from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals import cron_granularity
+
+#: Slot records shown per task on the catalog page.
+RECENT_SLOTS = 5
+
+
+class BadCursorError(ConfigurationError):
+    def __init__(self, cursor: str):
+        super().__init__(f"page cursor {cursor!r} is not one this UI produced; start again from the first page")
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The last row of a page: ``(time, id)`` for time-ordered lists."""
+
+    at: dt.datetime
+    id: int
+
+    def encode(self) -> str:
+        return f"{self.at.isoformat()}|{self.id}"
+
+    @classmethod
+    def decode(cls, text: str | None) -> "Cursor | None":
+        if not text:
+            return None
+        try:
+            at, _, pk = text.rpartition("|")
+            when = dt.datetime.fromisoformat(at)
+            if when.tzinfo is None:
+                raise ValueError("naive")
+            return cls(when, int(pk))
+        except ValueError:
+            raise BadCursorError(text) from None
+
+
+@dataclass
+class Page:
+    rows: list
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class DecisionFilter:
+    dag_id: str | None = None
+    task_id: str | None = None
+    run_id: str | None = None
+    map_index: int | None = None
+    result: str | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class ConsumptionFilter:
+    dag_id: str | None = None
+    task_id: str | None = None
+    upstream_task_pk: int | None = None
+    stale_only: bool = False
+
+
+@dataclass(frozen=True)
+class CatalogFilter:
+    search: str | None = None
+    project: str | None = None
+    state: str | None = None
+    source: str | None = None
+    dag_id: str | None = None
+
+
+@dataclass
+class CatalogRow:
+    task: dict
+    granularity: str | None
+    parents: list[TaskIdentity]
+    slots: list[dict] = field(default_factory=list)
+
+
+def _newest_first(stmt: Select, at_col, id_col, cursor: Cursor | None, limit: int) -> Select:
+    if cursor is not None:
+        # A row-value comparison walks the (time, id) index from the cursor on both backends.
+        stmt = stmt.where(tuple_(at_col, id_col) < tuple_(_typed(at_col, cursor.at), cursor.id))
+    return stmt.order_by(at_col.desc(), id_col.desc()).limit(limit + 1)
+
+
+def _typed(col, value):
+    return literal(value, col.type)
+
+
+def _page(rows: list, limit: int, at_key: str) -> Page:
+    more = len(rows) > limit
+    rows = rows[:limit]
+    nxt = Cursor(rows[-1][at_key], rows[-1]["id"]).encode() if more and rows else None
+    return Page(rows, nxt)
+
+
+class CatalogReads:
+    """The UI's read side of the catalog; one method per page."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def decisions(self, f: DecisionFilter, cursor: Cursor | None, limit: int) -> Page:
+        d = gate_decision.c
+        stmt = select(gate_decision)
+        for col, value in ((d.dag_id, f.dag_id), (d.task_id, f.task_id), (d.run_id, f.run_id),
+                           (d.map_index, f.map_index), (d.result, f.result)):
+            if value is not None:
+                stmt = stmt.where(col == value)
+        if f.since is not None:
+            stmt = stmt.where(d.decided_at >= f.since)
+        if f.until is not None:
+            stmt = stmt.where(d.decided_at < f.until)
+        stmt = _newest_first(stmt, d.decided_at, d.id, cursor, limit)
+        with self.engine.connect() as conn:
+            rows = [dict(r) for r in conn.execute(stmt).mappings()]
+        return _page(rows, limit, "decided_at")
+
+    def consumption(self, f: ConsumptionFilter, cursor: Cursor | None, limit: int) -> Page:
+        """Consumption records with the upstream slot's current revision; older ones are stale."""
+        c = consumption.c
+        up = task_run.alias("up")
+        ut = task.alias("ut")
+        current = up.c.output_revision
+        stmt = (
+            select(consumption, current.label("current_revision"), ut.c.name.label("upstream_name"),
+                   ut.c.project.label("upstream_project"))
+            .select_from(consumption.outerjoin(up, up.c.id == c.upstream_run_pk)
+                         .outerjoin(ut, ut.c.id == c.upstream_task_pk))
+        )
+        if f.dag_id is not None:
+            stmt = stmt.where(c.dag_id == f.dag_id)
+        if f.task_id is not None:
+            stmt = stmt.where(c.task_id == f.task_id)
+        if f.upstream_task_pk is not None:
+            stmt = stmt.where(c.upstream_task_pk == f.upstream_task_pk)
+        if f.stale_only:
+            stmt = stmt.where(c.upstream_revision < current)
+        stmt = _newest_first(stmt, c.consumed_at, c.id, cursor, limit)
+        with self.engine.connect() as conn:
+            rows = [dict(r) for r in conn.execute(stmt).mappings()]
+        for row in rows:
+            cur, got = row["current_revision"], row["upstream_revision"]
+            row["stale"] = cur is not None and got is not None and got < cur
+        return _page(rows, limit, "consumed_at")
+
+    def catalog(self, f: CatalogFilter, after: str | None, limit: int) -> Page:
+        """Tasks ordered by ``(name, id)``, each with its most recent slot records."""
+        t = task.c
+        stmt = select(task)
+        if f.search:
+            stmt = stmt.where(func.lower(t.name).contains(f.search.lower(), autoescape=True))
+        for col, value in ((t.project, f.project), (t.state, f.state), (t.source, f.source), (t.dag_id, f.dag_id)):
+            if value:
+                stmt = stmt.where(col == value)
+        if after:
+            name, _, pk = after.rpartition("|")
+            if not pk.isdigit():
+                raise BadCursorError(after)
+            stmt = stmt.where(tuple_(t.name, t.id) > tuple_(name, int(pk)))
+        stmt = stmt.order_by(t.name, t.id).limit(limit + 1)
+        with self.engine.connect() as conn:
+            tasks = [dict(r) for r in conn.execute(stmt).mappings()]
+            more = len(tasks) > limit
+            tasks = tasks[:limit]
+            slots = self._recent_slots(conn, [r["id"] for r in tasks])
+        rows = [CatalogRow(r, _granularity(r["cron"]), parse_parents(r["parents"]), slots.get(r["id"], []))
+                for r in tasks]
+        nxt = f"{tasks[-1]['name']}|{tasks[-1]['id']}" if more and tasks else None
+        return Page(rows, nxt)
+
+    def _recent_slots(self, conn, task_pks: list[int]) -> dict[int, list[dict]]:
+        if not task_pks:
+            return {}
+        r = task_run.c
+        ranked = select(
+            task_run, func.row_number().over(partition_by=r.task_pk, order_by=r.slot.desc()).label("rn")
+        ).where(r.task_pk.in_(task_pks)).subquery()
+        stmt = select(ranked).where(ranked.c.rn <= RECENT_SLOTS).order_by(ranked.c.task_pk, ranked.c.slot.desc())
+        out: dict[int, list[dict]] = {}
+        for row in conn.execute(stmt).mappings():
+            out.setdefault(row["task_pk"], []).append(dict(row))
+        return out
+
+    def task_by_pk(self, pk: int) -> dict | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(task).where(task.c.id == pk)).mappings().first()
+        return dict(row) if row else None
+
+    def tasks_of_dag(self, dag_id: str) -> list[dict]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(task).where(task.c.dag_id == dag_id).order_by(task.c.task_id, task.c.id))
+            return [dict(r) for r in rows.mappings()]
+
+
+def parse_parents(text: str | None) -> list[TaskIdentity]:
+    """The declared parents of a task row (the JSON list ``CatalogStore.declare_parents`` writes)."""
+    if not text:
+        return []
+    try:
+        return [TaskIdentity.from_dict(p) for p in json.loads(text)]
+    except (ValueError, KeyError, TypeError):
+        return []  # a malformed row must not take the page down; the graph shows no parents for it
+
+
+def _granularity(cron: str | None) -> str | None:
+    if cron is None:
+        return None
+    try:
+        return cron_granularity(cron)
+    except ValueError:
+        return None
+
+
+def identity_of(row: dict) -> TaskIdentity:
+    return TaskIdentity(row["name"], row["project"], row["account"] or "", row["partition"] or "")
+
+
+__all__ = ["CatalogReads", "Cursor", "Page", "DecisionFilter", "ConsumptionFilter", "CatalogFilter",
+           "BadCursorError", "parse_parents", "identity_of"]

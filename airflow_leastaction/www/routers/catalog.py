@@ -1,0 +1,55 @@
+"""The catalog: every task Airflow or an external system reported, with its recent slots."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse
+
+from airflow_leastaction.www.access import READ_TASKS
+from airflow_leastaction.www.params import blank, one_of
+from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, CatalogRow, Page
+from airflow_leastaction.www.render import catalog_reads, render
+from airflow_leastaction.www.schemas import CatalogTask, Identity, Listing, Slot
+
+router = APIRouter(tags=["catalog"], dependencies=[READ_TASKS])
+
+SOURCES = ("airflow", "external")
+
+
+def catalog_filter(
+    q: str | None = Query(None, description="part of the task name, any case"),
+    project: str | None = None, state: str | None = None, source: str | None = None, dag_id: str | None = None,
+) -> CatalogFilter:
+    return CatalogFilter(search=blank(q), project=blank(project), state=blank(state),
+                         source=one_of(source, SOURCES, "source"), dag_id=blank(dag_id))
+
+
+def catalog_page(
+    f: CatalogFilter = Depends(catalog_filter), reads: CatalogReads = Depends(catalog_reads),
+    cursor: str | None = None, limit: int = Query(50, ge=1, le=500),
+) -> tuple[CatalogFilter, Page]:
+    return f, reads.catalog(f, blank(cursor), limit)
+
+
+def catalog_task(row: CatalogRow) -> CatalogTask:
+    t = row.task
+    return CatalogTask(
+        **{k: t[k] for k in ("id", "name", "project", "account", "partition", "source", "cron", "timezone",
+                             "state", "logical_date", "dag_id", "task_id", "updated_at")},
+        granularity=row.granularity, watermark=t["prev_interval_start"],
+        parents=[Identity(**p.as_dict()) for p in row.parents],
+        recent_slots=[Slot(**{k: s[k] for k in Slot.model_fields}) for s in row.slots],
+    )
+
+
+@router.get("/api/catalog", response_model=Listing[CatalogTask])
+def list_catalog(page=Depends(catalog_page)):
+    """Catalog tasks ordered by name, each with its most recent slot records."""
+    _, result = page
+    return Listing[CatalogTask](items=[catalog_task(r) for r in result.rows], next_cursor=result.next_cursor)
+
+
+@router.get("/catalog", response_class=HTMLResponse)
+def catalog_view(request: Request, page=Depends(catalog_page)):
+    f, result = page
+    return render(request, "catalog.html", "catalog", f=f, page=result, sources=SOURCES)

@@ -1,0 +1,44 @@
+"""Consumption records: which upstream revision each successful attempt consumed; stale ones flagged."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse
+
+from airflow_leastaction.www.access import READ_TASK_INSTANCES
+from airflow_leastaction.www.params import blank, optional_int
+from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter, Cursor, Page
+from airflow_leastaction.www.render import catalog_reads, render
+from airflow_leastaction.www.schemas import Consumption, Listing
+
+router = APIRouter(tags=["consumption"], dependencies=[READ_TASK_INSTANCES])
+
+
+def consumption_filter(
+    dag_id: str | None = None, task_id: str | None = None,
+    upstream_task_pk: str | None = Query(None, description="catalog id of the upstream task"),
+    stale: bool = Query(False, description="only consumers of an upstream slot that was repaired since"),
+) -> ConsumptionFilter:
+    return ConsumptionFilter(dag_id=blank(dag_id), task_id=blank(task_id),
+                             upstream_task_pk=optional_int(upstream_task_pk, "upstream_task_pk"), stale_only=stale)
+
+
+def consumption_page(
+    f: ConsumptionFilter = Depends(consumption_filter), reads: CatalogReads = Depends(catalog_reads),
+    cursor: str | None = None, limit: int = Query(50, ge=1, le=500),
+) -> tuple[ConsumptionFilter, Page, CatalogReads]:
+    return f, reads.consumption(f, Cursor.decode(blank(cursor)), limit), reads
+
+
+@router.get("/api/consumption", response_model=Listing[Consumption])
+def list_consumption(page=Depends(consumption_page)):
+    """Consumption records, newest first, each with the upstream slot's current revision."""
+    _, result, _ = page
+    return Listing[Consumption](items=result.rows, next_cursor=result.next_cursor)
+
+
+@router.get("/consumption", response_class=HTMLResponse)
+def consumption_view(request: Request, page=Depends(consumption_page)):
+    f, result, reads = page
+    upstream = reads.task_by_pk(f.upstream_task_pk) if f.upstream_task_pk is not None else None
+    return render(request, "consumption.html", "consumption", f=f, page=result, upstream=upstream)

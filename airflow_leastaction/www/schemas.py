@@ -1,0 +1,117 @@
+"""Response models of the UI's JSON endpoints (one module, as the pages render the same data)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+T = TypeVar("T")
+
+DecisionResultLiteral = Literal["SATISFIED", "UNSATISFIED", "BYPASSED"]
+
+
+class Listing(BaseModel, Generic[T]):
+    """One page of a list, newest first; pass ``next_cursor`` back as ``cursor`` for the next page."""
+
+    items: list[T]
+    next_cursor: str | None = None
+
+
+class _AttemptRecord(BaseModel):
+    """What decisions and consumption records share: the downstream attempt and the dependency."""
+
+    id: int
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int
+    attempt: int
+    downstream_slot: dt.datetime | None
+    dependency: str
+
+
+class Decision(_AttemptRecord):
+    dependency_type: str
+    upstream_task_pk: int | None
+    upstream_run_pk: int | None
+    upstream_slot: dt.datetime | None
+    upstream_revision: int | None
+    result: str
+    reason: str
+    decided_at: dt.datetime
+
+
+class Consumption(_AttemptRecord):
+    decision_id: int
+    upstream_task_pk: int | None
+    upstream_name: str | None
+    upstream_project: str | None
+    upstream_slot: dt.datetime | None
+    upstream_revision: int | None
+    current_revision: int | None
+    stale: bool
+    consumed_at: dt.datetime
+
+
+class Identity(BaseModel):
+    name: str
+    project: str
+    account: str = ""
+    partition: str = ""
+
+
+class Slot(BaseModel):
+    slot: dt.datetime
+    state: str
+    attempt: int
+    run_id: str | None
+    output_revision: int
+    repair_pending: bool
+    rows_written: int | None
+    finished_at: dt.datetime | None
+
+
+class CatalogTask(BaseModel):
+    id: int
+    name: str
+    project: str
+    account: str
+    partition: str
+    source: str
+    cron: str | None
+    timezone: str
+    granularity: str | None
+    state: str | None
+    logical_date: dt.datetime | None
+    watermark: dt.datetime | None
+    dag_id: str | None
+    task_id: str | None
+    parents: list[Identity]
+    recent_slots: list[Slot]
+    updated_at: dt.datetime
+
+
+class GraphNode(BaseModel):
+    task_pk: int | None
+    identity: Identity
+    label: str
+    depth: int
+    state: str
+    in_catalog: bool
+
+
+class GraphEdge(BaseModel):
+    parent: str
+    child: str
+    satisfied: bool
+    rejected: bool
+    reason: str
+
+
+class Graph(BaseModel):
+    interval: dt.datetime
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    truncated: bool
