@@ -1,0 +1,222 @@
+"""The queue worker: one owner per environment claims compatible batches and builds each with one dbt call.
+
+Ownership is a lease row (``la_dbt_worker_lease``), refreshed by a heartbeat thread together with the
+running batch's heartbeat; a second worker finds the lease held and exits without claiming. A worker that
+dies stops heartbeating; once the grace period has passed the next worker takes the lease and returns
+the dead worker's rows to pending.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Mapping
+
+from airflow_leastaction.dbt.policy import FailureKind, ModelOutcome, TierPolicy, classify_failure, model_outcomes
+from airflow_leastaction.dbt.queue_store import Batch, QueueStore
+from airflow_leastaction.dbt.runner import DbtRunner, DbtSession, Invocation, NodeResults
+
+log = logging.getLogger(__name__)
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class BatchReport:
+    batch_id: str
+    selection: list[str]
+    status: str  # success | partial | failed
+    outcomes: dict[str, str]  # unique id -> model outcome
+    settled: dict[str, str]  # unique id -> row status after the batch (done, failed, pending)
+    invocations: list[str] = field(default_factory=list)  # "build", "rerun (conflict)", "retry"
+    exit_code: int | None = None
+
+    @property
+    def built(self) -> list[str]:
+        return sorted(u for u, o in self.outcomes.items() if o == ModelOutcome.SUCCESS.value)
+
+    @property
+    def failed(self) -> list[str]:
+        return sorted(u for u, s in self.settled.items() if s == "failed")
+
+
+@dataclass
+class DrainReport:
+    environment: str
+    owner: str
+    owned: bool  # False: another worker holds the environment; nothing was claimed
+    requeued: list[str] = field(default_factory=list)
+    batches: list[BatchReport] = field(default_factory=list)
+    next_eligible_at: str | None = None
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["claimed"] = sorted(u for b in self.batches for u in b.outcomes)
+        data["built"] = sorted(u for b in self.batches for u in b.built)
+        data["failed"] = sorted(u for b in self.batches for u in b.failed)
+        return data
+
+
+class Heartbeat:
+    """Refreshes the batch heartbeat and the environment lease until stopped."""
+
+    def __init__(self, store: QueueStore, environment: str, owner: str, interval: float):
+        self.store, self.environment, self.owner, self.interval = store, environment, owner, interval
+        self.batch_id: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="leastaction-dbt-heartbeat", daemon=True)
+
+    def __enter__(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.store.renew_lease(self.environment, self.owner)
+                if self.batch_id and not self.store.heartbeat(self.batch_id, self.owner):
+                    log.warning("batch %s is no longer owned by %s (recovered by another worker)",
+                                self.batch_id, self.owner)
+            except Exception:  # a transient database error must not kill the heartbeat
+                log.exception("heartbeat failed; retrying in %ss", self.interval)
+
+
+class QueueWorker:
+    """Drain one environment's queue.
+
+    :param store: the queue store.
+    :param runner: the dbt runner of the project the queued models belong to.
+    :param environment: the queue environment (e.g. the dbt target).
+    :param owner: this worker's name in leases and batches (default: host:pid:random).
+    :param policy: tier policy deciding which eligible rows go first.
+    :param grace: how long a silent worker keeps its lease and batches before they are taken back.
+    :param heartbeat_interval: seconds between heartbeats (well under ``grace``).
+    :param max_batch_size: most models in one dbt selection.
+    :param conflict_retries: reruns of a selection that failed on a write conflict.
+    :param conflict_backoff: seconds to wait before the first rerun (doubles each time).
+    :param max_attempts: claims in a row a model may end unfinished before it is failed.
+    :param airflow_ti: identity of the Airflow task instance running this worker, kept on its batches.
+    :param is_alive: ``is_alive(batch_row)`` -> True when the task that owns a stale batch is still alive.
+    """
+
+    def __init__(
+        self, store: QueueStore, runner: DbtRunner, environment: str, *, owner: str | None = None,
+        policy: TierPolicy | None = None, grace: dt.timedelta = dt.timedelta(minutes=5),
+        heartbeat_interval: float = 10.0, max_batch_size: int = 100, conflict_retries: int = 3,
+        conflict_backoff: float = 2.0, max_attempts: int = 3, airflow_ti: str | None = None,
+        is_alive: Callable[[Mapping], bool | None] | None = None,
+    ):
+        if heartbeat_interval >= grace.total_seconds():
+            raise ValueError(f"heartbeat_interval ({heartbeat_interval}s) must be shorter than grace ({grace})")
+        self.store, self.runner, self.environment = store, runner, environment
+        self.owner = owner or default_owner()
+        self.policy = policy or TierPolicy()
+        self.grace, self.heartbeat_interval = grace, heartbeat_interval
+        self.max_batch_size, self.max_attempts = max_batch_size, max_attempts
+        self.conflict_retries, self.conflict_backoff = conflict_retries, conflict_backoff
+        self.airflow_ti, self.is_alive = airflow_ti, is_alive
+
+    def drain(self, max_batches: int | None = None) -> DrainReport:
+        """Claim and build batches until nothing is eligible (or ``max_batches``)."""
+        report = DrainReport(self.environment, self.owner, owned=False)
+        if not self.store.acquire_lease(self.environment, self.owner, self.grace):
+            log.info("environment %r is owned by another worker; exiting without claiming", self.environment)
+            return report
+        report.owned = True
+        try:
+            with Heartbeat(self.store, self.environment, self.owner, self.heartbeat_interval) as beat:
+                report.requeued = self.store.requeue_stale(self.environment, self.grace, is_alive=self.is_alive)
+                while max_batches is None or len(report.batches) < max_batches:
+                    batch = self.store.claim(self.environment, self.owner, self.policy,
+                                             max_size=self.max_batch_size, airflow_ti=self.airflow_ti)
+                    if batch is None:
+                        break
+                    beat.batch_id = batch.id
+                    report.batches.append(self.build(batch))
+                    beat.batch_id = None
+            nxt = self.store.next_eligible(self.environment, self.policy)
+            report.next_eligible_at = nxt.isoformat() if nxt else None
+        finally:
+            self.store.release_lease(self.environment, self.owner)
+        return report
+
+    def build(self, batch: Batch) -> BatchReport:
+        """Run one batch and settle its rows. Whatever did not finish goes back to the queue."""
+        log.info("batch %s: dbt build --select %s", batch.id, " ".join(batch.selection))
+        steps: list[str] = []
+        results, last = NodeResults(), None
+        try:
+            with self.runner.session() as session:
+                results, last = self._execute(session, batch, steps)
+        finally:
+            uids = [r.unique_id for r in batch.rows]
+            outcomes = model_outcomes(uids, results.statuses, results.tests_of)
+            status = _batch_status(outcomes.values())
+            settled = self.store.finish(
+                batch, outcomes, status=status, invocations=len(steps),
+                exit_code=last.exit_code if last else None, message=_failure_summary(last, results),
+                messages={u: results.messages.get(u, "") for u in uids}, max_attempts=self.max_attempts,
+            )
+        return BatchReport(batch.id, batch.selection, status, {u: o.value for u, o in outcomes.items()}, settled,
+                           steps, last.exit_code if last else None)
+
+    def _execute(self, session: DbtSession, batch: Batch, steps: list[str]) -> tuple[NodeResults, Invocation]:
+        inv = session.build(batch.selection)
+        steps.append("build")
+        results = inv.node_results()
+        reruns, retried = 0, False
+        while _has_errors(inv, results):
+            kind = classify_failure(results.failure_messages() + [inv.output])
+            if kind is FailureKind.CONFLICT and reruns < self.conflict_retries:
+                reruns += 1
+                wait = self.conflict_backoff * 2 ** (reruns - 1)
+                log.warning("batch %s hit a write conflict; rerunning the selection in %.1fs", batch.id, wait)
+                time.sleep(wait)
+                inv = session.build(batch.selection)
+                steps.append("rerun (conflict)")
+                results = results.merge(inv.node_results())
+            elif kind is FailureKind.OTHER and not retried and (inv.target_path / "run_results.json").exists():
+                retried = True
+                log.warning("batch %s failed; dbt retry of the failed nodes", batch.id)
+                inv = session.retry(inv)
+                steps.append("retry")
+                results = results.merge(inv.node_results())
+            else:
+                break
+        return results, inv
+
+
+def _has_errors(inv: Invocation, results: NodeResults) -> bool:
+    # Exit code 2: dbt itself failed (no node ran). Test failures alone ("fail") are not retried: a test is
+    # a verdict on the data, and rerunning it against the same data gives the same verdict.
+    return inv.exit_code == 2 or any(s == "error" for s in results.statuses.values())
+
+
+def _batch_status(outcomes) -> str:
+    outcomes = list(outcomes)
+    ok = sum(o is ModelOutcome.SUCCESS for o in outcomes)
+    return "success" if ok == len(outcomes) else ("partial" if ok else "failed")
+
+
+def _failure_summary(inv: Invocation | None, results: NodeResults) -> str | None:
+    if inv is None:
+        return "dbt did not start"
+    failures = [f"{u}: {results.messages.get(u, '')}".strip() for u, s in sorted(results.statuses.items())
+                if s in ("error", "fail")]
+    if failures:
+        return "\n".join(failures)
+    if inv.exit_code != 0:
+        return "\n".join(inv.output.strip().splitlines()[-20:])
+    return None
