@@ -52,3 +52,42 @@ class UnknownConnectionError(CatalogError, ConfigurationError):
 
 class ParentFailedError(LeastActionError):
     """A parent's covering slot failed and the sensor was told to fail rather than wait."""
+
+
+class DbtQueueError(LeastActionError):
+    """The dbt model queue could not plan, enqueue or build."""
+
+
+class DbtPlanningError(DbtQueueError, ConfigurationError):
+    def __init__(self, selector: str, why: str):
+        self.selector = selector
+        super().__init__(f"dbt selector {selector!r} cannot be planned: {why}")
+
+
+class DbtInvocationError(DbtQueueError):
+    """A dbt subprocess failed; carries dbt's exit code and output."""
+
+    def __init__(self, command: list[str], exit_code: int, output: str):
+        self.command = command
+        self.exit_code = exit_code
+        self.output = output
+        tail = "\n".join(output.strip().splitlines()[-15:])
+        super().__init__(f"`{' '.join(command)}` exited {exit_code}:\n{tail}")
+
+
+class DbtProjectError(DbtQueueError, ConfigurationError):
+    def __init__(self, path: object, why: str):
+        self.path = path
+        super().__init__(f"dbt project {str(path)!r}: {why}")
+
+
+class DbtBuildFailedError(DbtQueueError):
+    """A drained batch left models failed; the queue has recorded each one's outcome."""
+
+    def __init__(self, environment: str, failed: list[str]):
+        self.environment = environment
+        self.failed = failed
+        super().__init__(
+            f"dbt queue {environment!r}: {len(failed)} model(s) failed: {', '.join(failed)} "
+            "(see `airflow-leastaction queue history`)"
+        )

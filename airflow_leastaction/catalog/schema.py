@@ -171,3 +171,4 @@ consumption = Table(
     Index("ix_la_consumption_upstream", "upstream_task_pk", "upstream_slot"),
     Index("ix_la_consumption_time", "consumed_at", "id"),
 )
+import airflow_leastaction.dbt.schema  # noqa: E402,F401  (queue tables share the catalog metadata)
