@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import covering_window, judge_parent
+from airflow_leastaction.parents import judge_parents
 from airflow_leastaction.www.reads import identity_of, parse_parents
 
 #: A graph page never grows past this many nodes; the page says when it was cut.
@@ -153,26 +153,15 @@ def _naming_any(conn, identities: set[TaskIdentity]):
 
 
 def _judge_edges(store: CatalogStore, graph: DependencyGraph) -> None:
-    parents = {e.parent for e in graph.edges}
+    # One snapshot (two queries) for every parent in the graph, judged for the one chosen interval.
+    parents = sorted({e.parent for e in graph.edges})
     if not parents:
         return
-    tasks, _ = store.snapshot(parents, None)
-    windows = []
-    for snap in tasks.values():
-        try:
-            windows.append(covering_window(snap, graph.interval))
-        except ValueError:
-            continue  # a task with an unreadable cron is judged from its watermark alone
-    window = (min(w[0] for w in windows), max(w[1] for w in windows)) if windows else None
-    _, slots = store.snapshot(parents, window) if window else ({}, [])
-    judged = {}
-    for parent in parents:
-        snap = tasks.get(parent)
-        mine = [s for s in slots if snap is not None and s.task_pk == snap.pk]
-        judged[parent] = judge_parent(parent, snap, mine, graph.interval)
+    verdicts = dict(zip(parents, judge_parents(parents, graph.interval, store.snapshot(
+        (p, graph.interval) for p in parents))))
     for edge in graph.edges:
-        j = judged[edge.parent]
-        edge.satisfied, edge.rejected, edge.reason = j.satisfied, bool(getattr(j, "rejected", False)), j.reason
+        j = verdicts[edge.parent]
+        edge.satisfied, edge.rejected, edge.reason = j.satisfied, j.rejected, j.reason
 
 
 def _layout(graph: DependencyGraph) -> None:
