@@ -24,6 +24,9 @@ def get_provider_info() -> dict:
             {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.triggers.parent_interval"]}
         ],
         "hooks": [{"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.hooks.catalog"]}],
+        "operators": [
+            {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.operators.dbt_queue"]}
+        ],
         "connection-types": [
             {
                 "hook-class-name": "airflow_leastaction.hooks.catalog.CatalogHook",
