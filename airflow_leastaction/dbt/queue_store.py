@@ -33,6 +33,7 @@ from airflow_leastaction.dbt.schema import (
     ACTIVE_STATUSES,
     dbt_batch,
     dbt_queue,
+    dbt_request,
     dbt_request_event,
     dbt_worker_lease,
 )
@@ -89,15 +90,25 @@ class QueueStore(CatalogStore):
         selector: str,
         *,
         requested_by: str | None = None,
+        excluded_count: int = 0,
         now: dt.datetime | None = None,
     ) -> EnqueueResult:
-        """Merge a request for ``models`` into the active queue and record one event per model."""
+        """Merge a request for ``models`` into the active queue and record the request and one event per model.
+
+        A request with no models (everything excluded) is recorded as a no-op.
+        """
         now = now or utcnow()
         request_id = uuid.uuid4().hex
         unique = {m.unique_id: m for m in models}
-        if not unique:
-            return EnqueueResult(request_id, {})
         with self.write() as conn:
+            conn.execute(insert(dbt_request).values(
+                id=request_id, environment=key.environment, selector=selector,
+                status="queued" if unique else "noop", model_count=len(unique), excluded_count=excluded_count,
+                message=None if unique else f"all {excluded_count} model(s) excluded ({key.exclusions}); nothing to build",
+                requested_by=requested_by, requested_at=now,
+            ))
+            if not unique:
+                return EnqueueResult(request_id, {})
             returned = conn.execute(self._upsert(key, [unique[u] for u in sorted(unique)], selector, now)).all()
             outcomes = {r.unique_id: outcome_after_upsert(r.request_count, r.status) for r in returned}
             ids = {r.unique_id: r.id for r in returned}
@@ -135,6 +146,25 @@ class QueueStore(CatalogStore):
             },
         )
         return stmt.returning(q.id, q.unique_id, q.status, q.request_count)
+
+    def record_planning_failure(
+        self, environment: str, selector: str, message: str, *, requested_by: str | None = None
+    ) -> str:
+        """Record a request whose selector could not be planned (nothing was queued)."""
+        request_id = uuid.uuid4().hex
+        with self.write() as conn:
+            conn.execute(insert(dbt_request).values(
+                id=request_id, environment=environment, selector=selector, status="planning_failed",
+                model_count=0, excluded_count=0, message=message, requested_by=requested_by, requested_at=utcnow(),
+            ))
+        return request_id
+
+    def requests(self, environment: str, *, limit: int = 100) -> list[dict]:
+        r = dbt_request.c
+        with self.engine.connect() as conn:
+            return [dict(x) for x in conn.execute(
+                select(dbt_request).where(r.environment == environment)
+                .order_by(r.requested_at.desc(), r.id).limit(limit)).mappings()]
 
     # -- claims -------------------------------------------------------------------------------------
     def candidates(self, conn: Connection, environment: str, *, lock: bool) -> list[Candidate]:

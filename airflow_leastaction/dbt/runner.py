@@ -210,8 +210,11 @@ class DbtSession:
         self.profiles_dir = profiles_dir
         self._count = 0
 
-    def invoke(self, args: Sequence[str], *, on_start=None) -> Invocation:
-        """Run ``dbt <args>`` to completion. ``on_start(pid)`` is called once the process exists."""
+    def invoke(self, args: Sequence[str], *, on_start=None, echo: int = logging.INFO) -> Invocation:
+        """Run ``dbt <args>`` to completion, logging its output at level ``echo``.
+
+        ``on_start(pid)`` is called once the process exists.
+        """
         self._count += 1
         target_path = self.root / f"target-{self._count}"
         target_path.mkdir()
@@ -232,7 +235,7 @@ class DbtSession:
         try:
             for line in proc.stdout:
                 lines.append(line)
-                log.info("dbt: %s", line.rstrip())
+                log.log(echo, "dbt: %s", line.rstrip())
         finally:
             proc.stdout.close()
             exit_code = proc.wait()
@@ -246,7 +249,7 @@ class DbtSession:
             "ls", "-q", "--resource-type", "model", "--output", "json",
             "--output-keys", "unique_id", "name", "fqn", "config",
             "--select", selector, "--warn-error-options", NO_NODES_IS_ERROR,
-        ])
+        ], echo=logging.DEBUG)
         inv.raise_for_exit()
         return [json.loads(line) for line in inv.output.splitlines() if line.startswith("{")]
 

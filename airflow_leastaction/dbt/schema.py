@@ -2,6 +2,7 @@
 
 * ``la_dbt_queue``: one row per queued model identity. At most one *active* row (pending or running) per
   (environment, model) is enforced by a partial unique index; finished rows stay as history.
+* ``la_dbt_request``: append-only, one row per request (one selector): queued, no-op or planning failure.
 * ``la_dbt_request_event``: append-only, one row per model per request, with the merge outcome.
 * ``la_dbt_batch``: one row per claimed batch (one ``dbt build`` selection).
 * ``la_dbt_worker_lease``: the single owner of each environment's worker.
@@ -66,6 +67,21 @@ dbt_queue = Table(
     ),
     Index("ix_la_dbt_queue_claim", "environment", "status", "last_requested_at"),
     Index("ix_la_dbt_queue_history", "environment", "unique_id", "finished_at"),
+)
+
+dbt_request = Table(
+    "la_dbt_request",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("environment", String(250), nullable=False),
+    Column("selector", Text, nullable=False),
+    Column("status", String(20), nullable=False),  # queued | noop | planning_failed
+    Column("model_count", Integer, nullable=False, default=0),
+    Column("excluded_count", Integer, nullable=False, default=0),
+    Column("message", Text, nullable=True),
+    Column("requested_by", String(500), nullable=True),
+    Column("requested_at", UtcDateTime(), nullable=False),
+    Index("ix_la_dbt_request_time", "environment", "requested_at"),
 )
 
 dbt_request_event = Table(

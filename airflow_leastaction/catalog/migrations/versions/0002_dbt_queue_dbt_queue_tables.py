@@ -2,7 +2,7 @@
 
 Revision ID: 0002_dbt_queue
 Revises: 0001_catalog
-Create Date: 2026-11-29 18:52:03.063705
+Create Date: 2026-11-29 18:54:36.824634
 """
 
 from __future__ import annotations
@@ -70,6 +70,21 @@ def upgrade() -> None:
         batch_op.create_index('ix_la_dbt_queue_history', ['environment', 'unique_id', 'finished_at'], unique=False)
         batch_op.create_index('uq_la_dbt_queue_active', ['environment', 'unique_id'], unique=True, sqlite_where=sa.text("status IN ('pending', 'running')"), postgresql_where=sa.text("status IN ('pending', 'running')"))
 
+    op.create_table('la_dbt_request',
+    sa.Column('id', sa.String(length=64), nullable=False),
+    sa.Column('environment', sa.String(length=250), nullable=False),
+    sa.Column('selector', sa.Text(), nullable=False),
+    sa.Column('status', sa.String(length=20), nullable=False),
+    sa.Column('model_count', sa.Integer(), nullable=False),
+    sa.Column('excluded_count', sa.Integer(), nullable=False),
+    sa.Column('message', sa.Text(), nullable=True),
+    sa.Column('requested_by', sa.String(length=500), nullable=True),
+    sa.Column('requested_at', sa.DateTime(timezone=True), nullable=False),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_la_dbt_request'))
+    )
+    with op.batch_alter_table('la_dbt_request', schema=None) as batch_op:
+        batch_op.create_index('ix_la_dbt_request_time', ['environment', 'requested_at'], unique=False)
+
     op.create_table('la_dbt_request_event',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
     sa.Column('request_id', sa.String(length=64), nullable=False),
@@ -104,6 +119,10 @@ def downgrade() -> None:
         batch_op.drop_index('ix_la_dbt_request_event_request')
 
     op.drop_table('la_dbt_request_event')
+    with op.batch_alter_table('la_dbt_request', schema=None) as batch_op:
+        batch_op.drop_index('ix_la_dbt_request_time')
+
+    op.drop_table('la_dbt_request')
     with op.batch_alter_table('la_dbt_queue', schema=None) as batch_op:
         batch_op.drop_index('uq_la_dbt_queue_active', sqlite_where=sa.text("status IN ('pending', 'running')"), postgresql_where=sa.text("status IN ('pending', 'running')"))
         batch_op.drop_index('ix_la_dbt_queue_history')

@@ -1,0 +1,213 @@
+"""dbt model queue operators: ``DbtEnqueueOperator`` (end of an ingest DAG) and ``DbtDrainOperator`` (worker DAG).
+
+The enqueue operator resolves a selector with ``dbt ls``, merges the models into the queue and publishes
+the queue's Asset (:func:`dbt_queue_asset`), so a worker DAG scheduled on that Asset runs on demand.
+
+dbt profiles come from either
+
+* a profiles directory (``profiles_dir``, default: the project directory), holding ``profiles.yml``; or
+* an Airflow connection (``dbt_conn_id``) whose extra is the dbt target, e.g.
+  ``{"type": "duckdb", "path": "/data/warehouse.duckdb", "threads": 4}``; the connection's host, login,
+  password, port and schema fill ``host``, ``user``, ``password``, ``port`` and ``schema`` when set. A
+  ``profiles.yml`` is written to a temporary directory for each dbt session and removed afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow.sdk import Asset, BaseHook, BaseOperator
+
+from airflow_leastaction.dbt.demand import submit
+from airflow_leastaction.dbt.planner import DEFAULT_EXCLUDED, Planner, validate_selector
+from airflow_leastaction.dbt.policy import TierPolicy
+from airflow_leastaction.dbt.queue_store import QueueStore
+from airflow_leastaction.dbt.runner import DbtRunner
+from airflow_leastaction.dbt.worker import QueueWorker
+from airflow_leastaction.exceptions import ConfigurationError, DbtBuildFailedError
+
+#: Task states in which the task that owns a batch may still be working on it.
+ALIVE_STATES = frozenset({"running", "queued", "scheduled", "deferred", "restarting", "up_for_reschedule"})
+
+
+def dbt_queue_asset(environment: str = "default") -> Asset:
+    """The Asset an enqueue publishes: schedule the worker DAG on it to drain ``environment`` on demand."""
+    return Asset(name=f"leastaction_dbt_queue__{environment}", uri=f"leastaction-dbt://queue/{environment}")
+
+
+def profile_target_from_connection(conn) -> dict:
+    """A dbt target (the fields of one ``outputs`` entry) from an Airflow connection."""
+    target = dict(conn.extra_dejson or {})
+    fields = {"host": conn.host, "user": conn.login, "password": conn.password, "port": conn.port,
+              "schema": conn.schema}
+    target.update({k: v for k, v in fields.items() if v not in (None, "")})
+    target.setdefault("type", conn.conn_type)
+    return target
+
+
+def _check_profiles(task_id: str, profiles_dir: str | None, dbt_conn_id: str | None) -> None:
+    if profiles_dir and dbt_conn_id:
+        raise ConfigurationError(f"task {task_id!r}: pass profiles_dir or dbt_conn_id, not both")
+
+
+def _check_project(task_id: str, project_dir: str) -> None:
+    if "{{" in str(project_dir):  # templated: checked when the task runs
+        return
+    if not os.path.exists(os.path.join(project_dir, "dbt_project.yml")):
+        raise ConfigurationError(f"task {task_id!r}: project_dir {project_dir!r} holds no dbt_project.yml")
+
+
+class _DbtQueueOperator(BaseOperator):
+    """Arguments both queue operators share."""
+
+    template_fields: Sequence[str] = ("project_dir", "profiles_dir", "environment", "target")
+
+    def __init__(
+        self, *, project_dir: str, environment: str = "default", profiles_dir: str | None = None,
+        dbt_conn_id: str | None = None, target: str | None = None, dbt_env: Mapping[str, str] | None = None,
+        catalog_conn_id: str | None = None, tiers: TierPolicy | None = None, **kwargs,
+    ):
+        super().__init__(**kwargs)
+        _check_profiles(self.task_id, profiles_dir, dbt_conn_id)
+        _check_project(self.task_id, project_dir)
+        if not environment or not isinstance(environment, str):
+            raise ConfigurationError(f"task {self.task_id!r}: environment must be a non-empty string")
+        self.project_dir, self.environment = project_dir, environment
+        self.profiles_dir, self.dbt_conn_id, self.target = profiles_dir, dbt_conn_id, target
+        self.dbt_env = dict(dbt_env or {})
+        self.catalog_conn_id, self.tiers = catalog_conn_id, tiers
+
+    def make_runner(self) -> DbtRunner:
+        profile_target = None
+        if self.dbt_conn_id:
+            profile_target = profile_target_from_connection(BaseHook.get_connection(self.dbt_conn_id))
+        return DbtRunner(self.project_dir, profiles_dir=self.profiles_dir, profile_target=profile_target,
+                         target=self.target, env=self.dbt_env)
+
+    def queue_store(self) -> QueueStore:
+        return QueueStore(conn_id=self.catalog_conn_id)
+
+
+def _ti_identity(context) -> str:
+    ti = context["ti"]
+    return f"{ti.dag_id}|{ti.run_id}|{ti.task_id}|{ti.map_index}"
+
+
+class DbtEnqueueOperator(_DbtQueueOperator):
+    """Queue the dbt models a selector resolves to; publish the queue's Asset.
+
+    XCom (return value): ``request_id``, ``status`` (queued or noop), ``merged`` (``new_pending``,
+    ``already_pending``, ``already_running`` -> model unique ids) and ``excluded``.
+
+    :param selector: dbt selector, e.g. ``source:field_ops.work_orders+`` (templated).
+    :param project_dir: the dbt project directory (templated).
+    :param environment: queue environment; one worker owns each (templated).
+    :param profiles_dir: directory holding ``profiles.yml`` (templated; default: the project directory).
+    :param dbt_conn_id: Airflow connection holding the dbt target instead of a profiles directory.
+    :param target: dbt target name (templated).
+    :param exclude: materializations not queued (default: views).
+    :param dbt_env: extra environment variables for dbt.
+    :param catalog_conn_id: catalog connection (default: ``[leastaction] catalog_conn_id``).
+    :param tiers: freshness tier policy (tier of each model: the mapping, ``meta.tier``, or the default).
+    """
+
+    template_fields: Sequence[str] = (*_DbtQueueOperator.template_fields, "selector")
+
+    def __init__(self, *, selector: str, exclude: Sequence[str] = DEFAULT_EXCLUDED, **kwargs):
+        environment = kwargs.get("environment", "default")
+        kwargs.setdefault("outlets", [dbt_queue_asset(environment)])
+        super().__init__(**kwargs)
+        if "{{" not in str(selector):
+            try:
+                validate_selector(selector)
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"task {self.task_id!r}: {exc}") from exc
+        self.selector = selector
+        self.exclude = tuple(exclude)
+
+    def execute(self, context) -> dict[str, Any]:
+        planner = Planner(self.make_runner(), self.exclude, self.tiers)
+        report = submit(planner, self.queue_store(), self.environment, self.selector,
+                        requested_by=_ti_identity(context))
+        merged = {k: len(v) for k, v in report.merged.items()}
+        self.log.info("selector %r -> %s; excluded %d", self.selector, merged or report.status, len(report.excluded))
+        return report.as_dict()
+
+
+class DbtDrainOperator(_DbtQueueOperator):
+    """Drain an environment's queue: claim compatible batches and build each with one ``dbt build``.
+
+    A second drain while one runs exits without claiming. XCom (return value): ``owned``, ``requeued``,
+    ``claimed``, ``built``, ``failed`` and one entry per batch.
+
+    :param project_dir: the dbt project directory (templated).
+    :param environment: queue environment (templated).
+    :param profiles_dir: directory holding ``profiles.yml`` (templated; default: the project directory).
+    :param dbt_conn_id: Airflow connection holding the dbt target instead of a profiles directory.
+    :param target: dbt target name (templated).
+    :param grace: how long a silent worker keeps its lease and batches (timedelta or seconds).
+    :param heartbeat_interval: seconds between heartbeats.
+    :param max_batch_size: most models in one dbt selection.
+    :param max_batches: stop after this many batches (default: until nothing is eligible).
+    :param fail_on_model_error: fail the task when a model ended failed (the queue has recorded it).
+    :param dbt_env: extra environment variables for dbt.
+    :param catalog_conn_id: catalog connection (default: ``[leastaction] catalog_conn_id``).
+    :param tiers: freshness tier policy (priority, minimum interval, aging).
+    """
+
+    def __init__(
+        self, *, grace: dt.timedelta | float = dt.timedelta(minutes=5), heartbeat_interval: float = 10.0,
+        max_batch_size: int = 100, max_batches: int | None = None, fail_on_model_error: bool = True, **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.grace = grace if isinstance(grace, dt.timedelta) else dt.timedelta(seconds=float(grace))
+        if heartbeat_interval <= 0 or heartbeat_interval >= self.grace.total_seconds():
+            raise ConfigurationError(
+                f"task {self.task_id!r}: heartbeat_interval ({heartbeat_interval}s) must be positive and shorter "
+                f"than grace ({self.grace})")
+        if max_batch_size < 1:
+            raise ConfigurationError(f"task {self.task_id!r}: max_batch_size must be at least 1")
+        self.heartbeat_interval, self.max_batch_size = heartbeat_interval, max_batch_size
+        self.max_batches, self.fail_on_model_error = max_batches, fail_on_model_error
+
+    def execute(self, context) -> dict[str, Any]:
+        me = _ti_identity(context)
+
+        def is_alive(batch: Mapping) -> bool | None:
+            # A stale batch of this very task instance is a previous try of ours: it is not alive.
+            return False if batch.get("airflow_ti") == me else airflow_task_alive(batch)
+
+        worker = QueueWorker(
+            self.queue_store(), self.make_runner(), self.environment, policy=self.tiers, grace=self.grace,
+            heartbeat_interval=self.heartbeat_interval, max_batch_size=self.max_batch_size,
+            airflow_ti=me, is_alive=is_alive,
+        )
+        report = worker.drain(self.max_batches).as_dict()
+        if not report["owned"]:
+            self.log.info("environment %r is being drained by another worker; nothing claimed", self.environment)
+        self.log.info("claimed %d, built %d, failed %d model(s) in %d batch(es)", len(report["claimed"]),
+                      len(report["built"]), len(report["failed"]), len(report["batches"]))
+        if self.fail_on_model_error and report["failed"]:
+            context["ti"].xcom_push(key="return_value", value=report)
+            raise DbtBuildFailedError(self.environment, report["failed"])
+        return report
+
+
+def airflow_task_alive(batch: Mapping) -> bool | None:
+    """Ask Airflow whether the task instance that owns a stale batch is still alive (None: cannot tell)."""
+    ident = batch.get("airflow_ti")
+    if not ident:
+        return None
+    try:
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+        dag_id, run_id, task_id, map_index = ident.split("|")
+        states = RuntimeTaskInstance.get_task_states(dag_id=dag_id, task_ids=[task_id], run_ids=[run_id],
+                                                     map_index=int(map_index))
+    except Exception:  # outside a task (CLI) or the API is unreachable: fall back to the heartbeat alone
+        return None
+    found = [s for per_run in (states or {}).values() for s in (per_run or {}).values()]
+    return any(str(s) in ALIVE_STATES for s in found) if found else None
