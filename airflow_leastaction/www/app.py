@@ -6,9 +6,9 @@ from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse
 
 from airflow_leastaction.www.reads import BadCursorError
-from airflow_leastaction.www.routers import catalog, consumption, decisions, graph
+from airflow_leastaction.www.routers import catalog, consumption, decisions, graph, queue
 
-ROUTERS = (decisions.router, consumption.router, catalog.router, graph.router)
+ROUTERS = (decisions.router, consumption.router, catalog.router, graph.router, queue.router)
 
 
 def create_app(catalog_url: str | None = None) -> FastAPI:

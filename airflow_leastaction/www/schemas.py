@@ -115,3 +115,55 @@ class Graph(BaseModel):
     nodes: list[GraphNode]
     edges: list[GraphEdge]
     truncated: bool
+
+
+class QueueRow(BaseModel):
+    id: int
+    unique_id: str
+    status: str
+    tier: str
+    request_count: int
+    requested_while_running: bool
+    first_requested_at: dt.datetime
+    last_requested_at: dt.datetime
+    batch_id: str | None
+    owner: str | None
+    heartbeat_at: dt.datetime | None
+
+
+class OutcomeHour(BaseModel):
+    hour: dt.datetime
+    new_pending: int
+    already_pending: int
+    already_running: int
+
+
+class QueueBatch(BaseModel):
+    id: str
+    status: str
+    owner: str
+    model_count: int
+    claimed_at: dt.datetime
+    heartbeat_at: dt.datetime
+    finished_at: dt.datetime | None
+    exit_code: int | None
+    message: str | None
+
+
+class RequestEvent(BaseModel):
+    id: int
+    request_id: str
+    unique_id: str
+    selector: str
+    outcome: str
+    requested_by: str | None
+    requested_at: dt.datetime
+
+
+class Queue(BaseModel):
+    environments: list[str]
+    environment: str | None
+    active: list[QueueRow]
+    outcomes: list[OutcomeHour]
+    batches: list[QueueBatch]
+    events: list[RequestEvent]

@@ -69,3 +69,24 @@ def build(store: CatalogStore) -> Scenario:
                          attempt=2, at=day(3, 9))
     pks = {i: store.get_task(i)["id"] for i in (CRM, LOAD, REPORT, HOSTILE, ROLLUP)}
     return Scenario(store, pks)
+
+
+def build_queue(engine, environment: str = "analytics") -> str:
+    """Three models queued and claimed by a worker, then asked for again while running and while pending."""
+    from airflow_leastaction.dbt.planner import PlannedModel
+    from airflow_leastaction.dbt.policy import BatchKey, TierPolicy
+    from airflow_leastaction.dbt.queue_store import QueueStore
+
+    def model(name: str) -> PlannedModel:
+        return PlannedModel(f"model.shop.{name}", name, f"shop.{name}", "table", "standard")
+
+    queue = QueueStore(engine)
+    key = BatchKey(environment)
+    daily = [model("orders"), model("customers"), model("revenue")]
+    queue.enqueue(key, daily, "tag:daily", requested_by="sales_daily/enqueue_models", now=day(5, 6))
+    batch = queue.claim(environment, "worker-1", TierPolicy(), now=day(5, 8))
+    assert batch is not None, "the scenario expects the first request to be claimed"
+    queue.enqueue(key, daily[:2] + [model("<b>margins</b>")], "tag:daily", requested_by="finance/enqueue",
+                  now=day(5, 9))
+    queue.enqueue(key, [model("<b>margins</b>")], "margins+", requested_by="adhoc", now=day(5, 10))
+    return batch.id
