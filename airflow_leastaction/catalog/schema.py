@@ -171,4 +171,13 @@ consumption = Table(
     Index("ix_la_consumption_upstream", "upstream_task_pk", "upstream_slot"),
     Index("ix_la_consumption_time", "consumed_at", "id"),
 )
+# Read paths of the UI pages, each newest first on (time, id) so keyset pages are index range scans.
+Index("ix_la_gate_decision_dag_time", gate_decision.c.dag_id, gate_decision.c.decided_at, gate_decision.c.id)
+Index("ix_la_gate_decision_task_time", gate_decision.c.dag_id, gate_decision.c.task_id, gate_decision.c.decided_at,
+      gate_decision.c.id)
+Index("ix_la_consumption_task_time", consumption.c.dag_id, consumption.c.task_id, consumption.c.consumed_at,
+      consumption.c.id)
+Index("ix_la_consumption_upstream_time", consumption.c.upstream_task_pk, consumption.c.consumed_at, consumption.c.id)
+Index("ix_la_task_name_id", task.c.name, task.c.id)
+
 import airflow_leastaction.dbt.schema  # noqa: E402,F401  (queue tables share the catalog metadata)
