@@ -41,6 +41,7 @@ class SlotEvent:
     rows_written: int | None = None
     consumer: AttemptKey | None = None
     gate_task_ids: list[str] = field(default_factory=list)
+    consume_own: bool = True
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -65,7 +66,8 @@ def apply(store: CatalogStore, event: SlotEvent) -> SlotOutcome:
         return store.record_running(event.identity, event.slot, **common)
     if event.state == "success":
         return store.record_success(event.identity, event.slot, rows_written=event.rows_written,
-                                    consumer=event.consumer, gate_task_ids=event.gate_task_ids, **common)
+                                    consumer=event.consumer, gate_task_ids=event.gate_task_ids,
+                                    consume_own=event.consume_own, **common)
     return store.record_finished(event.identity, event.slot, event.state, **common)
 
 

@@ -21,7 +21,14 @@ from airflow_leastaction.catalog.schema import UtcDateTime, consumption, gate_de
 from airflow_leastaction.gate import DecisionResult, Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals import normalize_cron, resolve_timezone
-from airflow_leastaction.parents import SlotSnapshot, TaskSnapshot, covering_window
+from airflow_leastaction.parents import (
+    IN_FLIGHT_STATES,
+    LatestRuns,
+    RunRecord,
+    SlotSnapshot,
+    TaskSnapshot,
+    covering_window,
+)
 
 # SQLite allows 32,766 bound parameters; stay well below it per IN list.
 IN_CHUNK = 30_000
@@ -159,7 +166,7 @@ class CatalogStore:
         self, identity: TaskIdentity, slot: dt.datetime, *, meta: TaskMeta | None = None,
         run_id: str | None = None, attempt: int = 1, rows_written: int | None = None,
         at: dt.datetime | None = None, consumer: AttemptKey | None = None,
-        gate_task_ids: Sequence[str] = (),
+        gate_task_ids: Sequence[str] = (), consume_own: bool = True,
     ) -> SlotOutcome:
         """A slot completed: revision 1 the first time, +1 on each re-completion (a repair).
 
@@ -193,7 +200,7 @@ class CatalogStore:
                 state="success", updated_at=now, prev_interval_start=_forward_only(slot),
             ))
             if consumer is not None:
-                self._consume(conn, consumer, task_pk, slot, now, gate_task_ids)
+                self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
             return SlotOutcome(task_pk, run_pk, "success", revision, True)
 
     def record_finished(
@@ -285,10 +292,11 @@ class CatalogStore:
             return [conn.execute(insert(gate_decision).values(**row)).inserted_primary_key[0] for row in rows]
 
     def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now,
-                 gate_task_ids: Sequence[str] = ()) -> int:
+                 gate_task_ids: Sequence[str] = (), consume_own: bool = True) -> int:
         """Turn admission decisions into consumption records for the attempt ``who`` that succeeded.
 
-        The sources are ``who``'s own SATISFIED decisions and, for each gate task directly upstream of
+        The sources are ``who``'s own SATISFIED decisions (unless it is a gate admitting other tasks:
+        ``consume_own=False``) and, for each gate task directly upstream of
         it in the same run (a ``ParentIntervalSensor``, a run-condition gate), the SATISFIED decisions of
         that gate's latest attempt.
         """
@@ -296,7 +304,7 @@ class CatalogStore:
         same_ti = (d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
                    d.result == DecisionResult.SATISFIED.value)
         own = select(gate_decision).where(*same_ti, d.task_id == who.task_id, d.attempt == who.attempt)
-        rows = list(conn.execute(own).mappings())
+        rows = list(conn.execute(own).mappings()) if consume_own else []
         if gate_task_ids:
             latest = (select(d.task_id, func.max(d.attempt).label("attempt"))
                       .where(d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
@@ -339,6 +347,100 @@ class CatalogStore:
                 gate_decision.c.run_id == attempt.run_id, gate_decision.c.map_index == attempt.map_index,
                 gate_decision.c.attempt == attempt.attempt,
             ).order_by(gate_decision.c.id)).mappings().all()
+
+
+    # -- run-condition gates -----------------------------------------------------------------------
+    def slot_records(self, requests: Iterable[tuple[TaskIdentity, dt.datetime]]) -> dict:
+        """The slot record of each (task, slot) pair that has one: one query for any number of pairs."""
+        wanted = set(requests)
+        if not wanted:
+            return {}
+        names = sorted({i.name for i, _ in wanted})
+        slots = sorted({s for _, s in wanted})
+        found = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(names, IN_CHUNK // 2):
+                rows = conn.execute(select(task.c.name, task.c.project, task.c.account, task.c.partition,
+                                           *_run_columns()).join(task, task.c.id == task_run.c.task_pk)
+                                    .where(task.c.name.in_(chunk), task_run.c.slot.in_(slots[:IN_CHUNK // 2])))
+                for r in rows:
+                    key = (TaskIdentity(r.name, r.project, r.account, r.partition), r.slot)
+                    if key in wanted:
+                        found[key] = _run_record(r)
+        return found
+
+    def latest_runs(self, identities: Iterable[TaskIdentity], history: int = 20) -> dict:
+        """Per task: its latest run, latest finished run and average run length of its last ``history``
+        successes (what a gate on another DAG's task judges and times its looks by)."""
+        out = {}
+        with self.engine.connect() as conn:
+            for identity in sorted(set(identities)):
+                task_pk = conn.execute(select(task.c.id).where(*_identity_clause(identity))).scalar()
+                if task_pk is None:
+                    out[identity] = LatestRuns(None, None, None, None)
+                    continue
+                base = select(*_run_columns()).where(task_run.c.task_pk == task_pk)
+                order = (task_run.c.started_at.desc(), task_run.c.id.desc())
+                latest = conn.execute(base.order_by(*order).limit(1)).first()
+                finished = conn.execute(base.where(task_run.c.finished_at.is_not(None),
+                                                   task_run.c.state.not_in(sorted(IN_FLIGHT_STATES)))
+                                        .order_by(task_run.c.finished_at.desc(), task_run.c.id.desc())
+                                        .limit(1)).first()
+                spans = conn.execute(select(task_run.c.started_at, task_run.c.finished_at).where(
+                    task_run.c.task_pk == task_pk, task_run.c.state == "success",
+                    task_run.c.started_at.is_not(None), task_run.c.finished_at.is_not(None))
+                    .order_by(task_run.c.finished_at.desc()).limit(history)).all()
+                lengths = [f - s for s, f in spans if f >= s]
+                average = sum(lengths, dt.timedelta(0)) / len(lengths) if lengths else None
+                out[identity] = LatestRuns(task_pk, latest and _run_record(latest),
+                                           finished and _run_record(finished), average)
+        return out
+
+    def last_consumed(self, dag_id: str, task_id: str, dependencies: Sequence[str]) -> dict:
+        """Per dependency, the (upstream slot, revision) this task consumed last, across all its runs."""
+        c = consumption.c
+        if not dependencies:
+            return {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(c.dependency, c.upstream_slot, c.upstream_revision).where(
+                c.dag_id == dag_id, c.task_id == task_id, c.dependency.in_(list(dependencies)),
+                c.upstream_slot.is_not(None)).order_by(c.id)).all()
+        out: dict[str, tuple[dt.datetime, int]] = {}
+        for r in rows:
+            seen = out.get(r.dependency)
+            if seen is None or (r.upstream_slot, r.upstream_revision or 0) > (seen[0], seen[1] or 0):
+                out[r.dependency] = (r.upstream_slot, r.upstream_revision or 0)
+        return out
+
+    def stale_consumers(self, dag_id: str | None = None) -> list[dict]:
+        """Consumers whose consumed revision of an upstream slot is older than its current revision.
+
+        One row per (consumer task, downstream slot, dependency, upstream slot): what to re-run after a
+        repair of the upstream.
+        """
+        c, r = consumption.c, task_run.c
+        consumed = func.max(c.upstream_revision).label("consumed_revision")
+        query = (select(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, consumed,
+                        r.output_revision.label("current_revision"), func.max(c.run_id).label("run_id"))
+                 .join(task_run, and_(r.task_pk == c.upstream_task_pk, r.slot == c.upstream_slot))
+                 .group_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, r.output_revision)
+                 .having(func.max(c.upstream_revision) < r.output_revision)
+                 .order_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency))
+        if dag_id:
+            query = query.where(c.dag_id == dag_id)
+        with self.engine.connect() as conn:
+            return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def _run_columns():
+    r = task_run.c
+    return (r.id, r.task_pk, r.slot, r.run_id, r.state, r.output_revision, r.rows_written, r.started_at,
+            r.finished_at)
+
+
+def _run_record(row) -> RunRecord:
+    return RunRecord(row.id, row.task_pk, row.slot, row.run_id, row.state, row.output_revision, row.rows_written,
+                     row.started_at, row.finished_at)
 
 
 def _identity_clause(identity: TaskIdentity):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 from airflow_leastaction.catalog.external import report_completion
+from airflow_leastaction.catalog.outcomes import replay, spool_dir
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals import cron_granularity
@@ -29,6 +32,9 @@ def register(sub) -> None:
     show.add_argument("--account", default="")
     show.add_argument("--partition", default="")
     show.set_defaults(func=_show)
+    replay = cat.add_parser("replay", help="apply outcomes the listener spooled while the catalog was down")
+    replay.add_argument("--spool-dir", default=None, help="default: [leastaction] spool_dir")
+    replay.set_defaults(func=_replay)
 
 
 def _report(args) -> int:
@@ -38,7 +44,7 @@ def _report(args) -> int:
             timezone=args.timezone, rows_written=args.rows_written, run_id=args.run_id, conn_id=args.conn_id,
         )
     except ValueError as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     what = "published revision" if outcome.applied else "already recorded at revision"
     print(f"{args.project}/{args.name} slot {args.slot}: {what} {outcome.output_revision}")
@@ -53,4 +59,11 @@ def _show(args) -> int:
     data = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in dict(row).items()}
     data["granularity"] = cron_granularity(row["cron"]) if row["cron"] else None
     print(json.dumps(data, indent=2))
+    return 0
+
+
+def _replay(args) -> int:
+    directory = Path(args.spool_dir) if args.spool_dir else spool_dir()
+    applied = replay(CatalogStore(conn_id=args.conn_id), directory)
+    print(f"replayed {applied} spooled outcome(s) from {directory}")
     return 0

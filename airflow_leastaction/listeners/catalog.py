@@ -57,7 +57,10 @@ def build_event(ti, state: str) -> SlotEvent | None:
     )
     if state == "success":
         event.rows_written = take_reported(ti)
+        # A gate task admits other tasks; they, not the gate, consume its decisions.
+        consumes_own = getattr(task, "consumes_own_decisions", True)
         event.consumer = AttemptKey(ti.dag_id, ti.task_id, ti.run_id, map_index, attempt)
+        event.consume_own = bool(consumes_own)
         event.gate_task_ids = sorted(getattr(task, "upstream_task_ids", ()) or ())
     return event
 

@@ -122,6 +122,11 @@ class ParentIntervalSensor(BaseSensorOperator):
             raise ConfigurationError(f"task {self.task_id!r}: child_interval {value.isoformat()} has no timezone")
         return value.astimezone(dt.timezone.utc)
 
+    @property
+    def consumes_own_decisions(self) -> bool:
+        """Read by the catalog listener: the sensor consumes its decisions only when it gates nothing."""
+        return self.task_id in self._consumers()
+
     def _consumers(self) -> list[str]:
         return self.consumer_task_ids or sorted(self.downstream_task_ids) or [self.task_id]
 

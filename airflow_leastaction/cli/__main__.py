@@ -1,0 +1,5 @@
+import sys
+
+from airflow_leastaction.cli import main
+
+sys.exit(main())

@@ -1,0 +1,35 @@
+"""DAGs for the ParentIntervalSensor integration tests (ids start with ``pis_``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from airflow.sdk import DAG, task
+
+from airflow_leastaction.sensors import ParentIntervalSensor, external_task
+from airflow_leastaction.timetables import IntervalCronTimetable
+
+START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+DAILY = IntervalCronTimetable("0 0 * * *")
+RAW = external_task("pis_raw", "other-team")
+
+
+def gated(dag_id: str, schedule=DAILY, **sensor_kwargs):
+    with DAG(dag_id, schedule=schedule, start_date=START, catchup=False, tags=["test"]) as dag:
+        sensor_kwargs.setdefault("parents", [RAW])
+        wait = ParentIntervalSensor(task_id="wait", poke_interval=0.2, **sensor_kwargs)
+
+        @task
+        def work():
+            return "done"
+
+        wait >> work()
+    return dag
+
+
+gated("pis_fail_fast", on_parent_failure="fail", timeout=30)
+gated("pis_timeout", timeout=2)
+gated("pis_poke", deferrable=False, mode="poke", timeout=30)
+gated("pis_no_parents", parents=[])
+gated("pis_unknown_conn", catalog_conn_id="no_such_catalog")
+gated("pis_no_interval", schedule=None)

@@ -1,0 +1,75 @@
+"""ParentIntervalSensor: what a DAG author gets wrong is caught when the DAG is parsed."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, InvalidCronError, InvalidTimezoneError
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.sensors import ParentIntervalSensor, airflow_task, external_task
+from airflow_leastaction.timetables import IntervalCronTimetable
+
+
+class TestParentIntervalSensorArguments:
+    def test_duplicate_parents_are_rejected_naming_the_parent(self):
+        with pytest.raises(DuplicateParentError, match="'wait' names parent sales/orders_raw more than once"):
+            ParentIntervalSensor(task_id="wait", parents=[external_task("orders_raw", "sales")] * 2)
+
+    def test_a_parent_that_is_not_an_identity_is_rejected(self):
+        with pytest.raises(ConfigurationError, match="parent 'orders_raw' is not a task identity"):
+            ParentIntervalSensor(task_id="wait", parents=["orders_raw"])
+
+    def test_parents_given_as_dicts_are_accepted(self):
+        sensor = ParentIntervalSensor(task_id="wait", parents=[{"name": "orders_raw", "project": "sales"}])
+        assert sensor.parents == [TaskIdentity("orders_raw", "sales")]
+
+    def test_an_unknown_on_parent_failure_is_rejected(self):
+        with pytest.raises(ConfigurationError, match="on_parent_failure='explode'"):
+            ParentIntervalSensor(task_id="wait", parents=[], on_parent_failure="explode")
+
+    def test_the_sensor_is_deferrable_by_default(self):
+        assert ParentIntervalSensor(task_id="wait", parents=[]).deferrable is True
+
+    def test_airflow_task_names_the_task_in_this_deployment(self, monkeypatch):
+        monkeypatch.setenv("AIRFLOW__LEASTACTION__PROJECT", "sales-airflow")
+        assert airflow_task("orders", "load") == TaskIdentity("orders.load", "sales-airflow")
+        assert airflow_task("orders", "load", project="other") == TaskIdentity("orders.load", "other")
+
+
+class TestIntervalCronTimetable:
+    def test_summary_carries_the_granularity_children_are_judged_at(self):
+        assert IntervalCronTimetable("0 2 * * *", "Europe/Paris").summary == "0 2 * * * (day, Europe/Paris)"
+        assert IntervalCronTimetable("@weekly").summary == "0 0 * * 0 (week, UTC)"
+
+    def test_an_invalid_cron_fails_at_parse_time(self):
+        with pytest.raises(InvalidCronError, match="'0 25 \\* \\* \\*'"):
+            IntervalCronTimetable("0 25 * * *")
+
+    def test_an_unknown_timezone_fails_at_parse_time(self):
+        with pytest.raises(InvalidTimezoneError, match="Europe/Atlantis"):
+            IntervalCronTimetable("0 0 * * *", "Europe/Atlantis")
+
+    def test_serialization_round_trips(self):
+        timetable = IntervalCronTimetable("0 6 * * 1", "America/New_York")
+        again = IntervalCronTimetable.deserialize(timetable.serialize())
+        assert again.serialize() == timetable.serialize() and again.summary == timetable.summary
+
+    def test_a_manual_run_on_a_slot_covers_the_interval_starting_there(self):
+        import pendulum
+
+        timetable = IntervalCronTimetable("0 0 * * *")
+        on_slot = timetable.infer_manual_data_interval(run_after=pendulum.datetime(2026, 11, 5))
+        assert (on_slot.start, on_slot.end) == (pendulum.datetime(2026, 11, 5), pendulum.datetime(2026, 11, 6))
+        between = timetable.infer_manual_data_interval(run_after=pendulum.datetime(2026, 11, 5, 13))
+        assert (between.start, between.end) == (pendulum.datetime(2026, 11, 4), pendulum.datetime(2026, 11, 5))
+
+    def test_the_logical_date_of_a_scheduled_run_is_the_interval_start(self):
+        import pendulum
+        from airflow.timetables.base import DataInterval, TimeRestriction
+
+        timetable = IntervalCronTimetable("0 0 * * *")
+        info = timetable.next_dagrun_info(
+            last_automated_data_interval=DataInterval(pendulum.datetime(2026, 11, 4), pendulum.datetime(2026, 11, 5)),
+            restriction=TimeRestriction(earliest=pendulum.datetime(2026, 11, 1), latest=None, catchup=True),
+        )
+        assert info.logical_date == info.data_interval.start == pendulum.datetime(2026, 11, 5)

@@ -1,0 +1,132 @@
+"""ParentIntervalTrigger against real catalogs: serialization, shared polling, release, failure, timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import importlib
+
+import pytest
+from sqlalchemy import event
+
+from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.catalog.store import TaskMeta
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
+from airflow_leastaction.triggers.poller import CatalogPoller
+
+UTC = dt.timezone.utc
+DAY = dt.datetime(2026, 11, 28, tzinfo=UTC)
+DAILY = TaskMeta(cron="0 0 * * *")
+
+
+def make_trigger(parents, **kwargs) -> ParentIntervalTrigger:
+    return ParentIntervalTrigger(
+        parents=[p.as_dict() for p in parents], child_interval=DAY.isoformat(), poll_interval=0.05, **kwargs
+    )
+
+
+class TestSerialization:
+    def test_serialize_round_trips_through_init(self):
+        trigger = make_trigger([TaskIdentity("orders_raw", "sales")], consumed={"catalog:sales/orders_raw": {
+            DAY.isoformat(): 1}}, catalog_conn_id="my_catalog", deadline=DAY.isoformat(), on_parent_failure="fail")
+        classpath, kwargs = trigger.serialize()
+        module, name = classpath.rsplit(".", 1)
+        rebuilt = getattr(importlib.import_module(module), name)(**kwargs)
+        assert rebuilt.serialize() == (classpath, kwargs)
+
+
+class QueryCounter:
+    def __init__(self, engine):
+        self.engine, self.selects = engine, 0
+
+    def __call__(self, conn, cursor, statement, *args):
+        # Catalog reads only: connection set-up and pool pings are not per-tick work.
+        if statement.lstrip().upper().startswith("SELECT") and "la_task" in statement:
+            self.selects += 1
+
+    def __enter__(self):
+        event.listen(self.engine, "before_cursor_execute", self)
+        return self
+
+    def __exit__(self, *exc):
+        event.remove(self.engine, "before_cursor_execute", self)
+
+
+async def first_event(trigger):
+    async for ev in trigger.run():
+        return ev.payload
+
+
+class TestSharedPolling:
+    async def test_k_waiting_triggers_cause_at_most_two_queries_per_tick(self, store, catalog_url, use_catalog):
+        use_catalog(catalog_url)
+        parents = [TaskIdentity(f"parent_{i}", "other-team") for i in range(3)]
+        for p in parents:
+            store.register_task(p, DAILY)
+        engine = get_engine(catalog_url)
+        with QueryCounter(engine) as counter:
+            tasks = [asyncio.create_task(first_event(make_trigger(parents))) for _ in range(40)]
+            await asyncio.sleep(0.4)  # several ticks with every trigger waiting
+            poller = CatalogPoller._shared[(id(asyncio.get_running_loop()), catalog_url, 0.05)]
+            assert poller.subscribers == 40
+            waiting_ticks, waiting_selects = poller.ticks, counter.selects
+            for p in parents:
+                await asyncio.to_thread(store.record_success, p, DAY, run_id="r")
+            events = await asyncio.wait_for(asyncio.gather(*tasks), timeout=10)
+        assert waiting_ticks >= 3
+        assert waiting_selects <= 2 * waiting_ticks
+        assert {e["status"] for e in events} == {"admitted"}
+        assert all(j["upstream_revision"] == 1 for e in events for j in e["judgements"])
+
+    async def test_the_child_waits_while_a_parent_slot_is_incomplete_and_is_released_when_it_completes(
+        self, store, catalog_url, use_catalog
+    ):
+        use_catalog(catalog_url)
+        raw = TaskIdentity("orders_raw", "sales-platform")
+        store.record_success(raw, DAY - dt.timedelta(days=1), meta=DAILY, run_id="yesterday")
+        waiter = asyncio.create_task(first_event(make_trigger([raw])))
+        await asyncio.sleep(0.3)
+        assert not waiter.done()
+        await asyncio.to_thread(store.record_success, raw, DAY, run_id="today")
+        payload = await asyncio.wait_for(waiter, timeout=10)
+        assert payload["status"] == "admitted"
+        assert payload["judgements"][0]["upstream_slot"] == DAY.isoformat()
+
+
+class TestOutcomes:
+    async def test_a_failed_parent_fails_the_trigger_when_told_to(self, store, catalog_url, use_catalog):
+        use_catalog(catalog_url)
+        raw = TaskIdentity("orders_raw", "sales-platform")
+        store.record_running(raw, DAY, meta=DAILY, run_id="r")
+        store.record_finished(raw, DAY, "failed", run_id="r")
+        payload = await asyncio.wait_for(first_event(make_trigger([raw], on_parent_failure="fail")), timeout=10)
+        assert payload["status"] == "failed"
+        assert "orders_raw: slot 2026-11-28 (day) is failed" in payload["reasons"][0]
+
+    async def test_timeout_fires_with_the_last_reasons(self, store, catalog_url, use_catalog):
+        use_catalog(catalog_url)
+        raw = TaskIdentity("orders_raw", "sales-platform")
+        store.record_success(raw, DAY - dt.timedelta(days=1), meta=DAILY, run_id="r")
+        deadline = (dt.datetime.now(UTC) + dt.timedelta(seconds=0.3)).isoformat()
+        payload = await asyncio.wait_for(first_event(make_trigger([raw], deadline=deadline)), timeout=10)
+        assert payload["status"] == "timeout"
+        assert payload["reasons"] == ["orders_raw: expected slot 2026-11-28 (day), completed up to 2026-11-27"]
+
+    async def test_an_unknown_parent_keeps_waiting_and_says_so(self, store, catalog_url, use_catalog):
+        use_catalog(catalog_url)
+        deadline = (dt.datetime.now(UTC) + dt.timedelta(seconds=0.2)).isoformat()
+        payload = await first_event(make_trigger([TaskIdentity("renamed", "x")], deadline=deadline))
+        assert payload["status"] == "timeout"
+        assert "not in the catalog" in payload["reasons"][0]
+
+
+@pytest.mark.parametrize("interval", [0.05])
+async def test_the_poller_stops_when_its_last_subscriber_leaves(sqlite_url, interval):
+    get_engine(sqlite_url, migrate=True)
+    poller = CatalogPoller.shared(sqlite_url, interval)
+    async with poller.subscribe([(TaskIdentity("a", "b"), DAY)]) as sub:
+        await sub.next()
+    await asyncio.sleep(interval * 3)
+    assert poller._task.done()
+    assert (id(asyncio.get_running_loop()), sqlite_url, interval) not in CatalogPoller._shared
