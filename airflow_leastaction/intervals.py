@@ -51,6 +51,7 @@ class IntervalCheck:
     reason: str
 
 
+@lru_cache(maxsize=4096)
 def normalize_cron(cron: str) -> str:
     """Return the five-field form of ``cron`` (macros expanded), or raise :class:`InvalidCronError`."""
     if not isinstance(cron, str) or not cron.strip():
@@ -148,9 +149,14 @@ def expected_slot(parent_cron: str, child_logical_date: dt.datetime, *, timezone
     Cron is read on the parent's wall clock. Crons that fire every hour step over the repeated hour of a
     DST fall-back in real time (01:00 EDT and 01:00 EST are two slots), as Airflow's cron timetables do.
     """
-    tz = resolve_timezone(timezone)
-    cron = normalize_cron(parent_cron)
-    child = _aware(child_logical_date, "child_logical_date").astimezone(tz).replace(microsecond=0)
+    child = _aware(child_logical_date, "child_logical_date")
+    # Waiting gates ask the same question every poll tick: answer it once.
+    return _expected_slot(normalize_cron(parent_cron), resolve_timezone(timezone), child.astimezone(UTC))
+
+
+@lru_cache(maxsize=65536)
+def _expected_slot(cron: str, tz: dt.tzinfo, child_utc: dt.datetime) -> dt.datetime:
+    child = child_utc.astimezone(tz).replace(microsecond=0)
     naive = child.replace(tzinfo=None)
     # Seed one second past the anchor so a child exactly on a slot resolves to that slot.
     scheduled = croniter(cron, naive + dt.timedelta(seconds=1)).get_prev(dt.datetime)
@@ -203,6 +209,7 @@ def parent_interval_satisfied(
     return check_parent_interval(parent_cron, parent_completed, child_logical_date, timezone=timezone).satisfied
 
 
+@lru_cache(maxsize=65536)
 def slot_window(slot: dt.datetime, granularity: str, tz: dt.tzinfo) -> tuple[dt.datetime, dt.datetime]:
     """The [start, end) instants, in UTC, of the granularity unit that holds ``slot``."""
     start_local = truncate(slot, granularity, tz).astimezone(tz)
