@@ -26,8 +26,9 @@ def external_task(name: str, project: str, *, account: str = "", partition: str 
 def schedule_meta(dag, task_id: str | None = None) -> TaskMeta:
     """Cron and timezone of a DAG's timetable (Airflow's cron timetables and ours); ad hoc otherwise."""
     timetable = getattr(dag, "timetable", None)
-    expression = getattr(timetable, "_expression", None)
-    tz = getattr(timetable, "_timezone", None)
+    # Core timetables keep _expression/_timezone; the Task SDK's keep expression/timezone.
+    expression = getattr(timetable, "_expression", None) or getattr(timetable, "expression", None)
+    tz = getattr(timetable, "_timezone", None) or getattr(timetable, "timezone", None)
     tz_name = getattr(tz, "name", None) or getattr(tz, "key", None) or (tz if isinstance(tz, str) else "UTC")
     if tz_name in ("+00:00", "Z"):
         tz_name = "UTC"

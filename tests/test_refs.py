@@ -1,0 +1,31 @@
+"""Cron and timezone the listener records come from the DAG's timetable, whichever kind it is."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from airflow.sdk import DAG, CronDataIntervalTimetable, CronTriggerTimetable
+
+from airflow_leastaction.refs import schedule_meta
+from airflow_leastaction.timetables import IntervalCronTimetable
+
+START = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+@pytest.mark.parametrize(
+    "schedule, cron, timezone",
+    [
+        ("@daily", "0 0 * * *", "UTC"),
+        ("30 4 * * *", "30 4 * * *", "UTC"),
+        (CronTriggerTimetable("0 3 * * *", timezone="Europe/Paris"), "0 3 * * *", "Europe/Paris"),
+        (CronDataIntervalTimetable("*/15 * * * *", timezone="America/New_York"), "*/15 * * * *", "America/New_York"),
+        (IntervalCronTimetable("0 2 * * 1", "Asia/Tokyo"), "0 2 * * 1", "Asia/Tokyo"),
+        (None, None, "UTC"),  # no schedule: ad hoc
+        (dt.timedelta(hours=1), None, "UTC"),  # not a cron: ad hoc
+        ("0 0 * * * *", None, "UTC"),  # six fields: the interval check reads five, so ad hoc
+    ],
+)
+def test_schedule_meta_reads_cron_and_timezone_from_any_cron_timetable(schedule, cron, timezone):
+    meta = schedule_meta(DAG("d", schedule=schedule, start_date=START), "t")
+    assert (meta.cron, meta.timezone, meta.dag_id, meta.task_id) == (cron, timezone, "d", "t")
