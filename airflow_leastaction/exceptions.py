@@ -91,3 +91,50 @@ class DbtBuildFailedError(DbtQueueError):
             f"dbt queue {environment!r}: {len(failed)} model(s) failed: {', '.join(failed)} "
             "(see `airflow-leastaction queue history`)"
         )
+
+
+class RunConditionError(ConfigurationError):
+    """A run condition or its dependencies are invalid; found at DAG parse time.
+
+    Each subclass has its own ``exit_status``, the exit status of ``airflow-leastaction graph``.
+    """
+
+    exit_status = 10
+
+    def __init__(self, dag_id: str | None, task_id: str, why: str):
+        self.dag_id = dag_id
+        self.task_id = task_id
+        where = f"DAG {dag_id!r} task {task_id!r}" if dag_id else f"task {task_id!r}"
+        super().__init__(f"{where}: {why}")
+
+
+class SelfDependencyError(RunConditionError):
+    exit_status = 11
+
+
+class UnknownTaskError(RunConditionError):
+    exit_status = 12
+
+
+class DependencyCycleError(RunConditionError):
+    exit_status = 13
+
+
+class InvalidCountError(RunConditionError):
+    """A count below 1, or above the number of dependencies (the task could never start)."""
+
+    exit_status = 14
+
+
+class CountWithoutNError(RunConditionError):
+    exit_status = 15
+
+
+class UnknownDependencyTypeError(RunConditionError):
+    exit_status = 16
+
+
+class InactiveDependencyError(RunConditionError):
+    """An active task depends on an inactive one of the same DAG: it could never run."""
+
+    exit_status = 17

@@ -171,3 +171,104 @@ def decide(condition: RunCondition, judgements: Iterable[Judgement]) -> GateOutc
     still_possible = satisfied + sum(1 for j in judged if not j.satisfied and not j.final)
     verdict = Verdict.SKIP if still_possible < needed else Verdict.WAIT
     return GateOutcome(verdict, condition, judged)
+
+
+# -- upstream tasks in the same run -----------------------------------------------------------------
+#: Airflow task states in which a task has not finished: it satisfies no dependency yet.
+UNFINISHED_STATES = frozenset({None, "none", "scheduled", "queued", "running", "deferred", "up_for_retry",
+                               "up_for_reschedule", "restarting", "awaiting_input"})
+#: Finished without running its work: only ALWAYS is satisfied. upstream_failed counts here because the
+#: task itself did not fail; it was kept from running.
+DID_NOT_RUN_STATES = frozenset({"skipped", "removed", "upstream_failed"})
+FAILED_STATES = frozenset({"failed"})
+
+
+def judge_upstream_task(
+    dependency: str, dependency_type: DependencyType, state: str | None, *, run_settled: bool = False,
+    rows_written: int | None = None, record_known: bool = True,
+) -> Judgement:
+    """Judge a dependency on a task of the same run from its Airflow state. Pure.
+
+    :param dependency: the dependency label (``task:<task_id>``).
+    :param dependency_type: what outcome the dependency waits for.
+    :param state: the upstream's Airflow state (None: not started).
+    :param run_settled: nothing else can start in the run, so a FAILED upstream gets no retry and
+        becomes final. While the run goes on, a failure may still be turned into a success (a retry,
+        a clear), so dependents wait.
+    :param rows_written: rows the upstream reported writing (HAS_DATA only); None: unknown.
+    :param record_known: the catalog has the upstream's success record (HAS_DATA needs its count).
+    """
+    name = dependency.split(":", 1)[-1]
+    state = None if state in (None, "none") else str(state)
+    typ = dependency_type
+
+    def verdict(ok: bool, reason: str, *, final: bool = True, rejected: bool = False) -> Judgement:
+        return Judgement(dependency, ok, f"{name} ({typ.value}): {reason}", typ, final=final, rejected=rejected)
+
+    if state in UNFINISHED_STATES:
+        return verdict(False, f"upstream is {state or 'not started'}; waiting for it to finish", final=False)
+    if typ is DependencyType.ALWAYS:
+        return verdict(True, f"upstream finished ({state})")
+    if state in DID_NOT_RUN_STATES:
+        return verdict(False, f"upstream is {state}; a {typ.value} dependency can never be met in this run")
+    if state in FAILED_STATES:
+        if typ is DependencyType.FAILURE:
+            return verdict(True, "upstream failed")
+        if run_settled:
+            return verdict(False, "upstream failed and nothing else can start in this run", rejected=True)
+        return verdict(False, "upstream failed; waiting while the run goes on (a retry or clear may still "
+                       "succeed)", final=False, rejected=True)
+    if state != "success":
+        return verdict(False, f"upstream is in unexpected state {state}; waiting", final=False)
+    if typ is DependencyType.FAILURE:
+        return verdict(False, "upstream succeeded; a FAILURE dependency can never be met in this run")
+    if typ is DependencyType.HAS_DATA:
+        if not record_known:
+            return verdict(False, "upstream succeeded; waiting for its rows written to reach the catalog",
+                           final=False)
+        if not rows_written:
+            what = "reported no rows written" if rows_written is None else "wrote 0 rows"
+            return verdict(False, f"upstream succeeded but {what}; HAS_DATA needs at least one")
+        return verdict(True, f"upstream succeeded and wrote {rows_written} rows")
+    return verdict(True, "upstream succeeded")
+
+
+#: States in which a task may still start or finish on its own (the run "goes on").
+ACTIVE_STATES = frozenset({"scheduled", "queued", "running", "deferred", "up_for_retry", "up_for_reschedule",
+                           "restarting", "awaiting_input"})
+TERMINAL_STATES = frozenset({"success", "failed", "skipped", "removed", "upstream_failed"})
+
+
+def run_settled(states: dict[str, str | None], upstream: dict[str, Iterable[str]], waiting: Iterable[str]) -> bool:
+    """True when nothing else can start in the run: no task is active and none is about to be scheduled.
+
+    ``waiting`` are the gates (and the run-outcome task): they wait on others and start nothing by
+    themselves. A task that has not started is blocked when one of its upstreams is a waiting gate or is
+    itself blocked; otherwise the scheduler is about to look at it, so the run is not settled.
+    """
+    waiting = set(waiting)
+    blocked: dict[str, bool] = {}
+
+    def is_blocked(task_id: str, seen: frozenset = frozenset()) -> bool:
+        if task_id in blocked:
+            return blocked[task_id]
+        result = False
+        for up in upstream.get(task_id, ()):
+            up_state = states.get(up)
+            if up in waiting and up_state not in TERMINAL_STATES:
+                result = True
+            elif up_state in (None, "none") and up not in seen and is_blocked(up, seen | {task_id}):
+                result = True
+            if result:
+                break
+        blocked[task_id] = result
+        return result
+
+    for task_id, state in states.items():
+        if task_id in waiting:
+            continue
+        if state in ACTIVE_STATES:
+            return False
+        if state in (None, "none") and not is_blocked(task_id):
+            return False
+    return True

@@ -12,7 +12,7 @@ import sys
 from airflow_leastaction.exceptions import LeastActionError
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMAND_MODULES = ["db", "catalog", "queue"]
+COMMAND_MODULES = ["db", "catalog", "queue", "graph", "stale"]
 
 #: Exit status when a LeastActionError escapes a command (usage errors exit 2, as argparse does).
 EXIT_ERROR = 1

@@ -3,7 +3,8 @@
 Triggers subscribe the (parent, child interval) pairs they wait on; a single poller task per event loop,
 catalog and poll interval reads one :meth:`CatalogStore.snapshot` for the union of all subscriptions
 (two queries, whatever the number of triggers) in a worker thread, so the event loop never blocks, and
-hands the same snapshot to every subscriber.
+hands the same snapshot to every subscriber. ``read`` names the store method that reads the union
+(``snapshot`` by default; run-condition gates also share ``slot_records`` and ``latest_runs``).
 """
 
 from __future__ import annotations
@@ -47,22 +48,26 @@ class Subscription:
 class CatalogPoller:
     """The shared poll loop of one (event loop, catalog URL, poll interval)."""
 
-    _shared: dict[tuple[int, str, float], "CatalogPoller"] = {}
+    _shared: dict[tuple, "CatalogPoller"] = {}
 
-    def __init__(self, url: str, interval: float):
+    def __init__(self, url: str, interval: float, read: str = "snapshot"):
         self.url = url
         self.interval = interval
+        # The CatalogStore method that reads the union of all subscriptions' requests in one go.
+        self.read = read
         self.ticks = 0
         self._subs: dict[int, Subscription] = {}
         self._task: asyncio.Task | None = None
-        self._key: tuple[int, str, float] | None = None
+        self._key: tuple | None = None
 
     @classmethod
-    def shared(cls, url: str, interval: float) -> "CatalogPoller":
+    def shared(cls, url: str, interval: float, read: str = "snapshot") -> "CatalogPoller":
         key = (id(asyncio.get_running_loop()), url, float(interval))
+        if read != "snapshot":
+            key += (read,)
         poller = cls._shared.get(key)
         if poller is None:
-            poller = cls._shared[key] = cls(url, float(interval))
+            poller = cls._shared[key] = cls(url, float(interval), read)
             poller._key = key
         return poller
 
@@ -88,7 +93,7 @@ class CatalogPoller:
                 subs = list(self._subs.values())
                 requests = [r for s in subs for r in s.requests]
                 try:
-                    snapshot, error = await asyncio.to_thread(store.snapshot, requests), None
+                    snapshot, error = await asyncio.to_thread(getattr(store, self.read), requests), None
                 except Exception as exc:  # catalog down: every subscriber hears about it and keeps waiting
                     snapshot, error = None, exc
                     log.warning("catalog poll failed: %s", exc)

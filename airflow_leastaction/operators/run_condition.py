@@ -1,0 +1,245 @@
+"""The run-condition gate and the run-outcome task (see :func:`airflow_leastaction.run_conditions.run_condition`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator, TriggerRule
+from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
+
+from airflow_leastaction.admission import gate_mode, settle
+from airflow_leastaction.catalog.engine import DEFAULT_CONN_ID, setting
+from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
+from airflow_leastaction.gate import DependencyType, GateOutcome, RunCondition, Verdict
+from airflow_leastaction.refs import airflow_task
+from airflow_leastaction.run_conditions.judging import RunView, evaluate
+from airflow_leastaction.run_conditions.model import Dependency, GateSpec
+from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
+from airflow_leastaction.triggers.run_condition import RunConditionTrigger, RunOutcomeTrigger
+
+RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
+RUN_SUMMARY_KEY = "leastaction_run_summary"
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _triggers_run_inline() -> bool:
+    """True under ``dag.test()``: its in-process supervisor runs a trigger inline, blocking every other
+    task of the run, so a gate waiting on its own run must wait by rescheduling there instead."""
+    from airflow.sdk.execution_time import task_runner
+
+    return type(getattr(task_runner, "SUPERVISOR_COMMS", None)).__name__ == "InProcessSupervisorComms"
+
+
+def run_slot(context) -> dt.datetime:
+    dag_run = context["dag_run"]
+    for attr in ("data_interval_start", "logical_date", "run_after"):
+        value = getattr(dag_run, attr, None)
+        if value is not None:
+            return value.astimezone(dt.timezone.utc)
+    raise AirflowFailException(f"run {context['run_id']} has no interval, logical date or run_after")
+
+
+def task_states(dag_id: str, run_id: str) -> dict[str, str | None]:
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    states = RuntimeTaskInstance.get_task_states(dag_id=dag_id, run_ids=[run_id])
+    return {k: (str(v) if v is not None else None) for k, v in (states.get(run_id) or {}).items()}
+
+
+class _Waiting(BaseOperator):
+    """A task that waits on others of its run and starts nothing by itself."""
+
+    consumes_own_decisions = False
+
+    def _run_structure(self) -> tuple[dict[str, list[str]], list[str]]:
+        dag = self.dag
+        upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
+        waiting = sorted(t.task_id for t in dag.tasks if isinstance(t, _Waiting))
+        return upstream, waiting
+
+    def _reschedule(self) -> None:
+        raise AirflowRescheduleException(_utcnow() + dt.timedelta(seconds=self.poll_interval))
+
+
+class RunConditionGate(_Waiting):
+    """Admit one task once its run condition holds; skip it once the condition never can in this run.
+
+    Created by :func:`~airflow_leastaction.run_conditions.run_condition`, which wires each same-run
+    upstream to this gate and the gate to the gated task, so the graph shows every dependency as an edge.
+    The gate starts with the run (trigger rule ``always``), judges once, and if it must wait defers to
+    the triggerer (no worker slot held), logging each dependency's reason. On admission it records one
+    SATISFIED decision per dependency; the gated task consumes them when it succeeds. On skip it records
+    the UNSATISFIED decisions the skip rests on, and the gated task is skipped with it.
+
+    :param gated_task_id: the task this gate admits.
+    :param dependencies: :class:`~airflow_leastaction.run_conditions.model.Dependency` objects (or dicts).
+    :param condition: ``ALL`` (default), ``ANY`` or ``N``.
+    :param count: how many dependencies must be satisfied, with ``N`` only.
+    :param active: an inactive task never runs: its gate skips it without judging.
+    :param max_wait: how long one check waits for a run in progress in another DAG (default
+        ``[leastaction] gate_wait_minutes``, 60; 0 judges at once).
+    :param max_looks: how many times one check looks at runs in progress elsewhere (default 30).
+    :param catalog_conn_id: connection of the catalog.
+    :param poll_interval: seconds between looks at the run (default ``[leastaction] poll_interval``).
+    :param deferrable: wait in the triggerer (default) rather than by rescheduling.
+    """
+
+    ui_color = "#fff1c2"
+    template_fields: Sequence[str] = ()
+
+    def __init__(self, *, gated_task_id: str, dependencies: Sequence[Dependency | dict], condition: str = "ALL",
+                 count: int | None = None, active: bool = True, max_wait: dt.timedelta | float | None = None,
+                 max_looks: int = 30, catalog_conn_id: str = DEFAULT_CONN_ID, poll_interval: float | None = None,
+                 deferrable: bool = True, **kwargs):
+        kwargs["trigger_rule"] = TriggerRule.ALWAYS
+        kwargs.setdefault("retries", 0)
+        super().__init__(**kwargs)
+        self.gated_task_id = gated_task_id
+        self.dependencies = [d if isinstance(d, Dependency) else Dependency.from_dict(d) for d in dependencies]
+        self.condition = RunCondition(condition, count)
+        self.active = active
+        if max_wait is None:
+            max_wait = float(setting("gate_wait_minutes", "60")) * 60
+        self.max_wait = max_wait.total_seconds() if isinstance(max_wait, dt.timedelta) else float(max_wait)
+        self.policy = WaitPolicy(dt.timedelta(seconds=self.max_wait), int(max_looks))
+        self.catalog_conn_id = catalog_conn_id
+        self.poll_interval = float(poll_interval if poll_interval is not None else setting("poll_interval", "5"))
+        self.deferrable = deferrable
+
+    @property
+    def spec(self) -> GateSpec:
+        return GateSpec(self.gated_task_id, tuple(self.dependencies), self.condition, self.active, self.task_id)
+
+    # -- reading and judging ------------------------------------------------------------------------
+    def _attempt(self, context) -> AttemptKey:
+        ti = context["ti"]
+        map_index = getattr(ti, "map_index", -1)
+        return AttemptKey(self.dag_id, self.task_id, ti.run_id, -1 if map_index is None else map_index,
+                          int(getattr(ti, "try_number", 1) or 1))
+
+    def _identities(self) -> dict[str, Any]:
+        return {d.upstream: airflow_task(self.dag_id, d.upstream) for d in self.spec.in_run}
+
+    def _consumed(self, store: CatalogStore) -> dict[str, tuple[dt.datetime, int]]:
+        return store.last_consumed(self.dag_id, self.gated_task_id, [d.key for d in self.spec.elsewhere])
+
+    def _judge(self, context, store: CatalogStore, clock: WaitClock) -> tuple[GateOutcome, WaitClock]:
+        slot, run_id = run_slot(context), context["run_id"]
+        upstream, waiting = self._run_structure()
+        states = task_states(self.dag_id, run_id) if self.spec.in_run else {}
+        found = store.slot_records([(i, slot) for i in self._identities().values()])
+        records = {tid: found[(i, slot)] for tid, i in self._identities().items() if (i, slot) in found}
+        latest = store.latest_runs([d.upstream for d in self.spec.elsewhere]) if self.spec.elsewhere else {}
+        view = RunView(run_id, states, upstream, frozenset(waiting), records)
+        return evaluate(self.spec, view, latest, self._consumed(store), clock, self.policy, _utcnow())
+
+    def _clock(self, context, carried: dict | None) -> WaitClock:
+        if carried:
+            return WaitClock.from_dict(carried)
+        first = context["ti"].get_first_reschedule_date(context) if context.get("task_reschedule_count") else None
+        return WaitClock(first or _utcnow(), int(context.get("task_reschedule_count") or 0))
+
+    # -- Airflow entry points -----------------------------------------------------------------------
+    def execute(self, context) -> None:
+        if not self.active:
+            raise AirflowSkipException(f"task {self.gated_task_id!r} is inactive; its dependencies are ignored")
+        self._step(context, None)
+
+    def execute_complete(self, context, event: dict[str, Any] | None = None) -> None:
+        # The trigger saw ADMIT or SKIP; decide again here, on the worker, and record it.
+        self._step(context, (event or {}).get("clock"))
+
+    def _step(self, context, carried: dict | None) -> None:
+        store = CatalogStore(conn_id=self.catalog_conn_id)
+        outcome, clock = self._judge(context, store, self._clock(context, carried))
+        in_run_pending = any(not j.final for j in outcome.judgements if j.dependency.startswith("task:"))
+        if outcome.verdict is Verdict.WAIT and (gate_mode() == "enforce" or in_run_pending):
+            # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
+            self.log.info("%s waits: %s", self.gated_task_id, outcome.summary())
+            return self._wait(context, clock, in_run_pending)
+        admission = settle(store, self._attempt(context), outcome, downstream_slot=run_slot(context))
+        for j in outcome.judgements:
+            self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
+        if admission.admitted:
+            note = " (gate bypassed: [leastaction] gates = %s)" % gate_mode() if admission.bypassed else ""
+            self.log.info("%s admitted%s: %s", self.gated_task_id, note, outcome.summary())
+            return None
+        raise AirflowSkipException(f"{self.gated_task_id} can never start in this run: {outcome.summary()}")
+
+    def _wait(self, context, clock: WaitClock, in_run_pending: bool) -> None:
+        if not self.deferrable or (in_run_pending and _triggers_run_inline()):
+            self._reschedule()
+        upstream, waiting = self._run_structure()
+        slot = run_slot(context)
+        consumed = {k: [s.isoformat(), rev] for k, (s, rev) in self._consumed(CatalogStore(
+            conn_id=self.catalog_conn_id)).items()}
+        self.defer(trigger=RunConditionTrigger(
+            dag_id=self.dag_id, run_id=context["run_id"], task_id=self.gated_task_id,
+            dependencies=[d.as_dict() for d in self.dependencies], condition=self.condition.kind,
+            count=self.condition.count, slot_requests={t: i.as_dict() for t, i in self._identities().items()},
+            slot=slot.isoformat(), upstream=upstream, waiting=waiting, consumed=consumed, clock=clock.as_dict(),
+            max_wait=self.max_wait, max_looks=self.policy.max_looks, catalog_conn_id=self.catalog_conn_id,
+            poll_interval=self.poll_interval,
+        ), method_name="execute_complete")
+
+
+class RunOutcome(_Waiting):
+    """Ends the run FAILED when any task of it failed, naming the tasks skipped because of the failure.
+
+    Airflow decides a run's state from its leaf tasks; with gates, a failure is followed by skipped tasks
+    and alert paths that succeed, which would leave the run green. This task is a leaf that waits (no
+    worker slot) until every other task has finished, then fails if any of them failed. One is added
+    to each DAG that declares a run condition.
+
+    :param poll_interval: seconds between looks (default ``[leastaction] poll_interval``).
+    """
+
+    ui_color = "#eeeeee"
+
+    def __init__(self, *, poll_interval: float | None = None, deferrable: bool = True, **kwargs):
+        kwargs["trigger_rule"] = TriggerRule.ALWAYS
+        kwargs.setdefault("retries", 0)
+        super().__init__(**kwargs)
+        self.poll_interval = float(poll_interval if poll_interval is not None else setting("poll_interval", "5"))
+        self.deferrable = deferrable
+
+    def execute(self, context) -> None:
+        states = {t: s for t, s in task_states(self.dag_id, context["run_id"]).items() if t != self.task_id}
+        if any(s not in ("success", "failed", "skipped", "removed", "upstream_failed") for s in states.values()):
+            if not self.deferrable or _triggers_run_inline():
+                self._reschedule()
+            self.defer(trigger=RunOutcomeTrigger(self.dag_id, context["run_id"], self.task_id, self.poll_interval),
+                       method_name="execute_complete")
+        self._conclude(context, states)
+
+    def execute_complete(self, context, event: dict[str, Any] | None = None) -> None:
+        self._conclude(context, (event or {}).get("states") or {})
+
+    def _conclude(self, context, states: dict[str, str | None]) -> None:
+        failed = sorted(t for t, s in states.items() if s == "failed")
+        because = sorted(t for t in self._downstream_of(failed) if states.get(t) in ("skipped", "upstream_failed")
+                         and not t.endswith(GATE_SUFFIX))
+        context["ti"].xcom_push(key=RUN_SUMMARY_KEY, value={"failed": failed, "skipped_because_of_failure": because})
+        if not failed:
+            self.log.info("no task failed: %s", ", ".join(f"{t}={s}" for t, s in sorted(states.items())))
+            return
+        raise AirflowFailException(f"run failed: {', '.join(failed)} failed; skipped because of the failure: "
+                                   f"{', '.join(because) or 'none'}")
+
+    def _downstream_of(self, task_ids: list[str]) -> set[str]:
+        seen: set[str] = set()
+        todo = list(task_ids)
+        while todo:
+            for down in self.dag.get_task(todo.pop()).downstream_task_ids:
+                if down not in seen:
+                    seen.add(down)
+                    todo.append(down)
+        return seen
+
+
+GATE_SUFFIX = "__gate"

@@ -1,0 +1,159 @@
+"""Run conditions for DAG authors: per-dependency types and ALL / ANY / N, enforced by a gate task.
+
+::
+
+    from airflow_leastaction.run_conditions import run_condition, success, has_data, failure
+
+    run_condition(report, has_data(load_orders), success(load_refunds), when="ANY")
+    run_condition(alert, failure(load_orders))
+
+Each declaration is checked at DAG parse time (see :mod:`airflow_leastaction.graph`) and adds a gate task
+``<task_id>__gate`` between the dependencies and the task, so the graph view shows every dependency as
+an edge and the waiting as a deferred gate with its reasons in the log. The first declaration in a DAG
+also adds ``leastaction_run_outcome``, which ends the run FAILED when a task of it failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition
+from airflow_leastaction.graph import Node, check_condition, check_type, check_upstreams, validate
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.run_conditions.model import Dependency, GateSpec
+
+SUCCESS, FAILURE, ALWAYS, HAS_DATA = (DependencyType.SUCCESS, DependencyType.FAILURE, DependencyType.ALWAYS,
+                                      DependencyType.HAS_DATA)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A dependency as written in a DAG file, checked by :func:`run_condition`."""
+
+    upstream: Any
+    type: Any = "SUCCESS"
+    consume_repairs: bool = True
+
+
+def depends_on(upstream, type: DependencyType | str = "SUCCESS", *, consume_repairs: bool = True) -> Declared:
+    """A dependency on ``upstream`` (a task, its id, or a catalog identity of a task elsewhere)."""
+    return Declared(upstream, type, consume_repairs)
+
+
+def success(upstream, **kw) -> Declared:
+    """Satisfied when ``upstream`` succeeded."""
+    return Declared(upstream, "SUCCESS", **kw)
+
+
+def failure(upstream, **kw) -> Declared:
+    """Satisfied when ``upstream`` failed (an alert, a fallback)."""
+    return Declared(upstream, "FAILURE", **kw)
+
+
+def always(upstream, **kw) -> Declared:
+    """Satisfied when ``upstream`` finished in any way: succeeded, failed or skipped."""
+    return Declared(upstream, "ALWAYS", **kw)
+
+
+def has_data(upstream, **kw) -> Declared:
+    """Satisfied when ``upstream`` succeeded and reported at least one row written."""
+    return Declared(upstream, "HAS_DATA", **kw)
+
+
+def _upstream_key(value: Any) -> str | TaskIdentity:
+    if isinstance(value, (str, TaskIdentity)):
+        return value
+    operator = getattr(value, "operator", value)  # an XComArg from a @task call
+    task_id = getattr(operator, "task_id", None)
+    if not isinstance(task_id, str):
+        raise ConfigurationError(f"{value!r} is not a task, a task id or a catalog TaskIdentity")
+    return task_id
+
+
+def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: int | None = None,
+                  active: bool = True, **gate_kwargs):
+    """Declare when ``task`` starts: its dependencies, a type each, and ALL (default), ANY or N.
+
+    :param task: the gated task (an operator, or the result of calling a ``@task`` function).
+    :param dependencies: :func:`success`, :func:`failure`, :func:`always`, :func:`has_data` or
+        :func:`depends_on` of a task of this DAG or of a catalog identity
+        (:func:`~airflow_leastaction.refs.airflow_task`, :func:`~airflow_leastaction.refs.external_task`);
+        a bare task means SUCCESS.
+    :param when: ``ALL``, ``ANY`` or ``N``.
+    :param count: with ``N``: how many dependencies must be satisfied.
+    :param active: ``False`` marks the task inactive: it never runs and its dependencies are ignored; an
+        active task may not depend on it.
+    :param gate_kwargs: passed to :class:`~airflow_leastaction.operators.run_condition.RunConditionGate`
+        (``max_wait``, ``max_looks``, ``poll_interval``, ``catalog_conn_id``, ``deferrable``...).
+    :return: the gate task.
+    """
+    from airflow_leastaction.operators.run_condition import (
+        GATE_SUFFIX,
+        RUN_OUTCOME_TASK_ID,
+        RunConditionGate,
+        RunOutcome,
+    )
+
+    operator = getattr(task, "operator", task)
+    dag = operator.dag if operator.has_dag() else None
+    if dag is None:
+        raise ConfigurationError(f"task {operator.task_id!r}: declare its run condition inside its DAG")
+    dag_id, task_id = dag.dag_id, operator.task_id
+    declared = [d if isinstance(d, Declared) else Declared(d) for d in dependencies]
+    types = [check_type(dag_id, task_id, d.type) for d in declared]
+    kind = when.kind if isinstance(when, RunCondition) else when
+    count = when.count if isinstance(when, RunCondition) else count
+    kind, count = check_condition(dag_id, task_id, kind, count, len(declared))
+    deps = tuple(Dependency(_upstream_key(d.upstream), t, d.consume_repairs) for d, t in zip(declared, types))
+    check_upstreams(dag_id, task_id, [d.upstream for d in deps if d.in_run], dag.task_dict)
+    gate_id = task_id + GATE_SUFFIX
+    if gate_id in dag.task_dict:
+        raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: its run condition is already declared")
+    others = sorted(operator.upstream_task_ids)
+    if others:
+        raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: it already has upstream tasks {others}; declare "
+                                 "all its dependencies in run_condition() instead of with >>")
+    validate(dag_id, {**dag_nodes(dag), task_id: Node(task_id, tuple(d.upstream for d in deps if d.in_run), kind,
+                                                       active)})
+    gate = RunConditionGate(task_id=gate_id, gated_task_id=task_id, dependencies=deps, condition=kind,
+                            count=count, active=active, dag=dag, task_group=operator.task_group, **gate_kwargs)
+    for dep in deps:
+        if dep.in_run:
+            dag.get_task(dep.upstream) >> gate
+    gate >> operator
+    if RUN_OUTCOME_TASK_ID not in dag.task_dict:
+        RunOutcome(task_id=RUN_OUTCOME_TASK_ID, dag=dag, poll_interval=gate_kwargs.get("poll_interval"))
+    return gate
+
+
+def gate_specs(dag) -> dict[str, GateSpec]:
+    """The run conditions declared in ``dag``, by gated task id."""
+    from airflow_leastaction.operators.run_condition import RunConditionGate
+
+    return {t.gated_task_id: t.spec for t in dag.tasks if isinstance(t, RunConditionGate)}
+
+
+def dag_nodes(dag) -> dict[str, Node]:
+    """The DAG's tasks as graph nodes: a gated task's upstreams are its declared same-run dependencies,
+    any other task's are its Airflow upstreams; gates and the run-outcome task are left out."""
+    from airflow_leastaction.operators.run_condition import _Waiting
+
+    specs = gate_specs(dag)
+    helpers = {t.task_id for t in dag.tasks if isinstance(t, _Waiting)}
+    nodes = {}
+    for t in dag.tasks:
+        if t.task_id in helpers:
+            continue
+        spec = specs.get(t.task_id)
+        if spec is not None:
+            nodes[t.task_id] = Node(t.task_id, tuple(d.upstream for d in spec.in_run), str(spec.condition),
+                                    spec.active)
+        else:
+            nodes[t.task_id] = Node(t.task_id, tuple(sorted(set(t.upstream_task_ids) - helpers)))
+    return nodes
+
+
+__all__ = ["run_condition", "depends_on", "success", "failure", "always", "has_data", "gate_specs", "dag_nodes",
+           "Dependency", "GateSpec", "RunCondition", "ALL", "ANY", "SUCCESS", "FAILURE", "ALWAYS", "HAS_DATA"]

@@ -1,0 +1,89 @@
+"""One evaluation of a run-condition gate: every dependency judged, combined under the run condition.
+
+Pure: the worker (``execute``/``execute_complete``) and the trigger feed it what they read (Airflow task
+states of the run, catalog slot records, the latest runs of tasks in other DAGs) and get the same answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Mapping
+
+from airflow_leastaction.gate import GateOutcome, Judgement, Verdict, decide, judge_upstream_task, run_settled
+from airflow_leastaction.parents import LatestRuns, RunRecord, judge_latest_run
+from airflow_leastaction.run_conditions.model import GateSpec
+from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, after_look, budget_left, due
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What the gate knows about its own DAG run.
+
+    :param run_id: the run.
+    :param states: Airflow state of every task of the run.
+    :param upstream: direct upstream task ids of every task (to tell blocked tasks from ready ones).
+    :param waiting: gates and the run-outcome task: they start nothing by themselves.
+    :param records: catalog slot records of the in-run upstreams, by task id.
+    """
+
+    run_id: str
+    states: Mapping[str, str | None]
+    upstream: Mapping[str, list[str]]
+    waiting: frozenset[str]
+    records: Mapping[str, RunRecord]
+
+    @property
+    def settled(self) -> bool:
+        return run_settled(dict(self.states), self.upstream, self.waiting)
+
+
+def judge_in_run(spec: GateSpec, run: RunView) -> list[Judgement]:
+    settled = None
+    out = []
+    for dep in spec.in_run:
+        state = run.states.get(dep.upstream)
+        if state == "failed" and settled is None:
+            settled = run.settled
+        rec = run.records.get(dep.upstream)
+        if rec is not None and (rec.run_id != run.run_id or rec.state != state):
+            rec = None  # the catalog has not caught up with this run's outcome yet
+        j = judge_upstream_task(dep.key, dep.type, state, run_settled=bool(settled),
+                                rows_written=rec.rows_written if rec else None, record_known=rec is not None)
+        if rec is not None:
+            j = Judgement(**{**j.__dict__, "upstream_task_pk": rec.task_pk, "upstream_run_pk": rec.pk,
+                             "upstream_slot": rec.slot, "upstream_revision": rec.output_revision})
+        out.append(j)
+    return out
+
+
+def judge_elsewhere(spec: GateSpec, latest: Mapping, consumed: Mapping[str, tuple[dt.datetime, int]],
+                    clock: WaitClock, policy: WaitPolicy, now: dt.datetime) -> tuple[list[Judgement], WaitClock]:
+    """Judge the dependencies on tasks in other DAGs; count a look when one is due."""
+    may_wait = budget_left(clock, policy, now)
+    out = [judge_latest_run(d.key, d.type, d.label, latest.get(d.upstream), may_wait=may_wait,
+                            consumed=consumed.get(d.key), consume_repairs=d.consume_repairs)
+           for d in spec.elsewhere]
+    if spec.elsewhere and due(clock, now):
+        in_progress = []
+        for d, j in zip(spec.elsewhere, out):
+            runs: LatestRuns | None = latest.get(d.upstream)
+            if not j.final and runs is not None and runs.latest is not None:
+                in_progress.append((runs.latest.started_at or now, runs.average))
+        clock = after_look(clock, in_progress, now, policy)
+    return out, clock
+
+
+def evaluate(spec: GateSpec, run: RunView, latest: Mapping, consumed: Mapping[str, tuple[dt.datetime, int]],
+             clock: WaitClock, policy: WaitPolicy, now: dt.datetime) -> tuple[GateOutcome, WaitClock]:
+    """Judge every dependency and decide ADMIT, WAIT or SKIP.
+
+    A task is never skipped while one of its upstreams in its own run has not finished: dependencies on
+    other DAGs alone do not skip it before it could have started.
+    """
+    in_run = judge_in_run(spec, run)
+    elsewhere, clock = judge_elsewhere(spec, latest, consumed, clock, policy, now)
+    outcome = decide(spec.condition, in_run + elsewhere)
+    if outcome.verdict is Verdict.SKIP and any(not j.final for j in in_run):
+        outcome = GateOutcome(Verdict.WAIT, outcome.condition, outcome.judgements)
+    return outcome, clock

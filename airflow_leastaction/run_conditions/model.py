@@ -1,0 +1,84 @@
+"""What a DAG author declares: a task's dependencies, each with a type, under a run condition. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.gate import ALL, DependencyType, RunCondition
+from airflow_leastaction.identity import TaskIdentity
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """One dependency of a gated task.
+
+    :param upstream: a task id of the same DAG, or the catalog identity of a task in another DAG or system.
+    :param type: SUCCESS (default), FAILURE, ALWAYS or HAS_DATA.
+    :param consume_repairs: for a task in another DAG: a higher output revision of a run already consumed
+        (a repair) counts as new output (default). False: only a newer run counts.
+    """
+
+    upstream: str | TaskIdentity
+    type: DependencyType = DependencyType.SUCCESS
+    consume_repairs: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "type", DependencyType.parse(self.type))
+        if not isinstance(self.upstream, (str, TaskIdentity)) or self.upstream == "":
+            raise ConfigurationError(f"dependency upstream {self.upstream!r} must be a task id or a TaskIdentity")
+
+    @property
+    def in_run(self) -> bool:
+        """True for a task of the same DAG run; False for a catalog task elsewhere."""
+        return isinstance(self.upstream, str)
+
+    @property
+    def key(self) -> str:
+        return f"task:{self.upstream}" if self.in_run else self.upstream.key
+
+    @property
+    def label(self) -> str:
+        return str(self.upstream)
+
+    def as_dict(self) -> dict:
+        upstream = self.upstream if self.in_run else self.upstream.as_dict()
+        return {"upstream": upstream, "type": self.type.value, "consume_repairs": self.consume_repairs}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Dependency":
+        up = data["upstream"]
+        return cls(up if isinstance(up, str) else TaskIdentity.from_dict(up), data.get("type", "SUCCESS"),
+                   bool(data.get("consume_repairs", True)))
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """The run condition of one task: its dependencies, ALL/ANY/N, and whether it is active."""
+
+    task_id: str
+    dependencies: tuple[Dependency, ...] = ()
+    condition: RunCondition = ALL
+    active: bool = True
+    gate_task_id: str | None = None
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def in_run(self) -> tuple[Dependency, ...]:
+        return tuple(d for d in self.dependencies if d.in_run)
+
+    @property
+    def elsewhere(self) -> tuple[Dependency, ...]:
+        return tuple(d for d in self.dependencies if not d.in_run)
+
+
+def parse_condition(condition: "RunCondition | str | None", count: int | None, owner: str) -> RunCondition:
+    """``"ALL"``, ``"ANY"``, ``"N"`` (with ``count``) or a RunCondition; messages name ``owner``."""
+    if isinstance(condition, RunCondition):
+        if count is not None:
+            raise ConfigurationError(f"{owner}: pass count inside the RunCondition, not both")
+        return condition
+    try:
+        return RunCondition(condition or "ALL", count)
+    except ConfigurationError as exc:
+        raise type(exc)(f"{owner}: {exc}") from None

@@ -1,0 +1,141 @@
+"""DAGs for the run-condition tests (ids start with ``rc_``).
+
+Upstream outcomes are real: a task that succeeds (optionally reporting rows written), one that raises,
+one that skips itself. Markers under ``RC_MARKERS`` let a test see the order things happened in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from pathlib import Path
+
+from airflow.sdk import DAG, task
+from airflow.sdk.exceptions import AirflowSkipException
+from airflow.providers.standard.sensors.python import PythonSensor
+
+from airflow_leastaction.refs import external_task
+from airflow_leastaction.rows import report_rows_written
+from airflow_leastaction.run_conditions import always, depends_on, failure, has_data, run_condition, success
+
+START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+FAST = dict(poll_interval=0.2)
+OTHER = external_task("rc_other_pipeline", "other-team")
+
+
+def markers() -> Path:
+    path = Path(os.environ.get("RC_MARKERS", "/tmp/rc-markers"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def mark(name: str) -> None:
+    (markers() / name).write_text(dt.datetime.now(dt.timezone.utc).isoformat())
+
+
+def outcome_task(task_id: str, outcome: str, rows: int | None = None, **kwargs):
+    """A task that succeeds (reporting ``rows`` when given), fails, or skips itself."""
+
+    @task(task_id=task_id, **kwargs)
+    def run():
+        if outcome == "failed":
+            raise RuntimeError(f"{task_id} fails on purpose")
+        if outcome == "skipped":
+            raise AirflowSkipException(f"{task_id} skips itself")
+        if outcome == "flaky" and not (markers() / f"{task_id}.failed-once").exists():
+            mark(f"{task_id}.failed-once")
+            raise RuntimeError(f"{task_id} fails its first try")
+        if rows is not None:
+            report_rows_written(rows)
+        mark(task_id)
+        return outcome
+
+    return run()
+
+
+def child(task_id: str = "child"):
+    @task(task_id=task_id)
+    def run():
+        mark(task_id)
+        return "ran"
+
+    return run()
+
+
+def dag(dag_id: str) -> DAG:
+    return DAG(dag_id, schedule=None, start_date=START, catchup=False, tags=["test", "run-conditions"])
+
+
+# -- the satisfied-by table: one upstream outcome x one dependency type ----------------------------
+TYPES = {"SUCCESS": success, "FAILURE": failure, "ALWAYS": always, "HAS_DATA": has_data}
+for type_name, helper in TYPES.items():
+    for outcome in ("success", "failed", "skipped"):
+        with dag(f"rc_type_{type_name.lower()}_{outcome}"):
+            up = outcome_task("up", outcome, rows=3 if outcome == "success" else None)
+            run_condition(child(), helper(up), **FAST)
+
+for label, rows in (("zero", 0), ("unknown", None)):
+    with dag(f"rc_type_has_data_success_{label}_rows"):
+        run_condition(child(), has_data(outcome_task("up", "success", rows=rows)), **FAST)
+
+# -- the run-condition table: a succeeds, b fails, c succeeds ---------------------------------------
+for name, cond in (("all", dict(when="ALL")), ("any", dict(when="ANY")), ("n2", dict(when="N", count=2)),
+                   ("n3", dict(when="N", count=3))):
+    with dag(f"rc_condition_{name}"):
+        a, b, c = outcome_task("a", "success"), outcome_task("b", "failed"), outcome_task("c", "success")
+        run_condition(child(), a, b, c, **cond, **FAST)
+
+# -- ANY starts as soon as it is satisfied: `slow` finishes only after the child ran ---------------
+with dag("rc_any_starts_early"):
+    fast = outcome_task("fast", "success")
+    slow = PythonSensor(task_id="slow", python_callable=lambda: (markers() / "child").exists(), mode="reschedule",
+                        poke_interval=0.2, timeout=20)
+    run_condition(child(), fast, slow, when="ANY", **FAST)
+
+with dag("rc_n_starts_early"):
+    ups = [outcome_task(f"u{i}", "success") for i in range(2)]
+    slow = PythonSensor(task_id="slow", python_callable=lambda: (markers() / "child").exists(), mode="reschedule",
+                        poke_interval=0.2, timeout=20)
+    run_condition(child(), *ups, slow, when="N", count=2, **FAST)
+
+# -- during a run -------------------------------------------------------------------------------------
+with dag("rc_failure_path"):
+    load = outcome_task("load", "failed")
+    other = PythonSensor(task_id="other", python_callable=lambda: (markers() / "release_other").exists(),
+                         mode="reschedule", poke_interval=0.2, timeout=30)
+    report = child("report")
+    run_condition(report, success(load), **FAST)
+    run_condition(child("publish"), success(report), **FAST)
+    run_condition(child("alert"), failure(load), **FAST)
+    run_condition(child("cleanup"), always(report), **FAST)
+
+with dag("rc_retry_is_not_final"):
+    flaky = outcome_task("flaky", "flaky", retries=1, retry_delay=dt.timedelta(seconds=1))
+    run_condition(child(), success(flaky), **FAST)
+    run_condition(child("alert"), failure(flaky), **FAST)
+
+with dag("rc_skip_cascade"):
+    ok = outcome_task("ok", "success")
+    on_failure = child("on_failure")
+    run_condition(on_failure, failure(ok), **FAST)
+    run_condition(child("needs_success"), success(on_failure), **FAST)
+    run_condition(child("runs_always"), always(on_failure), **FAST)
+
+with dag("rc_cross_dag"):
+    run_condition(child(), success(OTHER), max_wait=dt.timedelta(seconds=20), **FAST)
+
+with dag("rc_cross_dag_has_data"):
+    run_condition(child(), has_data(OTHER), max_wait=0, **FAST)
+
+with dag("rc_cross_dag_no_repairs"):
+    run_condition(child(), depends_on(OTHER, "SUCCESS", consume_repairs=False), max_wait=0, **FAST)
+
+with dag("rc_cross_dag_waits_for_own_run"):
+    release = PythonSensor(task_id="release", python_callable=lambda: (markers() / "release").exists(),
+                           mode="reschedule", poke_interval=0.2, timeout=30)
+    run_condition(child(), success(release), success(OTHER), max_wait=0, **FAST)
+
+with dag("rc_inactive"):
+    run_condition(child("dormant"), outcome_task("up", "success"), active=False, **FAST)
+    run_condition(child(), outcome_task("up2", "success"), **FAST)
