@@ -140,27 +140,7 @@ class CatalogStore:
         run_id: str | None = None, attempt: int = 1, at: dt.datetime | None = None,
     ) -> SlotOutcome:
         """A slot started (or restarted). A completed slot that runs again stops satisfying children."""
-        now = at or utcnow()
-        with self.write() as conn:
-            task_pk = self.ensure_task(conn, identity, meta, now)
-            current = _slot_row(conn, task_pk, slot)
-            if current is None:
-                run_pk = conn.execute(insert(task_run).values(
-                    task_pk=task_pk, slot=slot, state="running", attempt=attempt, run_id=run_id,
-                    output_revision=0, repair_pending=False, started_at=now, updated_at=now,
-                )).inserted_primary_key[0]
-                revision = 0
-            else:
-                run_pk, revision = current.id, current.output_revision
-                if current.updated_at > now:  # a late replay must not undo a newer outcome
-                    return SlotOutcome(task_pk, run_pk, current.state, revision, False)
-                conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
-                    state="running", attempt=attempt, run_id=run_id, repair_pending=revision > 0,
-                    started_at=now, finished_at=None, updated_at=now,
-                ))
-            conn.execute(update(task).where(task.c.id == task_pk).values(
-                state="running", logical_date=slot, updated_at=now))
-            return SlotOutcome(task_pk, run_pk, "running", revision, True)
+        return self._record_unpublished(identity, slot, "running", meta, run_id, attempt, at)
 
     def record_success(
         self, identity: TaskIdentity, slot: dt.datetime, *, meta: TaskMeta | None = None,
@@ -208,24 +188,31 @@ class CatalogStore:
         run_id: str | None = None, attempt: int = 1, at: dt.datetime | None = None,
     ) -> SlotOutcome:
         """A slot ended without success (failed, skipped, cancelled...). It publishes no revision."""
+        return self._record_unpublished(identity, slot, state, meta, run_id, attempt, at)
+
+    def _record_unpublished(self, identity, slot, state, meta, run_id, attempt, at) -> SlotOutcome:
+        # Running and unsuccessful endings share one shape: they never touch the revision or watermark.
         now = at or utcnow()
+        started = state == "running"
+        times = {"started_at": now, "finished_at": None} if started else {"finished_at": now}
         with self.write() as conn:
             task_pk = self.ensure_task(conn, identity, meta, now)
             current = _slot_row(conn, task_pk, slot)
             if current is None:
-                run_pk = conn.execute(insert(task_run).values(
-                    task_pk=task_pk, slot=slot, state=state, attempt=attempt, run_id=run_id,
-                    output_revision=0, repair_pending=False, started_at=now, finished_at=now, updated_at=now,
-                )).inserted_primary_key[0]
                 revision = 0
+                run_pk = conn.execute(insert(task_run).values(
+                    task_pk=task_pk, slot=slot, state=state, attempt=attempt, run_id=run_id, output_revision=0,
+                    repair_pending=False, updated_at=now, **{"started_at": now, **times},
+                )).inserted_primary_key[0]
             else:
                 run_pk, revision = current.id, current.output_revision
-                if current.updated_at > now:
+                if current.updated_at > now:  # a late replay must not undo a newer outcome
                     return SlotOutcome(task_pk, run_pk, current.state, revision, False)
+                repair = {"repair_pending": revision > 0} if started else {}
                 conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
-                    state=state, attempt=attempt, run_id=run_id, finished_at=now, updated_at=now,
-                ))
-            conn.execute(update(task).where(task.c.id == task_pk).values(state=state, updated_at=now))
+                    state=state, attempt=attempt, run_id=run_id, updated_at=now, **times, **repair))
+            latest = {"logical_date": slot} if started else {}
+            conn.execute(update(task).where(task.c.id == task_pk).values(state=state, updated_at=now, **latest))
             return SlotOutcome(task_pk, run_pk, state, revision, True)
 
     def report_completion(
