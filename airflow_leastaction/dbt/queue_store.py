@@ -9,9 +9,11 @@ transaction starts with ``BEGIN IMMEDIATE`` and so runs alone.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from sqlalchemy import case, func, insert, literal, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -28,6 +30,7 @@ from airflow_leastaction.dbt.policy import (
     outcome_after_upsert,
     row_status_after,
 )
+from airflow_leastaction.dbt.queue_sql import PG_ENQUEUE
 from airflow_leastaction.dbt.schema import (
     ACTIVE_PREDICATE,
     ACTIVE_STATUSES,
@@ -41,6 +44,10 @@ from airflow_leastaction.dbt.schema import (
 q = dbt_queue.c
 #: Candidates the claim looks at per call; the rest wait for the next claim.
 CLAIM_WINDOW = 2000
+#: One writer at a time per SQLite file within a process: threads queue on a lock instead of polling
+#: SQLite's busy handler (which sleeps up to 100 ms between tries).
+_SQLITE_WRITERS: dict[str, threading.Lock] = {}
+_SQLITE_WRITERS_GUARD = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,18 @@ class QueueStore(CatalogStore):
     def __init__(self, engine: Engine | None = None, *, conn_id: str | None = None):
         super().__init__(engine, conn_id=conn_id)
         self._insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+        self._upsert = None
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        if self.engine.dialect.name != "sqlite":
+            with super().write() as conn:
+                yield conn
+            return
+        with _SQLITE_WRITERS_GUARD:
+            lock = _SQLITE_WRITERS.setdefault(str(self.engine.url), threading.Lock())
+        with lock, super().write() as conn:
+            yield conn
 
     # -- demand -------------------------------------------------------------------------------------
     def enqueue(
@@ -100,7 +119,18 @@ class QueueStore(CatalogStore):
         now = now or utcnow()
         request_id = uuid.uuid4().hex
         unique = {m.unique_id: m for m in models}
+        ordered = [unique[u] for u in sorted(unique)]
         with self.write() as conn:
+            if ordered and conn.dialect.name == "postgresql":
+                returned = conn.execute(PG_ENQUEUE, {
+                    "environment": key.environment, "action": key.action, "mode": key.mode,
+                    "exclusions": key.exclusions, "selector": selector, "now": now, "request_id": request_id,
+                    "requested_by": requested_by, "model_count": len(ordered), "excluded_count": excluded_count,
+                    "unique_ids": [m.unique_id for m in ordered], "fqns": [m.fqn for m in ordered],
+                    "materializations": [m.materialized for m in ordered], "tiers": [m.tier for m in ordered],
+                }).all()
+                return EnqueueResult(request_id, {r.unique_id: outcome_after_upsert(r.request_count, r.status)
+                                                  for r in returned})
             conn.execute(insert(dbt_request).values(
                 id=request_id, environment=key.environment, selector=selector,
                 status="queued" if unique else "noop", model_count=len(unique), excluded_count=excluded_count,
@@ -109,7 +139,8 @@ class QueueStore(CatalogStore):
             ))
             if not unique:
                 return EnqueueResult(request_id, {})
-            returned = conn.execute(self._upsert(key, [unique[u] for u in sorted(unique)], selector, now)).all()
+            # Sorted rows: concurrent producers lock shared rows in the same order and cannot deadlock.
+            returned = conn.execute(self._upsert_statement(), self._upsert_rows(key, ordered, selector, now)).all()
             outcomes = {r.unique_id: outcome_after_upsert(r.request_count, r.status) for r in returned}
             ids = {r.unique_id: r.id for r in returned}
             conn.execute(insert(dbt_request_event), [
@@ -120,15 +151,11 @@ class QueueStore(CatalogStore):
             ])
         return EnqueueResult(request_id, outcomes)
 
-    def _upsert(self, key: BatchKey, models: Sequence[PlannedModel], selector: str, now: dt.datetime):
-        # Sorted rows: concurrent producers lock shared rows in the same order and cannot deadlock.
-        stmt = self._insert(dbt_queue).values([
-            {"environment": key.environment, "unique_id": m.unique_id, "fqn": m.fqn, "materialized": m.materialized,
-             "action": key.action, "mode": key.mode, "exclusions": key.exclusions, "tier": m.tier,
-             "status": "pending", "selectors": selector, "request_count": 1, "requested_while_running": False,
-             "first_requested_at": now, "last_requested_at": now, "attempts": 0}
-            for m in models
-        ])
+    def _upsert_statement(self):
+        """The merge upsert, built once per store so its compiled form is cached across requests."""
+        if self._upsert is not None:
+            return self._upsert
+        stmt = self._insert(dbt_queue)
         new = stmt.excluded
         find = func.strpos if self.engine.dialect.name == "postgresql" else func.instr
         delimited = literal("\n") + q.selectors + literal("\n")
@@ -145,7 +172,18 @@ class QueueStore(CatalogStore):
                 "requested_while_running": case((q.status == "running", True), else_=q.requested_while_running),
             },
         )
-        return stmt.returning(q.id, q.unique_id, q.status, q.request_count)
+        self._upsert = stmt.returning(q.id, q.unique_id, q.status, q.request_count, sort_by_parameter_order=True)
+        return self._upsert
+
+    @staticmethod
+    def _upsert_rows(key: BatchKey, models: Sequence[PlannedModel], selector: str, now: dt.datetime) -> list[dict]:
+        return [
+            {"environment": key.environment, "unique_id": m.unique_id, "fqn": m.fqn, "materialized": m.materialized,
+             "action": key.action, "mode": key.mode, "exclusions": key.exclusions, "tier": m.tier,
+             "status": "pending", "selectors": selector, "request_count": 1, "requested_while_running": False,
+             "first_requested_at": now, "last_requested_at": now, "attempts": 0}
+            for m in models
+        ]
 
     def record_planning_failure(
         self, environment: str, selector: str, message: str, *, requested_by: str | None = None
@@ -245,6 +283,7 @@ class QueueStore(CatalogStore):
             rows = conn.execute(
                 select(q.id, q.unique_id, q.requested_while_running, q.attempts)
                 .where(q.batch_id == batch.id, q.status == "running")
+                .order_by(q.unique_id)  # the producers' lock order: no deadlock with a concurrent enqueue
                 .with_for_update()
             ).all()
             for row in rows:
@@ -289,11 +328,14 @@ class QueueStore(CatalogStore):
                 if is_alive is not None and is_alive(batch) is True:
                     continue
                 uids = conn.execute(
+                    select(q.unique_id).where(q.batch_id == batch["id"], q.status == "running")
+                    .order_by(q.unique_id).with_for_update()
+                ).scalars().all()
+                conn.execute(
                     update(dbt_queue).where(q.batch_id == batch["id"], q.status == "running")
                     .values(status="pending", batch_id=None, outcome=ModelOutcome.NOT_RUN.value,
                             message=f"requeued: batch {batch['id']} of {batch['owner']} stopped heartbeating")
-                    .returning(q.unique_id)
-                ).scalars().all()
+                )
                 conn.execute(update(dbt_batch).where(dbt_batch.c.id == batch["id"]).values(
                     status="abandoned", finished_at=now,
                     message=f"heartbeat older than {grace}; {len(uids)} model(s) requeued"))

@@ -1,0 +1,46 @@
+"""Named SQL of the queue that SQLAlchemy Core does not express well.
+
+``PG_ENQUEUE`` does a whole request in one PostgreSQL statement: the request row, the merge upsert on the
+partial unique index of active rows, and one event per model from the upsert's ``RETURNING``. One round
+trip keeps the row locks of hot models held for the shortest time, which is what bounds throughput when
+many producers ask for the same models. Its outcome rule is :func:`policy.outcome_after_upsert`'s.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+PG_ENQUEUE = text("""
+WITH up AS (
+    INSERT INTO la_dbt_queue AS q (
+        environment, unique_id, fqn, materialized, action, mode, exclusions, tier, status, selectors,
+        request_count, requested_while_running, first_requested_at, last_requested_at, attempts)
+    SELECT :environment, m.unique_id, m.fqn, m.materialized, :action, :mode, :exclusions, m.tier, 'pending',
+           :selector, 1, false, :now, :now, 0
+    FROM unnest(CAST(:unique_ids AS text[]), CAST(:fqns AS text[]), CAST(:materializations AS text[]),
+                CAST(:tiers AS text[])) AS m(unique_id, fqn, materialized, tier)
+    ORDER BY m.unique_id
+    ON CONFLICT (environment, unique_id) WHERE status IN ('pending', 'running') DO UPDATE SET
+        request_count = q.request_count + 1,
+        last_requested_at = EXCLUDED.last_requested_at,
+        tier = EXCLUDED.tier,
+        fqn = EXCLUDED.fqn,
+        selectors = CASE WHEN strpos(E'\\n' || q.selectors || E'\\n', E'\\n' || EXCLUDED.selectors || E'\\n') > 0
+                         THEN q.selectors ELSE q.selectors || E'\\n' || EXCLUDED.selectors END,
+        requested_while_running = q.status = 'running' OR q.requested_while_running
+    RETURNING q.id, q.unique_id, q.status, q.request_count
+), request AS (
+    INSERT INTO la_dbt_request (id, environment, selector, status, model_count, excluded_count, requested_by,
+                                requested_at)
+    VALUES (:request_id, :environment, :selector, 'queued', :model_count, :excluded_count, :requested_by, :now)
+), events AS (
+    INSERT INTO la_dbt_request_event (request_id, environment, unique_id, selector, outcome, queue_id,
+                                      requested_by, requested_at)
+    SELECT :request_id, :environment, up.unique_id, :selector,
+           CASE WHEN up.request_count = 1 AND up.status = 'pending' THEN 'new_pending'
+                WHEN up.status = 'running' THEN 'already_running' ELSE 'already_pending' END,
+           up.id, :requested_by, :now
+    FROM up ORDER BY up.unique_id
+)
+SELECT id, unique_id, status, request_count FROM up
+""")

@@ -1,0 +1,36 @@
+"""The field_ops dbt queue worker: runs whenever an ingest queued models (and every 30 minutes, to pick up
+models a freshness tier held back), claims compatible batches and builds each with one ``dbt build``.
+
+Views are not queued; deploy them with the project (``dbt build`` once, or ``dbt run --select
+config.materialized:view`` on every release).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable
+
+from airflow_leastaction.operators import DbtDrainOperator, dbt_queue_asset
+
+PROJECT_DIR = os.environ.get("FIELD_OPS_DBT_PROJECT_DIR", str(Path(__file__).parent / "dbt_project"))
+
+with DAG(
+    "dbt_queue_worker",
+    schedule=AssetOrTimeSchedule(
+        timetable=CronTriggerTimetable("*/30 * * * *", timezone="UTC"), assets=[dbt_queue_asset("field_ops")]
+    ),
+    start_date=dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    tags=["leastaction", "dbt", "example"],
+) as dag:
+    DbtDrainOperator(
+        task_id="drain_dbt_queue",
+        project_dir=PROJECT_DIR,
+        environment="field_ops",
+        grace=dt.timedelta(minutes=5),
+        retries=1,
+    )
