@@ -22,6 +22,8 @@ def decision_filter(
     since: str | None = Query(None, description="ISO datetime, inclusive; naive means UTC"),
     until: str | None = Query(None, description="ISO datetime, exclusive; naive means UTC"),
 ) -> DecisionFilter:
+    if map_index == "{MAP_INDEX}":
+        map_index = None  # the UI leaves the placeholder as is for a task instance that is not mapped
     return DecisionFilter(
         dag_id=blank(dag_id), task_id=blank(task_id), run_id=blank(run_id),
         map_index=optional_int(map_index, "map_index"), result=one_of(result, RESULTS, "result"),
