@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True, order=True)
@@ -26,7 +27,7 @@ class TaskIdentity:
         if not self.name.strip() or not self.project.strip():
             raise ValueError(f"task identity needs a name and a project, got {self!r}")
 
-    @property
+    @cached_property
     def key(self) -> str:
         """A stable text form, used as the dependency label in gate decisions."""
         return f"catalog:{self}"

@@ -117,6 +117,7 @@ def _aware(value: dt.datetime, what: str) -> dt.datetime:
     return value
 
 
+@lru_cache(maxsize=65536)
 def truncate(value: dt.datetime, granularity: str, tz: dt.tzinfo) -> dt.datetime:
     """Truncate ``value`` to the start of its ``granularity`` unit in ``tz``; the result is in UTC."""
     local = _aware(value, "value").astimezone(tz)
@@ -228,6 +229,7 @@ def slot_window(slot: dt.datetime, granularity: str, tz: dt.tzinfo) -> tuple[dt.
     return start_local.astimezone(UTC), end.astimezone(UTC)
 
 
+@lru_cache(maxsize=65536)
 def format_slot(value: dt.datetime, granularity: str, tz: dt.tzinfo) -> str:
     """A slot as a person reads it at the parent's granularity, in the parent's timezone."""
     local = value.astimezone(tz)

@@ -14,7 +14,14 @@ from typing import Mapping
 
 from airflow_leastaction.gate import DependencyType, Judgement
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals import check_parent_interval, format_slot, resolve_timezone, slot_window
+from airflow_leastaction.intervals import (
+    check_parent_interval,
+    cron_granularity,
+    expected_slot,
+    format_slot,
+    resolve_timezone,
+    slot_window,
+)
 
 REJECTING_STATES = frozenset({"failed", "error", "cancelled", "cancel", "fail", "upstream_failed"})
 FAR_FUTURE = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
@@ -47,8 +54,40 @@ def covering_window(task: TaskSnapshot, child_interval: dt.datetime) -> tuple[dt
     tz = resolve_timezone(task.timezone)
     if task.cron is None:
         return child_interval, FAR_FUTURE
-    check = check_parent_interval(task.cron, None, child_interval, timezone=tz)
-    return slot_window(check.expected_slot, check.granularity, tz)
+    return slot_window(expected_slot(task.cron, child_interval, timezone=tz), cron_granularity(task.cron), tz)
+
+
+class SlotIndex(list):
+    """A snapshot's slot records, with a per-task index and a judgement memo built on first use.
+
+    Thousands of waiting gates judge against one snapshot each tick: each judgement reads only its
+    parent's records, and a (parent, interval) pair that many gates wait on is judged once.
+    """
+
+    _by_task: dict[int, list[SlotSnapshot]] | None = None
+    _judged: dict | None = None
+
+    def for_task(self, task_pk: int) -> list[SlotSnapshot]:
+        if self._by_task is None:
+            by_task: dict[int, list[SlotSnapshot]] = {}
+            for record in self:
+                by_task.setdefault(record.task_pk, []).append(record)
+            for records in by_task.values():
+                records.sort(key=lambda r: r.slot)
+            self._by_task = by_task
+        return self._by_task.get(task_pk, [])
+
+    def memo(self) -> dict:
+        """Judgements already made against this snapshot, keyed by (parent, child interval)."""
+        if self._judged is None:
+            self._judged = {}
+        return self._judged
+
+
+def _slots_of(slots, task_pk: int) -> list[SlotSnapshot]:
+    if isinstance(slots, SlotIndex):
+        return slots.for_task(task_pk)
+    return sorted((s for s in slots if s.task_pk == task_pk), key=lambda s: s.slot)
 
 
 def judge_parent(
@@ -77,7 +116,7 @@ def judge_parent(
         task.cron, task.prev_interval_start, child_interval, timezone=tz, parent_name=label
     )
     start, end = slot_window(check.expected_slot, check.granularity, tz)
-    covering = sorted((s for s in slots if s.task_pk == task.pk and start <= s.slot < end), key=lambda s: s.slot)
+    covering = [s for s in _slots_of(slots, task.pk) if start <= s.slot < end]
     slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
     for s in covering:
         if s.state in IN_FLIGHT_STATES:
@@ -109,7 +148,8 @@ def judge_parent(
 def _judge_ad_hoc(identity, task, slots, child_interval, consumed) -> Judgement:
     # An ad hoc parent has no cron: any completed slot at or after the child's interval covers it.
     label = identity.name
-    done = [s for s in slots if s.task_pk == task.pk and s.slot >= child_interval and s.state == "success"
+    own = _slots_of(slots, task.pk)
+    done = [s for s in own if s.slot >= child_interval and s.state == "success"
             and s.output_revision > consumed.get(s.slot, 0)]
     if done:
         s = max(done, key=lambda s: s.slot)
@@ -117,7 +157,7 @@ def _judge_ad_hoc(identity, task, slots, child_interval, consumed) -> Judgement:
                          upstream_task_pk=task.pk, upstream_run_pk=s.pk, upstream_slot=s.slot,
                          upstream_revision=s.output_revision)
     wm = task.prev_interval_start
-    if wm is not None and wm >= child_interval and not slots:
+    if wm is not None and wm >= child_interval and not own:
         return Judgement(identity.key, True, f"{label}: ad hoc, completed up to {wm.isoformat()}",
                          upstream_task_pk=task.pk)
     return Judgement(identity.key, False, f"{label}: ad hoc parent has no completed run at or after "
@@ -134,7 +174,19 @@ def judge_parents(
     """Judge every parent of one child from one catalog snapshot (see ``CatalogStore.snapshot``)."""
     tasks, slots = snapshot
     consumed = consumed or {}
-    return [judge_parent(p, tasks.get(p), slots, child_interval, consumed=consumed.get(p.key)) for p in parents]
+    memo = slots.memo() if isinstance(slots, SlotIndex) else None
+    out = []
+    for p in parents:
+        mine = consumed.get(p.key)
+        if memo is None or mine:
+            out.append(judge_parent(p, tasks.get(p), slots, child_interval, consumed=mine))
+            continue
+        # Many gates wait on the same parent and interval: judge each pair once per snapshot.
+        key = (p, child_interval)
+        if key not in memo:
+            memo[key] = judge_parent(p, tasks.get(p), slots, child_interval)
+        out.append(memo[key])
+    return out
 
 
 def has_data_judgement(j: Judgement, rows_written: int | None) -> Judgement:
@@ -149,7 +201,8 @@ def has_data_judgement(j: Judgement, rows_written: int | None) -> Judgement:
                         "reason": f"{j.reason}, {rows_written} rows written"})
 
 
-__all__ = ["TaskSnapshot", "SlotSnapshot", "covering_window", "judge_parent", "judge_parents", "has_data_judgement"]
+__all__ = ["TaskSnapshot", "SlotSnapshot", "SlotIndex", "covering_window", "judge_parent", "judge_parents",
+           "has_data_judgement"]
 
 
 # -- the latest run of a task in another DAG (run-condition gates) ----------------------------------

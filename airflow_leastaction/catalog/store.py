@@ -25,6 +25,7 @@ from airflow_leastaction.parents import (
     IN_FLIGHT_STATES,
     LatestRuns,
     RunRecord,
+    SlotIndex,
     SlotSnapshot,
     TaskSnapshot,
     covering_window,
@@ -233,9 +234,9 @@ class CatalogStore:
         The first reads the parents' task rows; the second reads their slot records inside the union of
         the windows that cover the children's intervals (computed from each parent's cron).
         """
-        wanted: dict[TaskIdentity, list[dt.datetime]] = {}
+        wanted: dict[TaskIdentity, set[dt.datetime]] = {}
         for identity, child_interval in requests:
-            wanted.setdefault(identity, []).append(child_interval)
+            wanted.setdefault(identity, set()).add(child_interval)
         if not wanted:
             return {}, []
         tasks: dict[TaskIdentity, TaskSnapshot] = {}
@@ -250,10 +251,10 @@ class CatalogStore:
                         tasks[ident] = TaskSnapshot(row.id, ident, row.cron, row.timezone, row.state,
                                                     row.prev_interval_start)
             windows = [covering_window(t, ci) for ident, t in tasks.items() for ci in wanted[ident]]
+            slots = SlotIndex()
             if not windows:
-                return tasks, []
+                return tasks, slots
             start, end = min(w[0] for w in windows), max(w[1] for w in windows)
-            slots: list[SlotSnapshot] = []
             for chunk in _chunks(sorted(t.pk for t in tasks.values()), IN_CHUNK):
                 slots.extend(
                     SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written,
@@ -409,7 +410,7 @@ class CatalogStore:
         consumed = func.max(c.upstream_revision).label("consumed_revision")
         query = (select(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, consumed,
                         r.output_revision.label("current_revision"), func.max(c.run_id).label("run_id"))
-                 .join(task_run, and_(r.task_pk == c.upstream_task_pk, r.slot == c.upstream_slot))
+                 .join(task_run, r.id == c.upstream_run_pk)
                  .group_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, r.output_revision)
                  .having(func.max(c.upstream_revision) < r.output_revision)
                  .order_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency))
