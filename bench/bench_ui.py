@@ -1,0 +1,226 @@
+"""UI latency at scale: 1,000,000 gate decisions and 100,000 catalog tasks, on SQLite and PostgreSQL.
+
+The catalog is filled with bulk inserts (``executemany`` on SQLite, ``COPY`` on PostgreSQL) at migration
+``0002_dbt_queue`` (the baseline: only the catalog's own indexes), measured, upgraded to head
+(``0003_ui_indexes``) and measured again. Each endpoint is timed end to end through the app (routing,
+queries, rendering); Airflow's login check is replaced by a no-op, as it costs the same on every page.
+
+Run::
+
+    .venv/bin/python bench/bench_ui.py --backend sqlite --backend postgres
+
+and paste the printed table into docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+
+from sqlalchemy import create_engine, text
+
+UTC = dt.timezone.utc
+T0 = dt.datetime(2024, 1, 1, tzinfo=UTC)
+RESULTS = ("SATISFIED", "UNSATISFIED", "BYPASSED")
+STATES = ("success", "success", "success", "running", "failed")
+
+
+def _stamp(value: dt.datetime, dialect: str) -> str:
+    # SQLite keeps UTC as text in SQLAlchemy's own format (string order must equal time order).
+    if dialect == "sqlite":
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return value.isoformat()
+
+
+def task_rows(n: int, d: str):
+    for i in range(1, n + 1):
+        parents = [] if i <= 10 else [{"account": "", "name": f"t{(i // 3):06d}", "partition": "", "project": "p"}]
+        yield (i, f"t{i:06d}", "p", "", "", "airflow" if i % 10 else "external", "0 3 * * *", "UTC",
+               STATES[i % 5], _stamp(T0 + dt.timedelta(days=30), d), _stamp(T0 + dt.timedelta(days=29), d),
+               f"dag{i % 20000:05d}", f"task{i % 5}", json.dumps(parents, sort_keys=True), _stamp(T0, d))
+
+
+def run_rows(n_tasks: int, per_task: int, d: str):
+    pk = 0
+    for t in range(1, n_tasks + 1):
+        for s in range(per_task):
+            pk += 1
+            slot = T0 + dt.timedelta(days=27 + s, hours=3)
+            yield (pk, t, _stamp(slot, d), "success", 1, f"r{s}", 1 + (s == per_task - 1 and t % 7 == 0), False,
+                   _stamp(slot, d))
+
+
+def decision_rows(n: int, d: str):
+    for i in range(1, n + 1):
+        at = T0 + dt.timedelta(seconds=i * 3)
+        dag = i % 20000
+        yield (i, f"dag{dag:05d}", f"task{i % 5}", f"scheduled__{i // 20000:05d}", -1, 1,
+               f"catalog:p/t{i % 100000:06d}", "SUCCESS", RESULTS[i % 3], f"reason {i}", _stamp(at, d),
+               (i % 100000) + 1, ((i % 100000) * 3) + 1, 1)
+
+
+def consumption_rows(n: int, d: str):
+    for i in range(1, n + 1):
+        at = T0 + dt.timedelta(seconds=i * 15)
+        up = (i % 100000) + 1
+        yield (i, i, f"dag{i % 20000:05d}", f"task{i % 5}", f"scheduled__{i // 20000:05d}", -1, 1,
+               f"catalog:p/t{up:06d}", up, (up - 1) * 3 + 3, 1, _stamp(at, d))
+
+
+TABLES = {
+    "la_task": ("id,name,project,account,partition,source,cron,timezone,state,logical_date,prev_interval_start,"
+                "dag_id,task_id,parents,updated_at"),
+    "la_task_run": "id,task_pk,slot,state,attempt,run_id,output_revision,repair_pending,updated_at",
+    "la_gate_decision": ("id,dag_id,task_id,run_id,map_index,attempt,dependency,dependency_type,result,reason,"
+                         "decided_at,upstream_task_pk,upstream_run_pk,upstream_revision"),
+    "la_consumption": ("id,decision_id,dag_id,task_id,run_id,map_index,attempt,dependency,upstream_task_pk,"
+                       "upstream_run_pk,upstream_revision,consumed_at"),
+}
+
+
+def bulk_load(engine, table: str, rows) -> None:
+    cols = TABLES[table]
+    raw = engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        if engine.dialect.name == "sqlite":
+            marks = ",".join("?" * len(cols.split(",")))
+            cur.execute("BEGIN")
+            cur.executemany(f"INSERT INTO {table} ({cols}) VALUES ({marks})", rows)
+            cur.execute("COMMIT")
+        else:
+            buf = io.StringIO()
+            csv.writer(buf, quoting=csv.QUOTE_NONNUMERIC).writerows(rows)  # "" stays "", not NULL
+            buf.seek(0)
+            cur.copy_expert(f"COPY {table} ({cols}) FROM STDIN WITH (FORMAT csv)", buf)
+            raw.commit()
+    finally:
+        raw.close()
+
+
+def fill(url: str, tasks: int, decisions: int) -> float:
+    from airflow_leastaction.catalog.migrate import upgrade
+
+    engine = create_engine(url)
+    upgrade(engine, "0002_dbt_queue")
+    d = engine.dialect.name
+    start = time.perf_counter()
+    bulk_load(engine, "la_task", task_rows(tasks, d))
+    bulk_load(engine, "la_task_run", run_rows(tasks, 3, d))
+    bulk_load(engine, "la_gate_decision", decision_rows(decisions, d))
+    bulk_load(engine, "la_consumption", consumption_rows(decisions // 5, d))
+    if d == "postgresql":
+        with engine.begin() as conn:
+            for table in TABLES:
+                conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"))
+            conn.execute(text("ANALYZE"))
+    engine.dispose()
+    return time.perf_counter() - start
+
+
+def endpoints(client, tasks: int) -> list[tuple[str, str]]:
+    deep = client.get("/api/decisions", params={"limit": 50, "cursor": f"{(T0 + dt.timedelta(days=17)).isoformat()}|999999999"})
+    assert deep.status_code == 200, deep.text
+    return [
+        ("decisions, first page", "/api/decisions"),
+        ("decisions page (HTML)", "/decisions"),
+        ("decisions, page at 1/2 depth", f"/api/decisions?cursor={(T0 + dt.timedelta(days=17)).isoformat().replace('+', '%2B')}|999999999"),
+        ("decisions by DAG", "/api/decisions?dag_id=dag01234"),
+        ("decisions by DAG + task", "/api/decisions?dag_id=dag01234&task_id=task4"),
+        ("decisions of one attempt (TI view)", "/decisions?dag_id=dag01234&task_id=task4&run_id=scheduled__00010&map_index=-1"),
+        ("decisions by result", "/api/decisions?result=BYPASSED"),
+        ("decisions in a time window", "/api/decisions?since=2024-01-20T00:00&until=2024-01-21T00:00"),
+        ("consumption, first page", "/api/consumption"),
+        ("consumption by downstream", "/api/consumption?dag_id=dag01234&task_id=task4"),
+        ("consumption by upstream", "/api/consumption?upstream_task_pk=4242"),
+        ("consumption, stale only", "/consumption?stale=true"),
+        ("catalog page (HTML)", "/catalog"),
+        ("catalog, name search", "/api/catalog?q=t0999"),
+        ("graph around a task (HTML)", f"/graph?task_pk={min(3000, tasks // 2)}&interval=2024-01-29T03:00"),
+        ("DAG view (HTML)", "/dag?dag_id=dag01234&interval=2024-01-29T03:00"),
+        ("dbt queue (HTML)", "/queue"),
+    ]
+
+
+def measure(url: str, repeat: int, tasks: int) -> dict[str, tuple[float, float]]:
+    from fastapi.testclient import TestClient
+
+    from airflow_leastaction.catalog.engine import dispose_all
+    from airflow_leastaction.www.access import READ_TASK_INSTANCES, READ_TASKS
+    from airflow_leastaction.www.app import create_app
+
+    dispose_all()
+    app = create_app(url)
+    for dep in (READ_TASK_INSTANCES, READ_TASKS):
+        app.dependency_overrides[dep.dependency] = lambda: None
+    out = {}
+    with TestClient(app) as client:
+        for label, path in endpoints(client, tasks):
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                response = client.get(path)
+                times.append((time.perf_counter() - start) * 1000)
+                assert response.status_code == 200, (path, response.status_code, response.text[:300])
+            times.sort()
+            out[label] = (statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)])
+    dispose_all()
+    return out
+
+
+def database(backend: str, keep: list) -> str:
+    if backend == "sqlite":
+        return f"sqlite:///{tempfile.mkdtemp(prefix='la-bench-ui-')}/catalog.db"
+    admin = os.environ.get("LEASTACTION_TEST_PG_URL") or "postgresql+psycopg2://postgres@127.0.0.1:55432/postgres"
+    name = f"la_bench_ui_{uuid.uuid4().hex[:8]}"
+    eng = create_engine(admin, isolation_level="AUTOCOMMIT")
+    with eng.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    keep.append((eng, name))
+    return admin.rsplit("/", 1)[0] + "/" + name
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", action="append", choices=["sqlite", "postgres"])
+    parser.add_argument("--tasks", type=int, default=100_000)
+    parser.add_argument("--decisions", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args(argv)
+    from airflow_leastaction.catalog.migrate import upgrade
+
+    for backend in args.backend or ["sqlite"]:
+        drops: list = []
+        url = database(backend, drops)
+        took = fill(url, args.tasks, args.decisions)
+        print(f"\n{backend}: {args.tasks:,} tasks, {args.tasks * 3:,} slots, {args.decisions:,} decisions, "
+              f"{args.decisions // 5:,} consumption rows loaded in {took:.1f} s", flush=True)
+        before = measure(url, args.repeat, args.tasks)
+        engine = create_engine(url)
+        start = time.perf_counter()
+        upgrade(engine)
+        print(f"upgrade to 0003_ui_indexes: {time.perf_counter() - start:.1f} s", flush=True)
+        engine.dispose()
+        after = measure(url, args.repeat, args.tasks)
+        print("| endpoint | baseline (0002) median ms | with UI indexes median ms | p95 ms | speed-up |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for label, (b_med, _) in before.items():
+            a_med, a_p95 = after[label]
+            print(f"| {label} | {b_med:.1f} | {a_med:.1f} | {a_p95:.1f} | {b_med / a_med:.1f}x |")
+        for eng, name in drops:
+            with eng.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
