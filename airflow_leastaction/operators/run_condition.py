@@ -106,9 +106,10 @@ class RunConditionGate(_Waiting):
         if max_wait is None:
             max_wait = float(setting("gate_wait_minutes", "60")) * 60
         self.max_wait = max_wait.total_seconds() if isinstance(max_wait, dt.timedelta) else float(max_wait)
-        self.policy = WaitPolicy(dt.timedelta(seconds=self.max_wait), int(max_looks))
         self.catalog_conn_id = catalog_conn_id
         self.poll_interval = float(poll_interval if poll_interval is not None else setting("poll_interval", "5"))
+        self.policy = WaitPolicy(dt.timedelta(seconds=self.max_wait), int(max_looks),
+                                 dt.timedelta(seconds=self.poll_interval))
         self.deferrable = deferrable
 
     @property

@@ -139,3 +139,6 @@ with dag("rc_cross_dag_waits_for_own_run"):
 with dag("rc_inactive"):
     run_condition(child("dormant"), outcome_task("up", "success"), active=False, **FAST)
     run_condition(child(), outcome_task("up2", "success"), **FAST)
+
+with dag("rc_cross_dag_short_wait"):
+    run_condition(child(), success(OTHER), max_wait=dt.timedelta(seconds=2), **FAST)

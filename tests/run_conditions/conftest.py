@@ -65,3 +65,17 @@ def consumed(store, dag_id: str):
     with store.engine.connect() as conn:
         return conn.execute(select(consumption).where(consumption.c.dag_id == dag_id)
                             .order_by(consumption.c.id)).mappings().all()
+
+
+def later(seconds: float, fn, *args, **kwargs):
+    """Run ``fn`` in a thread after ``seconds``: something finishing while a gate waits."""
+    import threading
+    import time
+
+    def run():
+        time.sleep(seconds)
+        fn(*args, **kwargs)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,158 @@
+"""Triggers behind a deferred run-condition gate and the run-outcome task."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from contextlib import AsyncExitStack
+from typing import Any, AsyncIterator
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+from asgiref.sync import sync_to_async
+
+from airflow_leastaction.catalog.engine import aresolve_url
+from airflow_leastaction.gate import TERMINAL_STATES, Verdict
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.run_conditions.judging import RunView, evaluate
+from airflow_leastaction.run_conditions.model import Dependency, GateSpec
+from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
+from airflow_leastaction.triggers.poller import CatalogPoller
+
+
+async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:
+    """Airflow state of every task of one run, read through the supervisor (no ORM in a trigger)."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    states = await sync_to_async(RuntimeTaskInstance.get_task_states)(dag_id=dag_id, run_ids=[run_id])
+    return {k: (str(v) if v is not None else None) for k, v in (states.get(run_id) or {}).items()}
+
+
+def _classpath(obj) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+class RunConditionTrigger(BaseTrigger):
+    """Wait until a gated task's run condition is met (``ADMIT``) or can never be (``SKIP``).
+
+    Same-run upstream states come from Airflow through the supervisor each tick; catalog reads (slot
+    records of same-run upstreams, latest runs of tasks in other DAGs) are shared with every other gate
+    in the triggerer, one poll per tick per kind. Upstreams in other DAGs are looked at on the wait
+    rule's schedule only.
+
+    :param dag_id: the DAG of the gate.
+    :param run_id: the run.
+    :param task_id: the gated task.
+    :param dependencies: the gate's dependencies (``Dependency.as_dict()``).
+    :param condition: ``ALL``, ``ANY`` or ``N``.
+    :param count: the count of ``N``.
+    :param slot_requests: catalog identity (dict) of each same-run upstream, by task id.
+    :param slot: ISO-8601 slot of the run in the catalog.
+    :param upstream: direct upstream task ids of every task of the DAG.
+    :param waiting: task ids of the gates and the run-outcome task.
+    :param consumed: per dependency key, the (ISO upstream slot, revision) consumed last.
+    :param clock: the wait clock (``WaitClock.as_dict()``).
+    :param max_wait: seconds one check may wait for runs in progress elsewhere.
+    :param max_looks: looks one check may take.
+    :param catalog_conn_id: catalog connection id.
+    :param poll_interval: seconds between ticks.
+    """
+
+    def __init__(self, dag_id: str, run_id: str, task_id: str, dependencies: list[dict], condition: str,
+                 count: int | None, slot_requests: dict[str, dict], slot: str, upstream: dict[str, list[str]],
+                 waiting: list[str], consumed: dict[str, list] | None = None, clock: dict | None = None,
+                 max_wait: float = 3600.0, max_looks: int = 30, catalog_conn_id: str | None = None,
+                 poll_interval: float = 5.0):
+        super().__init__()
+        self.dag_id, self.run_id, self.task_id = dag_id, run_id, task_id
+        self.dependencies, self.condition, self.count = dependencies, condition, count
+        self.slot_requests, self.slot, self.upstream, self.waiting = slot_requests, slot, upstream, waiting
+        self.consumed = consumed or {}
+        self.clock = clock or WaitClock(dt.datetime.now(dt.timezone.utc)).as_dict()
+        self.max_wait, self.max_looks = float(max_wait), int(max_looks)
+        self.catalog_conn_id, self.poll_interval = catalog_conn_id, float(poll_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        keys = ("dag_id", "run_id", "task_id", "dependencies", "condition", "count", "slot_requests", "slot",
+                "upstream", "waiting", "consumed", "clock", "max_wait", "max_looks", "catalog_conn_id",
+                "poll_interval")
+        return _classpath(self), {k: getattr(self, k) for k in keys}
+
+    def spec(self) -> GateSpec:
+        from airflow_leastaction.gate import RunCondition
+
+        deps = tuple(Dependency.from_dict(d) for d in self.dependencies)
+        return GateSpec(self.task_id, deps, RunCondition(self.condition, self.count))
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        spec = self.spec()
+        slot = dt.datetime.fromisoformat(self.slot)
+        policy = WaitPolicy(dt.timedelta(seconds=self.max_wait), self.max_looks,
+                            dt.timedelta(seconds=self.poll_interval))
+        clock = WaitClock.from_dict(self.clock)
+        consumed = {k: (dt.datetime.fromisoformat(v[0]), v[1]) for k, v in self.consumed.items()}
+        by_identity = {tid: TaskIdentity.from_dict(i) for tid, i in self.slot_requests.items()}
+        url = await aresolve_url(self.catalog_conn_id)
+        last_reasons = None
+        latest: dict = {}
+        async with AsyncExitStack() as stack:
+            slots_sub = await stack.enter_async_context(
+                CatalogPoller.shared(url, self.poll_interval, "slot_records").subscribe(
+                    [(i, slot) for i in by_identity.values()]))
+            runs_sub = None
+            if spec.elsewhere:
+                runs_sub = await stack.enter_async_context(
+                    CatalogPoller.shared(url, self.poll_interval, "latest_runs").subscribe(
+                        [d.upstream for d in spec.elsewhere]))
+            while True:
+                try:
+                    found = await slots_sub.next()
+                    fresh_runs = await runs_sub.next() if runs_sub is not None else {}
+                    states = await run_states(self.dag_id, self.run_id) if spec.in_run else {}
+                except Exception as exc:  # catalog or API down: keep waiting, say why
+                    self.log.warning("gate %s cannot look yet: %s", self.task_id, exc)
+                    continue
+                now = dt.datetime.now(dt.timezone.utc)
+                if due(clock, now) or not latest:
+                    latest = fresh_runs
+                records = {tid: found[(i, slot)] for tid, i in by_identity.items() if (i, slot) in found}
+                view = RunView(self.run_id, states, self.upstream, frozenset(self.waiting), records)
+                outcome, clock = evaluate(spec, view, latest, consumed, clock, policy, now)
+                if outcome.verdict is not Verdict.WAIT:
+                    yield TriggerEvent({"status": outcome.verdict.value, "summary": outcome.summary(),
+                                        "clock": clock.as_dict()})
+                    return
+                if outcome.waiting_reasons != last_reasons:
+                    last_reasons = outcome.waiting_reasons
+                    self.log.info("%s waiting: %s", self.task_id, outcome.summary())
+
+
+class RunOutcomeTrigger(BaseTrigger):
+    """Wait until every other task of the run has finished; fire with their states.
+
+    :param dag_id: the DAG.
+    :param run_id: the run.
+    :param task_id: the run-outcome task itself (left out of the wait).
+    :param poll_interval: seconds between looks.
+    """
+
+    def __init__(self, dag_id: str, run_id: str, task_id: str, poll_interval: float = 5.0):
+        super().__init__()
+        self.dag_id, self.run_id, self.task_id, self.poll_interval = dag_id, run_id, task_id, float(poll_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return _classpath(self), {"dag_id": self.dag_id, "run_id": self.run_id, "task_id": self.task_id,
+                                  "poll_interval": self.poll_interval}
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        while True:
+            try:
+                states = await run_states(self.dag_id, self.run_id)
+            except Exception as exc:
+                self.log.warning("run outcome cannot look yet: %s", exc)
+                states = None
+            if states is not None:
+                others = {t: s for t, s in states.items() if t != self.task_id}
+                if all(s in TERMINAL_STATES for s in others.values()):
+                    yield TriggerEvent({"status": "finished", "states": others})
+                    return
+            await asyncio.sleep(self.poll_interval)
