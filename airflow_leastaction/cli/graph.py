@@ -36,7 +36,7 @@ def load_dag(dag_id: str, dag_file: str | None):
     in this process so the error keeps its class (and exit status)."""
     from airflow.dag_processing.dagbag import DagBag
 
-    bag = DagBag(dag_file or _dags_folder(), include_examples=False, safe_mode=False)
+    bag = DagBag(dag_file or _dags_folder(), safe_mode=False)
     dag = bag.dags.get(dag_id)
     if dag is not None:
         return dag, None
