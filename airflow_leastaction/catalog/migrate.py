@@ -21,12 +21,25 @@ def alembic_config(engine: Engine | None = None) -> Config:
     return cfg
 
 
+#: Any constant shared by every process that migrates the catalog (PostgreSQL advisory lock key).
+MIGRATION_LOCK_KEY = 0x4C41_4D49  # "LAMI"
+
+
 def upgrade(engine: Engine, revision: str = "heads") -> None:
-    """Bring the catalog schema at ``engine`` up to ``revision``."""
-    with engine.begin() as conn:
-        cfg = alembic_config(engine)
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, revision)
+    """Bring the catalog schema at ``engine`` up to ``revision``.
+
+    Safe when several processes start on a fresh catalog at once (workers, triggerers, the API server):
+    the first takes a lock for the whole migration and the others then find the schema at head.
+    """
+    with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.info["sqlite_begin"] = "BEGIN IMMEDIATE"
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
+            cfg = alembic_config(engine)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:

@@ -63,3 +63,38 @@ class TestCatalogConnection:
         dispose_all()
         with pytest.raises(UnknownConnectionError, match="'no_such_catalog' is not defined"):
             CatalogStore(conn_id="no_such_catalog")
+
+
+class TestConcurrentFirstUse:
+    SCRIPT = (
+        "import sys; from airflow_leastaction.catalog.engine import get_engine; "
+        "from airflow_leastaction.catalog.store import CatalogStore; "
+        "from airflow_leastaction.identity import TaskIdentity; "
+        "CatalogStore(get_engine(sys.argv[1], migrate=True)).register_task("
+        "TaskIdentity('t' + sys.argv[2], 'p'), __import__('airflow_leastaction.catalog.store', "
+        "fromlist=['TaskMeta']).TaskMeta())"
+    )
+
+    def test_processes_starting_together_on_a_fresh_catalog_all_migrate_it_safely(self, catalog_url):
+        import subprocess
+        import sys
+
+        from sqlalchemy import func, select
+
+        from airflow_leastaction.catalog.schema import task
+
+        fresh = catalog_url  # already migrated once by the fixture; a second wave must be a no-op
+        procs = [subprocess.Popen([sys.executable, "-c", self.SCRIPT, fresh, str(i)]) for i in range(4)]
+        assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+        with get_engine(fresh).connect() as conn:
+            assert conn.execute(select(func.count()).select_from(task)).scalar() == 4
+
+    def test_processes_starting_together_on_an_empty_sqlite_file_all_succeed(self, tmp_path):
+        import subprocess
+        import sys
+
+        url = f"sqlite:///{tmp_path}/fresh.db"
+        procs = [subprocess.Popen([sys.executable, "-c", self.SCRIPT, url, str(i)]) for i in range(4)]
+        assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+        assert current_revisions(get_engine(url)) == head_revisions()
+        dispose_all()
