@@ -62,7 +62,7 @@ def run_rows(n_tasks: int, per_task: int, d: str):
 def decision_rows(n: int, d: str):
     for i in range(1, n + 1):
         at = T0 + dt.timedelta(seconds=i * 3)
-        dag = i % 20000
+        dag = 1 if i % 2 else i % 20000  # one busy DAG holds half of all decisions
         yield (i, f"dag{dag:05d}", f"task{i % 5}", f"scheduled__{i // 20000:05d}", -1, 1,
                f"catalog:p/t{i % 100000:06d}", "SUCCESS", RESULTS[i % 3], f"reason {i}", _stamp(at, d),
                (i % 100000) + 1, ((i % 100000) * 3) + 1, 1)
@@ -71,8 +71,8 @@ def decision_rows(n: int, d: str):
 def consumption_rows(n: int, d: str):
     for i in range(1, n + 1):
         at = T0 + dt.timedelta(seconds=i * 15)
-        up = (i % 100000) + 1
-        yield (i, i, f"dag{i % 20000:05d}", f"task{i % 5}", f"scheduled__{i // 20000:05d}", -1, 1,
+        up = 4242 if i % 2 else (i % 100000) + 1  # one busy upstream, one busy DAG: half the rows each
+        yield (i, i, f"dag{1 if i % 2 else i % 20000:05d}", f"task{i % 5}", f"scheduled__{i // 20000:05d}", -1, 1,
                f"catalog:p/t{up:06d}", up, (up - 1) * 3 + 3, 1, _stamp(at, d))
 
 
@@ -134,13 +134,13 @@ def endpoints(client, tasks: int) -> list[tuple[str, str]]:
         ("decisions, first page", "/api/decisions"),
         ("decisions page (HTML)", "/decisions"),
         ("decisions, page at 1/2 depth", f"/api/decisions?cursor={(T0 + dt.timedelta(days=17)).isoformat().replace('+', '%2B')}|999999999"),
-        ("decisions by DAG", "/api/decisions?dag_id=dag01234"),
-        ("decisions by DAG + task", "/api/decisions?dag_id=dag01234&task_id=task4"),
+        ("decisions by DAG", "/api/decisions?dag_id=dag00001"),
+        ("decisions by DAG + task", "/api/decisions?dag_id=dag00001&task_id=task4"),
         ("decisions of one attempt (TI view)", "/decisions?dag_id=dag01234&task_id=task4&run_id=scheduled__00010&map_index=-1"),
         ("decisions by result", "/api/decisions?result=BYPASSED"),
         ("decisions in a time window", "/api/decisions?since=2024-01-20T00:00&until=2024-01-21T00:00"),
         ("consumption, first page", "/api/consumption"),
-        ("consumption by downstream", "/api/consumption?dag_id=dag01234&task_id=task4"),
+        ("consumption by downstream", "/api/consumption?dag_id=dag00001&task_id=task4"),
         ("consumption by upstream", "/api/consumption?upstream_task_pk=4242"),
         ("consumption, stale only", "/consumption?stale=true"),
         ("catalog page (HTML)", "/catalog"),
@@ -154,11 +154,12 @@ def endpoints(client, tasks: int) -> list[tuple[str, str]]:
 def measure(url: str, repeat: int, tasks: int) -> dict[str, tuple[float, float]]:
     from fastapi.testclient import TestClient
 
-    from airflow_leastaction.catalog.engine import dispose_all
+    from airflow_leastaction.catalog.engine import dispose_all, get_engine
     from airflow_leastaction.www.access import READ_TASK_INSTANCES, READ_TASKS
     from airflow_leastaction.www.app import create_app
 
     dispose_all()
+    get_engine(url, migrate=False)  # the embedded SQLite default would otherwise migrate the baseline to head
     app = create_app(url)
     for dep in (READ_TASK_INSTANCES, READ_TASKS):
         app.dependency_overrides[dep.dependency] = lambda: None
