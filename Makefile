@@ -7,12 +7,15 @@ STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
 DEMO_PORT ?= 8080
 
-.PHONY: install system-deps postgres test test-fast demo demo-run bench docs clean
+.PHONY: install system-deps postgres test test-fast demo demo-run demo-check bench docs clean
 
 $(STAMP): pyproject.toml constraints/tested.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints/tested.txt -e ".[postgres,dbt,dev]"
+	# The editable install leaves build metadata in the checkout; run from here, Python would then see
+	# the distribution twice and Airflow would load the plugin twice.
+	rm -rf airflow_leastaction.egg-info
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -31,6 +34,10 @@ test-fast: install
 
 demo: install
 	DEMO_HOME=$(DEMO_HOME) DEMO_PORT=$(DEMO_PORT) scripts/demo.sh
+
+# The demo, non-interactively in a fresh home: exits 0 when every example run is green.
+demo-check: install
+	DEMO_HOME=$$(mktemp -d) DEMO_PORT=$(DEMO_PORT) scripts/demo.sh --check
 
 bench: install postgres
 	$(BIN)/python -m bench.run_all
