@@ -21,11 +21,13 @@ def get_provider_info() -> dict:
             {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.sensors.parent_interval"]}
         ],
         "triggers": [
-            {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.triggers.parent_interval"]}
+            {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.triggers.parent_interval",
+                                                               "airflow_leastaction.triggers.run_condition"]}
         ],
         "hooks": [{"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.hooks.catalog"]}],
         "operators": [
-            {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.operators.dbt_queue"]}
+            {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.operators.dbt_queue",
+                                                               "airflow_leastaction.operators.run_condition"]}
         ],
         "connection-types": [
             {
@@ -53,6 +55,11 @@ def get_provider_info() -> dict:
                     "poll_interval": {
                         "description": "Seconds between catalog polls of the waiting gates in a triggerer.",
                         "version_added": "0.1.0", "type": "float", "example": None, "default": "5",
+                    },
+                    "gate_wait_minutes": {
+                        "description": "How long one run-condition check waits for an upstream in another DAG "
+                        "whose latest run is in progress (0 judges at once). Per gate: max_wait.",
+                        "version_added": "0.1.0", "type": "float", "example": "15", "default": "60",
                     },
                     "gates": {
                         "description": "enforce (default), warn or off. warn and off admit tasks whose "

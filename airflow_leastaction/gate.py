@@ -185,7 +185,7 @@ FAILED_STATES = frozenset({"failed"})
 
 def judge_upstream_task(
     dependency: str, dependency_type: DependencyType, state: str | None, *, run_settled: bool = False,
-    rows_written: int | None = None, record_known: bool = True,
+    rows_written: int | None = None, record_known: bool = True, selected: dict | None = None,
 ) -> Judgement:
     """Judge a dependency on a task of the same run from its Airflow state. Pure.
 
@@ -197,13 +197,15 @@ def judge_upstream_task(
         a clear), so dependents wait.
     :param rows_written: rows the upstream reported writing (HAS_DATA only); None: unknown.
     :param record_known: the catalog has the upstream's success record (HAS_DATA needs its count).
+    :param selected: the upstream run and revision selected (``upstream_*`` fields of the judgement).
     """
     name = dependency.split(":", 1)[-1]
     state = None if state in (None, "none") else str(state)
     typ = dependency_type
 
     def verdict(ok: bool, reason: str, *, final: bool = True, rejected: bool = False) -> Judgement:
-        return Judgement(dependency, ok, f"{name} ({typ.value}): {reason}", typ, final=final, rejected=rejected)
+        return Judgement(dependency, ok, f"{name} ({typ.value}): {reason}", typ, final=final, rejected=rejected,
+                         **(selected or {}))
 
     if state in UNFINISHED_STATES:
         return verdict(False, f"upstream is {state or 'not started'}; waiting for it to finish", final=False)

@@ -34,6 +34,7 @@ class Node:
     upstream: tuple[str, ...] = ()
     condition: str = "ALL"
     active: bool = True
+    elsewhere: tuple[str, ...] = ()  # dependencies on tasks in other DAGs: shown, not placed in waves
 
 
 def check_type(dag_id: str | None, task_id: str, value) -> DependencyType:
@@ -139,7 +140,10 @@ def format_waves(dag_id: str, nodes: Mapping[str, Node], layout: Sequence[Sequen
         parts = []
         for t in wave:
             n = nodes[t]
-            note = f" [{n.condition} of {', '.join(n.upstream)}]" if n.upstream and n.condition != "ALL" else ""
+            deps = list(n.upstream) + list(n.elsewhere)
+            note = f" [{n.condition} of {', '.join(deps)}]" if deps and n.condition != "ALL" else ""
+            if n.elsewhere and n.condition == "ALL":
+                note = f" [also {', '.join(n.elsewhere)}]"
             parts.append(t + note)
         lines.append(f"wave {i}: " + ", ".join(parts))
     inactive = sorted(t for t, n in nodes.items() if not n.active)

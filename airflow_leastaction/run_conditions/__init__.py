@@ -149,7 +149,7 @@ def dag_nodes(dag) -> dict[str, Node]:
         spec = specs.get(t.task_id)
         if spec is not None:
             nodes[t.task_id] = Node(t.task_id, tuple(d.upstream for d in spec.in_run), str(spec.condition),
-                                    spec.active)
+                                    spec.active, tuple(d.label for d in spec.elsewhere))
         else:
             nodes[t.task_id] = Node(t.task_id, tuple(sorted(set(t.upstream_task_ids) - helpers)))
     return nodes

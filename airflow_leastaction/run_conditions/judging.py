@@ -41,19 +41,20 @@ class RunView:
 def judge_in_run(spec: GateSpec, run: RunView) -> list[Judgement]:
     settled = None
     out = []
-    for dep in spec.in_run:
+    for dep in spec.dependencies:
+        if not dep.in_run:
+            continue
         state = run.states.get(dep.upstream)
         if state == "failed" and settled is None:
             settled = run.settled
         rec = run.records.get(dep.upstream)
         if rec is not None and (rec.run_id != run.run_id or rec.state != state):
             rec = None  # the catalog has not caught up with this run's outcome yet
-        j = judge_upstream_task(dep.key, dep.type, state, run_settled=bool(settled),
-                                rows_written=rec.rows_written if rec else None, record_known=rec is not None)
-        if rec is not None:
-            j = Judgement(**{**j.__dict__, "upstream_task_pk": rec.task_pk, "upstream_run_pk": rec.pk,
-                             "upstream_slot": rec.slot, "upstream_revision": rec.output_revision})
-        out.append(j)
+        selected = None if rec is None else {"upstream_task_pk": rec.task_pk, "upstream_run_pk": rec.pk,
+                                             "upstream_slot": rec.slot, "upstream_revision": rec.output_revision}
+        out.append(judge_upstream_task(dep.key, dep.type, state, run_settled=bool(settled),
+                                       rows_written=rec.rows_written if rec else None, record_known=rec is not None,
+                                       selected=selected))
     return out
 
 

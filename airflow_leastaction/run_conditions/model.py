@@ -27,15 +27,15 @@ class Dependency:
         object.__setattr__(self, "type", DependencyType.parse(self.type))
         if not isinstance(self.upstream, (str, TaskIdentity)) or self.upstream == "":
             raise ConfigurationError(f"dependency upstream {self.upstream!r} must be a task id or a TaskIdentity")
+        # Derived once: a gate reads them for every dependency on every look.
+        in_run = isinstance(self.upstream, str)
+        object.__setattr__(self, "in_run", in_run)
+        object.__setattr__(self, "key", f"task:{self.upstream}" if in_run else self.upstream.key)
 
-    @property
-    def in_run(self) -> bool:
-        """True for a task of the same DAG run; False for a catalog task elsewhere."""
-        return isinstance(self.upstream, str)
-
-    @property
-    def key(self) -> str:
-        return f"task:{self.upstream}" if self.in_run else self.upstream.key
+    #: True for a task of the same DAG run; False for a catalog task elsewhere.
+    in_run: bool = field(init=False, repr=False, compare=False)
+    #: The dependency label in gate decisions: ``task:<task_id>`` or the catalog identity's key.
+    key: str = field(init=False, repr=False, compare=False)
 
     @property
     def label(self) -> str:

@@ -1,0 +1,212 @@
+"""The run-condition gate: engine speed, audit write cost, and start latency next to ``one_success``.
+
+* engine: evaluations per second of one gate (judge every dependency, decide) with 10, 100 and 1,000
+  same-run dependencies, one of them still running (the worst case: every dependency is looked at).
+* writes: per gate attempt, the decisions (one row per dependency) plus the downstream's success with
+  its consumption, on SQLite and PostgreSQL; baseline: the same success record without decisions and
+  consumption (what the listener writes for any task).
+* latency: a real scheduler + triggerer + workers (LocalExecutor, PostgreSQL): time from the first
+  upstream's success to the gated task starting, for an ANY gate and for Airflow's own ``one_success``
+  trigger rule on the same DAG shape (one fast upstream, two slow ones).
+
+    .venv/bin/python -m bench.bench_gate [--parts engine,writes,latency] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+UTC = dt.timezone.utc
+SLOT = dt.datetime(2026, 11, 28, tzinfo=UTC)
+
+
+# -- engine -------------------------------------------------------------------------------------------
+def engine_rate(k: int, seconds: float = 1.0) -> float:
+    from airflow_leastaction.gate import ALL
+    from airflow_leastaction.run_conditions.judging import RunView, evaluate
+    from airflow_leastaction.run_conditions.model import Dependency, GateSpec
+    from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
+
+    ids = [f"up_{i:04d}" for i in range(k)]
+    spec = GateSpec("child", tuple(Dependency(t, "HAS_DATA" if i % 3 else "SUCCESS") for i, t in enumerate(ids)), ALL)
+    states = {t: "success" for t in ids}
+    states[ids[-1]] = "running"
+    from airflow_leastaction.parents import RunRecord
+
+    records = {t: RunRecord(i, i, SLOT, "r", "success", 1, 5, SLOT, SLOT) for i, t in enumerate(ids)}
+    view = RunView("r", states, {"child": ids, **{t: [] for t in ids}}, frozenset({"child__gate"}), records)
+    clock, policy, now = WaitClock(SLOT), WaitPolicy(), SLOT
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        evaluate(spec, view, {}, {}, clock, policy, now)
+        n += 1
+    return n / (time.perf_counter() - start)
+
+
+# -- writes -------------------------------------------------------------------------------------------
+def catalog(backend: str):
+    if backend == "sqlite":
+        return f"sqlite:///{tempfile.mkdtemp(prefix='la-bench-gate-')}/catalog.db", lambda: None
+    sys.path.insert(0, str(ROOT / "tests"))
+    from harness.airflow_cluster import fresh_pg_database
+    import subprocess
+
+    admin = subprocess.run([str(ROOT / "scripts" / "postgres.sh"), "start"], check=True, capture_output=True,
+                           text=True).stdout.strip().splitlines()[-1]
+    return fresh_pg_database(admin, "la_bench_gate")
+
+
+def write_cost(backend: str, deps: int, attempts: int) -> tuple[float, float]:
+    """(ms per attempt with decisions + consumption, ms per plain success record)."""
+    from airflow_leastaction.catalog.engine import dispose_all, get_engine
+    from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
+    from airflow_leastaction.gate import DependencyType, Judgement
+    from airflow_leastaction.identity import TaskIdentity
+
+    url, drop = catalog(backend)
+    try:
+        store = CatalogStore(get_engine(url, migrate=True))
+        judged = [Judgement(f"task:up_{i}", True, f"up_{i} (SUCCESS): upstream succeeded", DependencyType.SUCCESS,
+                            final=True, upstream_slot=SLOT, upstream_revision=1) for i in range(deps)]
+
+        def gated(i: int):
+            run = f"run-{i}"
+            store.record_decisions(AttemptKey("bench", "child__gate", run), judged, downstream_slot=SLOT)
+            store.record_success(TaskIdentity("bench.child", "bench"), SLOT + dt.timedelta(days=i), run_id=run,
+                                 consumer=AttemptKey("bench", "child", run), gate_task_ids=["child__gate"])
+
+        def plain(i: int):
+            store.record_success(TaskIdentity("bench.plain", "bench"), SLOT + dt.timedelta(days=i), run_id=f"p-{i}")
+
+        out = []
+        for fn in (gated, plain):
+            fn(-1)  # warm up
+            start = time.perf_counter()
+            for i in range(attempts):
+                fn(i)
+            out.append((time.perf_counter() - start) / attempts * 1000)
+        return out[0], out[1]
+    finally:
+        dispose_all()
+        drop()
+
+
+# -- latency ------------------------------------------------------------------------------------------
+LATENCY_DAGS = textwrap.dedent("""
+    import time
+    import pendulum
+    from airflow.sdk import DAG, task
+    from airflow_leastaction.run_conditions import run_condition
+
+    def shape(dag_id, gated):
+        with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False):
+            @task
+            def first():
+                time.sleep(1)
+
+            @task
+            def slow(n: int):
+                time.sleep(20)
+
+            @task(trigger_rule="all_success" if gated else "one_success")
+            def child():
+                return "ran"
+
+            ups = [first(), slow.override(task_id="slow_a")(1), slow.override(task_id="slow_b")(2)]
+            if gated:
+                run_condition(child(), *ups, when="ANY")
+            else:
+                ups >> child()
+
+    shape("bench_gate_any", gated=True)
+    shape("bench_one_success", gated=False)
+""")
+
+
+def task_times(cluster, dag_id: str, run_id: str) -> dict:
+    parse = dt.datetime.fromisoformat
+    return {ti["task_id"]: (ti["state"], ti["start_date"] and parse(ti["start_date"]),
+                            ti["end_date"] and parse(ti["end_date"]))
+            for ti in cluster.task_instances(dag_id, run_id)}
+
+
+def start_latency(cluster, dag_id: str, watch=None) -> tuple[float, dict]:
+    run = cluster.trigger(dag_id)
+    seen: set = set()
+    if watch:
+        cluster.wait_until(lambda: watch(cluster, run["dag_run_id"], seen), 120, f"{dag_id} watched", 0.3)
+    assert cluster.wait_for_run(dag_id, run["dag_run_id"])["state"] == "success"
+    times = task_times(cluster, dag_id, run["dag_run_id"])
+    return (times["child"][1] - times["first"][2]).total_seconds(), {"times": times, "seen": seen}
+
+
+def latency_cluster(home: Path, airflow_url: str, catalog_url: str):
+    """A scheduler + dag-processor + triggerer + API server with the latency DAGs, on PostgreSQL."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from harness.airflow_cluster import AirflowCluster
+
+    dags = home / "dags"
+    dags.mkdir(parents=True, exist_ok=True)
+    (dags / "bench_gate_dags.py").write_text(LATENCY_DAGS)
+    return AirflowCluster(dags, sql_alchemy_conn=airflow_url, catalog_url=catalog_url, home=home / "home",
+                          env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5"})
+
+
+def latency(runs: int) -> tuple[list[float], list[float]]:
+    (airflow_url, drop_airflow), (catalog_url, drop_catalog) = catalog("postgres"), catalog("postgres")
+    try:
+        with latency_cluster(Path(tempfile.mkdtemp(prefix="la-bench-cluster-")), airflow_url, catalog_url) as cluster:
+            for dag_id in ("bench_gate_any", "bench_one_success"):
+                cluster.wait_for_dag(dag_id)
+                cluster.unpause(dag_id)
+            gate = [start_latency(cluster, "bench_gate_any")[0] for _ in range(runs)]
+            rule = [start_latency(cluster, "bench_one_success")[0] for _ in range(runs)]
+    finally:
+        drop_airflow()
+        drop_catalog()
+    return gate, rule
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default="engine,writes,latency")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--attempts", type=int, default=200)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="la-bench-home-"))
+    parts = args.parts.split(",")
+    if "engine" in parts:
+        base = None
+        print("| dependencies | evaluations/s | vs 10 |\n| ---: | ---: | ---: |")
+        for k in (10, 100, 1000):
+            rate = engine_rate(k)
+            base = base or rate
+            print(f"| {k:,} | {rate:,.0f} | {rate / base:.3f}x |", flush=True)
+    if "writes" in parts:
+        print("| backend | dependencies | decisions + success + consumption (ms) | plain success (ms) | ratio |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for backend in ("sqlite", "postgres"):
+            for deps in (1, 10, 100):
+                gated, plain = write_cost(backend, deps, args.attempts if deps < 100 else args.attempts // 4)
+                print(f"| {backend} | {deps} | {gated:.2f} | {plain:.2f} | {gated / plain:.1f}x |", flush=True)
+    if "latency" in parts:
+        gate, rule = latency(args.runs)
+        g, r = statistics.median(gate), statistics.median(rule)
+        print("| DAG shape: 1 fast + 2 slow upstreams | median s | runs (s) |\n| --- | ---: | --- |")
+        print(f"| ANY gate (`run_condition(..., when=\"ANY\")`) | {g:.2f} | {', '.join(f'{x:.2f}' for x in gate)} |")
+        print(f"| Airflow `one_success` | {r:.2f} | {', '.join(f'{x:.2f}' for x in rule)} |")
+        print(f"| ratio gate / one_success | {g / r:.2f}x | |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
