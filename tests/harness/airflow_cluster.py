@@ -131,6 +131,9 @@ class AirflowCluster:
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.sql_alchemy_conn or f"sqlite:///{self.home}/airflow.db",
                 "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(self.home / "logs"),
+                # The log servers of the scheduler and triggerer default to fixed ports another Airflow may hold.
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+                "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
                 "AIRFLOW__API__PORT": str(self.port),
                 "AIRFLOW__API__HOST": "127.0.0.1",
                 "AIRFLOW__API__WORKERS": "1",
@@ -141,7 +144,7 @@ class AirflowCluster:
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
                 "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
-                "AIRFLOW__LEASTACTION__POLL_INTERVAL": "1",
+                "AIRFLOW__LEASTACTION__POLL_INTERVAL": "2",
                 "PYTHONUNBUFFERED": "1",
             }
         )
@@ -307,6 +310,12 @@ class AirflowCluster:
     def trigger(self, dag_id: str, logical_date: str | None = None, conf: dict | None = None) -> dict:
         body = {"logical_date": logical_date, "conf": conf or {}}
         return self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", json=body)
+
+    def backfill(self, dag_id: str, from_date: str, to_date: str, max_active_runs: int = 3) -> dict:
+        """Create a backfill of ``dag_id`` over ``[from_date, to_date]`` (logical dates, ISO-8601)."""
+        body = {"dag_id": dag_id, "from_date": from_date, "to_date": to_date,
+                "max_active_runs": max_active_runs, "reprocess_behavior": "none"}
+        return self.api("POST", "/api/v2/backfills", json=body)
 
     def runs(self, dag_id: str) -> list[dict]:
         return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 500})["dag_runs"]

@@ -1,0 +1,41 @@
+"""``make demo`` in its non-interactive form: the example DAGs run green on the embedded defaults."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.airflow_cluster import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+class TestDemo:
+    def test_example_dags_run_green_and_the_plugin_shows_their_activity(self, tmp_path):
+        port = free_port()
+        env = {**os.environ, "DEMO_HOME": str(tmp_path / "home"), "DEMO_PORT": str(port), "DEMO_TIMEOUT": "600"}
+        done = subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--check"], env=env, capture_output=True,
+                              text=True, timeout=900)
+        report = [line for line in done.stdout.splitlines() if line.startswith(("check:", "demo:"))]
+        assert done.returncode == 0, "\n".join(report) + "\n" + done.stderr[-4000:]
+        runs = {m.group(1): m.group(2).split() for m in map(re.compile(r"check: (\w+)\s+((?:\w+ ?)+)$").match,
+                                                            report) if m}
+        assert {"orders_raw", "orders_enriched", "orders_daily_report"} <= set(runs)
+        assert all(states and set(states) == {"success"} for states in runs.values()), runs
+        activity = next(line for line in report if line.startswith("check: plugin API"))
+        counts = dict(re.findall(r"(\w[\w ]*?): (\d+)", activity.removeprefix("check: plugin API ")))
+        assert int(counts["decisions"]) > 0 and int(counts["consumption"]) > 0, activity
+        assert int(counts["queue batches"]) > 0 and int(counts["queue events"]) > 0, activity
+        assert not port_in_use(port), "the API server outlived the demo"
