@@ -79,3 +79,36 @@ def later(seconds: float, fn, *args, **kwargs):
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
+
+
+@pytest.fixture(scope="module")
+def module_runs(tmp_path_factory, dagbag):
+    """``run(dag_id, n, before=None)``: one real run per (DAG, day) for the whole module, on a module
+    catalog, so several rules can be checked on the same run. Each run gets its own marker folder;
+    ``before(markers)`` runs first (to release a sensor later, say)."""
+    from airflow_leastaction.catalog.engine import dispose_all, get_engine
+    from airflow_leastaction.catalog.store import CatalogStore
+
+    root = tmp_path_factory.mktemp("rc-module")
+    url = f"sqlite:///{root}/catalog.db"
+    cache: dict = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(root / "spool"))
+        mp.setenv("AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT",
+                  '{"conn_type": "leastaction_catalog", "extra": {"url": "%s"}}' % url)
+        dispose_all()
+        store = CatalogStore(get_engine(url, migrate=True))
+
+        def run(dag_id: str, n: int, before=None):
+            if (dag_id, n) not in cache:
+                folder = root / f"markers-{dag_id}-{n}"
+                folder.mkdir()
+                mp.setenv("RC_MARKERS", str(folder))
+                if before is not None:
+                    before(folder)
+                cache[(dag_id, n)] = dagbag.get_dag(dag_id).test(logical_date=day(n))
+            return cache[(dag_id, n)]
+
+        run.store = store
+        yield run
+        dispose_all()

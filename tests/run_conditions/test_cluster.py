@@ -35,12 +35,11 @@ class TestAnyOnARealDeployment:
     def test_any_waits_deferred_and_starts_before_the_slow_upstreams_finish(self, cluster):
         cluster.wait_for_dag("bench_gate_any")
         cluster.unpause("bench_gate_any")
-        delay, info = start_latency(cluster, "bench_gate_any", watch=gate_states)
+        _, info = start_latency(cluster, "bench_gate_any", watch=gate_states)
         times = info["times"]
         assert "deferred" in info["seen"]  # waiting in the triggerer, not on a worker
         assert times["child"][0] == "success"
         assert times["child"][1] < times["slow_a"][2] and times["child"][1] < times["slow_b"][2]
-        assert delay < 10
         engine = sa.create_engine(cluster.catalog_url)
         with engine.connect() as conn:
             rows = conn.execute(sa.text("SELECT dependency, result FROM la_gate_decision WHERE dag_id = "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.run_conditions.conftest import consumed, day, decisions, states
+from tests.run_conditions.conftest import consumed, decisions, states
 
 pytestmark = pytest.mark.integration
 
@@ -29,27 +29,26 @@ TYPE_TABLE = [
 
 class TestDependencyTypes:
     @pytest.mark.parametrize("dag_id,expected", TYPE_TABLE, ids=[d for d, _ in TYPE_TABLE])
-    def test_a_dependency_is_satisfied_only_by_the_outcome_its_type_names(self, rc_catalog, run_dag, dag_id,
-                                                                         expected):
-        run = run_dag(dag_id, day(2))
+    def test_a_dependency_is_satisfied_only_by_the_outcome_its_type_names(self, module_runs, dag_id, expected):
+        run = module_runs(dag_id, 2)
         got = states(run)
         assert got["child"] == expected
-        [decision] = decisions(rc_catalog, dag_id, "child__gate")
+        [decision] = decisions(module_runs.store, dag_id, "child__gate")
         assert decision["result"] == ("SATISFIED" if expected == "success" else "UNSATISFIED")
         assert decision["dependency"] == "task:up"
         assert decision["reason"].startswith("up (")
         # The run ends failed exactly when a task of it failed.
         assert run.state == ("failed" if got["up"] == "failed" else "success")
 
-    def test_has_data_names_the_rows_written_in_its_decision(self, rc_catalog, run_dag):
-        run_dag("rc_type_has_data_success", day(2))
-        [decision] = decisions(rc_catalog, "rc_type_has_data_success", "child__gate")
+    def test_has_data_names_the_rows_written_in_its_decision(self, module_runs):
+        module_runs("rc_type_has_data_success", 2)
+        [decision] = decisions(module_runs.store, "rc_type_has_data_success", "child__gate")
         assert "wrote 3 rows" in decision["reason"]
         assert decision["upstream_revision"] == 1
 
-    def test_an_upstream_that_reports_nothing_does_not_satisfy_has_data(self, rc_catalog, run_dag):
-        run_dag("rc_type_has_data_success_unknown_rows", day(2))
-        [decision] = decisions(rc_catalog, "rc_type_has_data_success_unknown_rows", "child__gate")
+    def test_an_upstream_that_reports_nothing_does_not_satisfy_has_data(self, module_runs):
+        module_runs("rc_type_has_data_success_unknown_rows", 2)
+        [decision] = decisions(module_runs.store, "rc_type_has_data_success_unknown_rows", "child__gate")
         assert "reported no rows written" in decision["reason"]
 
 
@@ -63,15 +62,14 @@ CONDITION_TABLE = [
 
 class TestRunConditions:
     @pytest.mark.parametrize("dag_id,expected,satisfied", CONDITION_TABLE, ids=[d for d, *_ in CONDITION_TABLE])
-    def test_the_task_starts_when_enough_dependencies_are_satisfied(self, rc_catalog, run_dag, dag_id, expected,
-                                                                    satisfied):
-        run = run_dag(dag_id, day(3))
+    def test_the_task_starts_when_enough_dependencies_are_satisfied(self, module_runs, dag_id, expected, satisfied):
+        run = module_runs(dag_id, 3)
         assert states(run)["child"] == expected
-        rows = decisions(rc_catalog, dag_id, "child__gate")
+        rows = decisions(module_runs.store, dag_id, "child__gate")
         assert sorted(r["dependency"] for r in rows) == ["task:a", "task:b", "task:c"]
         assert sum(r["result"] == "SATISFIED" for r in rows) == satisfied
         # Consumption is written only when the gated task succeeds, from the SATISFIED decisions.
-        eaten = consumed(rc_catalog, dag_id)
+        eaten = consumed(module_runs.store, dag_id)
         if expected == "success":
             assert sorted(r["dependency"] for r in eaten) == ["task:a", "task:c"]
             assert {r["task_id"] for r in eaten} == {"child"}
