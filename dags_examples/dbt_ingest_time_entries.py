@@ -34,7 +34,8 @@ with DAG(
         with path.open() as f:
             next_id = 1 + max(int(r["entry_id"]) for r in csv.DictReader(f))
         with path.open("a", newline="") as f:
-            csv.writer(f).writerow([next_id, 100 + next_id % 4, 1.5, 85, f"{data_interval_end:%Y-%m-%d}"])
+            row = [next_id, 100 + next_id % 4, 1.5, 85, f"{data_interval_end:%Y-%m-%d}"]
+            csv.writer(f, lineterminator="\n").writerow(row)
         return next_id
 
     ingest_time_entries() >> DbtEnqueueOperator(

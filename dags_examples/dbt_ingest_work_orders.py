@@ -34,7 +34,8 @@ with DAG(
         with path.open() as f:
             next_id = 1 + max(int(r["work_order_id"]) for r in csv.DictReader(f))
         with path.open("a", newline="") as f:
-            csv.writer(f).writerow([next_id, 1 + next_id % 3, "OPEN", f"{data_interval_end:%Y-%m-%d %H:%M:%S}"])
+            row = [next_id, 1 + next_id % 3, "OPEN", f"{data_interval_end:%Y-%m-%d %H:%M:%S}"]
+            csv.writer(f, lineterminator="\n").writerow(row)
         return next_id
 
     ingest_work_orders() >> DbtEnqueueOperator(

@@ -27,14 +27,24 @@ class DemandReport:
 
     def as_dict(self) -> dict:
         return {
-            "request_id": self.request_id, "environment": self.environment, "selector": self.selector,
-            "status": self.status, "merged": self.merged, "excluded": self.excluded,
+            "request_id": self.request_id,
+            "environment": self.environment,
+            "selector": self.selector,
+            "status": self.status,
+            "merged": self.merged,
+            "excluded": self.excluded,
         }
 
 
 def submit(
-    planner: Planner, store: QueueStore, environment: str, selector: str, *, action: str = "build",
-    mode: str = "default", requested_by: str | None = None,
+    planner: Planner,
+    store: QueueStore,
+    environment: str,
+    selector: str,
+    *,
+    action: str = "build",
+    mode: str = "default",
+    requested_by: str | None = None,
 ) -> DemandReport:
     """Resolve ``selector`` with dbt and merge the models into ``environment``'s queue.
 
@@ -47,8 +57,14 @@ def submit(
     except DbtPlanningError as exc:
         store.record_planning_failure(environment, selector, str(exc), requested_by=requested_by)
         raise
-    result = store.enqueue(key, plan.models, selector, requested_by=requested_by, excluded_count=len(plan.excluded))
+    result = store.enqueue(
+        key, plan.models, selector, requested_by=requested_by, excluded_count=len(plan.excluded)
+    )
     return DemandReport(
-        result.request_id, environment, selector, "noop" if plan.is_noop else "queued",
-        result.by_outcome() if not plan.is_noop else {}, [m.unique_id for m in plan.excluded],
+        result.request_id,
+        environment,
+        selector,
+        "noop" if plan.is_noop else "queued",
+        result.by_outcome() if not plan.is_noop else {},
+        [m.unique_id for m in plan.excluded],
     )

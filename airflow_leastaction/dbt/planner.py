@@ -1,4 +1,4 @@
-"""Resolve a dbt selector into model identities, by asking dbt (``dbt ls``), never by walking the graph here."""
+"""Resolve a dbt selector into model identities by asking dbt (``dbt ls``), never by walking the graph."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ class Plan:
 
 def validate_selector(selector: object) -> str:
     if not isinstance(selector, str) or not selector.strip():
-        raise DbtPlanningError(str(selector), "a selector must be a non-empty string, e.g. 'source:shop.orders+'")
+        raise DbtPlanningError(
+            str(selector), "a selector must be a non-empty string, e.g. 'source:shop.orders+'"
+        )
     return selector.strip()
 
 
@@ -80,7 +82,9 @@ class Planner:
     :param tiers: tier policy read from each model's ``meta.tier``.
     """
 
-    def __init__(self, runner: DbtRunner, exclude: Sequence[str] = DEFAULT_EXCLUDED, tiers: TierPolicy | None = None):
+    def __init__(
+        self, runner: DbtRunner, exclude: Sequence[str] = DEFAULT_EXCLUDED, tiers: TierPolicy | None = None
+    ):
         self.runner = runner
         self.exclude = tuple(exclude)
         self.tiers = tiers or TierPolicy()

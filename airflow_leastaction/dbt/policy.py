@@ -84,7 +84,9 @@ class Tier:
         if self.aging <= dt.timedelta(0):
             raise ValueError(f"tier {self.name!r}: aging must be positive, got {self.aging}")
         if self.min_interval < dt.timedelta(0):
-            raise ValueError(f"tier {self.name!r}: min_interval must not be negative, got {self.min_interval}")
+            raise ValueError(
+                f"tier {self.name!r}: min_interval must not be negative, got {self.min_interval}"
+            )
 
 
 DEFAULT_TIERS = (
@@ -153,7 +155,9 @@ class TierPolicy:
         eligible = [c for c in candidates if (self.eligible_at(c) or now) <= now]
         if not eligible:
             return []
-        ranked = sorted(eligible, key=lambda c: (-self.effective_priority(c, now), c.first_requested_at, c.id))
+        ranked = sorted(
+            eligible, key=lambda c: (-self.effective_priority(c, now), c.first_requested_at, c.id)
+        )
         head = ranked[0]
         return [c for c in ranked if compatible(c.key, head.key)][:max_size]
 
@@ -173,7 +177,8 @@ class FailureKind(str, enum.Enum):
 
 #: Messages of write conflicts: DuckDB's file lock, Delta Lake's optimistic-concurrency exceptions.
 CONFLICT_PATTERNS = re.compile(
-    r"Could not set lock on file|Conflicting lock is held|ConcurrentAppendException|ConcurrentDeleteReadException"
+    r"Could not set lock on file|Conflicting lock is held"
+    r"|ConcurrentAppendException|ConcurrentDeleteReadException"
     r"|ConcurrentDeleteDeleteException|ConcurrentTransactionException|MetadataChangedException"
     r"|ProtocolChangedException|concurrent (?:write|update|append)",
     re.IGNORECASE,
@@ -182,7 +187,11 @@ CONFLICT_PATTERNS = re.compile(
 
 def classify_failure(messages: Iterable[str]) -> FailureKind:
     """CONFLICT when any message shows a concurrent-write or lock conflict, else OTHER."""
-    return FailureKind.CONFLICT if any(CONFLICT_PATTERNS.search(m or "") for m in messages) else FailureKind.OTHER
+    return (
+        FailureKind.CONFLICT
+        if any(CONFLICT_PATTERNS.search(m or "") for m in messages)
+        else FailureKind.OTHER
+    )
 
 
 class ModelOutcome(str, enum.Enum):
@@ -196,8 +205,9 @@ class ModelOutcome(str, enum.Enum):
 
 
 #: Outcomes that end a row's active life (it becomes history); the rest return to pending.
-FINAL_OUTCOMES = frozenset({ModelOutcome.SUCCESS, ModelOutcome.TEST_FAILED, ModelOutcome.ERROR,
-                            ModelOutcome.UPSTREAM_FAILED})
+FINAL_OUTCOMES = frozenset(
+    {ModelOutcome.SUCCESS, ModelOutcome.TEST_FAILED, ModelOutcome.ERROR, ModelOutcome.UPSTREAM_FAILED}
+)
 
 
 def model_outcomes(

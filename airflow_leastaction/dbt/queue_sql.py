@@ -1,5 +1,7 @@
-"""Named SQL of the queue that SQLAlchemy Core does not express well.
+"""Named SQL of the queue's enqueue.
 
+``merge_upsert(dialect)`` is the portable merge: ``INSERT ... ON CONFLICT (environment, unique_id) WHERE
+<active> DO UPDATE ... RETURNING``, which PostgreSQL and SQLite both accept against the partial unique index.
 ``PG_ENQUEUE`` does a whole request in one PostgreSQL statement: the request row, the merge upsert on the
 partial unique index of active rows, and one event per model from the upsert's ``RETURNING``. One round
 trip keeps the row locks of hot models held for the shortest time, which is what bounds throughput when
@@ -8,7 +10,17 @@ many producers ask for the same models. Its outcome rule is :func:`policy.outcom
 
 from __future__ import annotations
 
-from sqlalchemy import text
+import datetime as dt
+from typing import Sequence
+
+from sqlalchemy import case, func, literal, text
+from sqlalchemy.dialects import postgresql, sqlite
+
+from airflow_leastaction.dbt.planner import PlannedModel
+from airflow_leastaction.dbt.policy import BatchKey
+from airflow_leastaction.dbt.schema import ACTIVE_PREDICATE, dbt_queue
+
+q = dbt_queue.c
 
 PG_ENQUEUE = text("""
 WITH up AS (
@@ -25,14 +37,16 @@ WITH up AS (
         last_requested_at = EXCLUDED.last_requested_at,
         tier = EXCLUDED.tier,
         fqn = EXCLUDED.fqn,
-        selectors = CASE WHEN strpos(E'\\n' || q.selectors || E'\\n', E'\\n' || EXCLUDED.selectors || E'\\n') > 0
-                         THEN q.selectors ELSE q.selectors || E'\\n' || EXCLUDED.selectors END,
+        selectors = CASE
+            WHEN strpos(E'\\n' || q.selectors || E'\\n', E'\\n' || EXCLUDED.selectors || E'\\n') > 0
+            THEN q.selectors ELSE q.selectors || E'\\n' || EXCLUDED.selectors END,
         requested_while_running = q.status = 'running' OR q.requested_while_running
     RETURNING q.id, q.unique_id, q.status, q.request_count
 ), request AS (
     INSERT INTO la_dbt_request (id, environment, selector, status, model_count, excluded_count, requested_by,
                                 requested_at)
-    VALUES (:request_id, :environment, :selector, 'queued', :model_count, :excluded_count, :requested_by, :now)
+    VALUES (:request_id, :environment, :selector, 'queued', :model_count, :excluded_count, :requested_by,
+            :now)
 ), events AS (
     INSERT INTO la_dbt_request_event (request_id, environment, unique_id, selector, outcome, queue_id,
                                       requested_by, requested_at)
@@ -44,3 +58,38 @@ WITH up AS (
 )
 SELECT id, unique_id, status, request_count FROM up
 """)
+
+
+def merge_upsert(dialect: str):
+    """The merge upsert for ``dialect`` (build once and reuse: its compiled form is then cached)."""
+    stmt = (postgresql if dialect == "postgresql" else sqlite).insert(dbt_queue)
+    new = stmt.excluded
+    find = func.strpos if dialect == "postgresql" else func.instr
+    delimited = literal("\n") + q.selectors + literal("\n")
+    known = find(delimited, literal("\n") + new.selectors + literal("\n")) > 0
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["environment", "unique_id"],
+        index_where=ACTIVE_PREDICATE,
+        set_={
+            "request_count": q.request_count + 1,
+            "last_requested_at": new.last_requested_at,
+            "tier": new.tier,
+            "fqn": new.fqn,
+            "selectors": case((known, q.selectors), else_=q.selectors + literal("\n") + new.selectors),
+            "requested_while_running": case((q.status == "running", True), else_=q.requested_while_running),
+        },
+    )
+    return stmt.returning(q.id, q.unique_id, q.status, q.request_count, sort_by_parameter_order=True)
+
+
+def merge_rows(key: BatchKey, models: Sequence[PlannedModel], selector: str, now: dt.datetime) -> list[dict]:
+    """Parameters of :func:`merge_upsert`, one dict per model."""
+    common = {
+        "environment": key.environment, "action": key.action, "mode": key.mode, "exclusions": key.exclusions,
+        "status": "pending", "selectors": selector, "request_count": 1, "requested_while_running": False,
+        "first_requested_at": now, "last_requested_at": now, "attempts": 0,
+    }  # fmt: skip
+    return [
+        {**common, "unique_id": m.unique_id, "fqn": m.fqn, "materialized": m.materialized, "tier": m.tier}
+        for m in models
+    ]

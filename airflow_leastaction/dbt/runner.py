@@ -50,7 +50,9 @@ def dbt_executable() -> str:
         return str(beside)
     found = shutil.which("dbt")
     if not found:
-        raise DbtProjectError("dbt", "the dbt executable is not installed (pip install 'airflow-leastaction[dbt]')")
+        raise DbtProjectError(
+            "dbt", "the dbt executable is not installed (pip install 'airflow-leastaction[dbt]')"
+        )
     return found
 
 
@@ -144,7 +146,9 @@ class DbtRunner:
         if self.profiles_dir is None and profile_target is None:
             self.profiles_dir = self.project_dir
         if self.profiles_dir is not None and not (self.profiles_dir / "profiles.yml").exists():
-            raise DbtProjectError(self.project_dir, f"no profiles.yml in profiles directory {self.profiles_dir}")
+            raise DbtProjectError(
+                self.project_dir, f"no profiles.yml in profiles directory {self.profiles_dir}"
+            )
         self.profile_target = dict(profile_target) if profile_target is not None else None
         self.target = target
         self.env = dict(env or {})
@@ -219,15 +223,29 @@ class DbtSession:
         target_path = self.root / f"target-{self._count}"
         target_path.mkdir()
         self.runner.seed_parse_cache(target_path)
-        command = [dbt_executable(), *args, "--project-dir", str(self.runner.project_dir),
-                   "--profiles-dir", str(self.profiles_dir), "--target-path", str(target_path),
-                   "--log-path", str(target_path / "logs")]
+        command = [
+            dbt_executable(),
+            *args,
+            "--project-dir",
+            str(self.runner.project_dir),
+            "--profiles-dir",
+            str(self.profiles_dir),
+            "--target-path",
+            str(target_path),
+            "--log-path",
+            str(target_path / "logs"),
+        ]
         if self.runner.target:
             command += ["--target", self.runner.target]
         log.info("running %s", " ".join(command))
         proc = subprocess.Popen(
-            command, cwd=self.runner.project_dir, env=self.runner.environment(), stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, preexec_fn=_die_with_parent,
+            command,
+            cwd=self.runner.project_dir,
+            env=self.runner.environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=_die_with_parent,
         )
         if on_start is not None:
             on_start(proc.pid)
@@ -245,11 +263,26 @@ class DbtSession:
 
     def list_models(self, selector: str) -> list[dict]:
         """``dbt ls`` of the models ``selector`` resolves to; a selector matching nothing raises."""
-        inv = self.invoke([
-            "ls", "-q", "--resource-type", "model", "--output", "json",
-            "--output-keys", "unique_id", "name", "fqn", "config",
-            "--select", selector, "--warn-error-options", NO_NODES_IS_ERROR,
-        ], echo=logging.DEBUG)
+        inv = self.invoke(
+            [
+                "ls",
+                "-q",
+                "--resource-type",
+                "model",
+                "--output",
+                "json",
+                "--output-keys",
+                "unique_id",
+                "name",
+                "fqn",
+                "config",
+                "--select",
+                selector,
+                "--warn-error-options",
+                NO_NODES_IS_ERROR,
+            ],
+            echo=logging.DEBUG,
+        )
         inv.raise_for_exit()
         return [json.loads(line) for line in inv.output.splitlines() if line.startswith("{")]
 

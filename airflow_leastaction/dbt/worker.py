@@ -18,7 +18,13 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping
 
-from airflow_leastaction.dbt.policy import FailureKind, ModelOutcome, TierPolicy, classify_failure, model_outcomes
+from airflow_leastaction.dbt.policy import (
+    FailureKind,
+    ModelOutcome,
+    TierPolicy,
+    classify_failure,
+    model_outcomes,
+)
 from airflow_leastaction.dbt.queue_store import Batch, QueueStore
 from airflow_leastaction.dbt.runner import DbtRunner, DbtSession, Invocation, NodeResults
 
@@ -87,8 +93,11 @@ class Heartbeat:
             try:
                 self.store.renew_lease(self.environment, self.owner)
                 if self.batch_id and not self.store.heartbeat(self.batch_id, self.owner):
-                    log.warning("batch %s is no longer owned by %s (recovered by another worker)",
-                                self.batch_id, self.owner)
+                    log.warning(
+                        "batch %s is no longer owned by %s (recovered by another worker)",
+                        self.batch_id,
+                        self.owner,
+                    )
             except Exception:  # a transient database error must not kill the heartbeat
                 log.exception("heartbeat failed; retrying in %ss", self.interval)
 
@@ -112,14 +121,26 @@ class QueueWorker:
     """
 
     def __init__(
-        self, store: QueueStore, runner: DbtRunner, environment: str, *, owner: str | None = None,
-        policy: TierPolicy | None = None, grace: dt.timedelta = dt.timedelta(minutes=5),
-        heartbeat_interval: float = 10.0, max_batch_size: int = 100, conflict_retries: int = 3,
-        conflict_backoff: float = 2.0, max_attempts: int = 3, airflow_ti: str | None = None,
+        self,
+        store: QueueStore,
+        runner: DbtRunner,
+        environment: str,
+        *,
+        owner: str | None = None,
+        policy: TierPolicy | None = None,
+        grace: dt.timedelta = dt.timedelta(minutes=5),
+        heartbeat_interval: float = 10.0,
+        max_batch_size: int = 100,
+        conflict_retries: int = 3,
+        conflict_backoff: float = 2.0,
+        max_attempts: int = 3,
+        airflow_ti: str | None = None,
         is_alive: Callable[[Mapping], bool | None] | None = None,
     ):
         if heartbeat_interval >= grace.total_seconds():
-            raise ValueError(f"heartbeat_interval ({heartbeat_interval}s) must be shorter than grace ({grace})")
+            raise ValueError(
+                f"heartbeat_interval ({heartbeat_interval}s) must be shorter than grace ({grace})"
+            )
         self.store, self.runner, self.environment = store, runner, environment
         self.owner = owner or default_owner()
         self.policy = policy or TierPolicy()
@@ -137,10 +158,17 @@ class QueueWorker:
         report.owned = True
         try:
             with Heartbeat(self.store, self.environment, self.owner, self.heartbeat_interval) as beat:
-                report.requeued = self.store.requeue_stale(self.environment, self.grace, is_alive=self.is_alive)
+                report.requeued = self.store.requeue_stale(
+                    self.environment, self.grace, is_alive=self.is_alive
+                )
                 while max_batches is None or len(report.batches) < max_batches:
-                    batch = self.store.claim(self.environment, self.owner, self.policy,
-                                             max_size=self.max_batch_size, airflow_ti=self.airflow_ti)
+                    batch = self.store.claim(
+                        self.environment,
+                        self.owner,
+                        self.policy,
+                        max_size=self.max_batch_size,
+                        airflow_ti=self.airflow_ti,
+                    )
                     if batch is None:
                         break
                     beat.batch_id = batch.id
@@ -165,12 +193,24 @@ class QueueWorker:
             outcomes = model_outcomes(uids, results.statuses, results.tests_of)
             status = _batch_status(outcomes.values())
             settled = self.store.finish(
-                batch, outcomes, status=status, invocations=len(steps),
-                exit_code=last.exit_code if last else None, message=_failure_summary(last, results),
-                messages={u: results.messages.get(u, "") for u in uids}, max_attempts=self.max_attempts,
+                batch,
+                outcomes,
+                status=status,
+                invocations=len(steps),
+                exit_code=last.exit_code if last else None,
+                message=_failure_summary(last, results),
+                messages={u: results.messages.get(u, "") for u in uids},
+                max_attempts=self.max_attempts,
             )
-        return BatchReport(batch.id, batch.selection, status, {u: o.value for u, o in outcomes.items()}, settled,
-                           steps, last.exit_code if last else None)
+        return BatchReport(
+            batch.id,
+            batch.selection,
+            status,
+            {u: o.value for u, o in outcomes.items()},
+            settled,
+            steps,
+            last.exit_code if last else None,
+        )
 
     def _execute(self, session: DbtSession, batch: Batch, steps: list[str]) -> tuple[NodeResults, Invocation]:
         inv = session.build(batch.selection)
@@ -187,7 +227,9 @@ class QueueWorker:
                 inv = session.build(batch.selection)
                 steps.append("rerun (conflict)")
                 results = results.merge(inv.node_results())
-            elif kind is FailureKind.OTHER and not retried and (inv.target_path / "run_results.json").exists():
+            elif (
+                kind is FailureKind.OTHER and not retried and (inv.target_path / "run_results.json").exists()
+            ):
                 retried = True
                 log.warning("batch %s failed; dbt retry of the failed nodes", batch.id)
                 inv = session.retry(inv)
@@ -213,8 +255,11 @@ def _batch_status(outcomes) -> str:
 def _failure_summary(inv: Invocation | None, results: NodeResults) -> str | None:
     if inv is None:
         return "dbt did not start"
-    failures = [f"{u}: {results.messages.get(u, '')}".strip() for u, s in sorted(results.statuses.items())
-                if s in ("error", "fail")]
+    failures = [
+        f"{u}: {results.messages.get(u, '')}".strip()
+        for u, s in sorted(results.statuses.items())
+        if s in ("error", "fail")
+    ]
     if failures:
         return "\n".join(failures)
     if inv.exit_code != 0:

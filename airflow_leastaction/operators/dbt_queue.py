@@ -1,4 +1,4 @@
-"""dbt model queue operators: ``DbtEnqueueOperator`` (end of an ingest DAG) and ``DbtDrainOperator`` (worker DAG).
+"""dbt model queue operators: ``DbtEnqueueOperator`` (ends an ingest DAG), ``DbtDrainOperator`` (worker DAG).
 
 The enqueue operator resolves a selector with ``dbt ls``, merges the models into the queue and publishes
 the queue's Asset (:func:`dbt_queue_asset`), so a worker DAG scheduled on that Asset runs on demand.
@@ -41,8 +41,13 @@ def dbt_queue_asset(environment: str = "default") -> Asset:
 def profile_target_from_connection(conn) -> dict:
     """A dbt target (the fields of one ``outputs`` entry) from an Airflow connection."""
     target = dict(conn.extra_dejson or {})
-    fields = {"host": conn.host, "user": conn.login, "password": conn.password, "port": conn.port,
-              "schema": conn.schema}
+    fields = {
+        "host": conn.host,
+        "user": conn.login,
+        "password": conn.password,
+        "port": conn.port,
+        "schema": conn.schema,
+    }
     target.update({k: v for k, v in fields.items() if v not in (None, "")})
     target.setdefault("type", conn.conn_type)
     return target
@@ -66,9 +71,17 @@ class _DbtQueueOperator(BaseOperator):
     template_fields: Sequence[str] = ("project_dir", "profiles_dir", "environment", "target")
 
     def __init__(
-        self, *, project_dir: str, environment: str = "default", profiles_dir: str | None = None,
-        dbt_conn_id: str | None = None, target: str | None = None, dbt_env: Mapping[str, str] | None = None,
-        catalog_conn_id: str | None = None, tiers: TierPolicy | None = None, **kwargs,
+        self,
+        *,
+        project_dir: str,
+        environment: str = "default",
+        profiles_dir: str | None = None,
+        dbt_conn_id: str | None = None,
+        target: str | None = None,
+        dbt_env: Mapping[str, str] | None = None,
+        catalog_conn_id: str | None = None,
+        tiers: TierPolicy | None = None,
+        **kwargs,
     ):
         super().__init__(**kwargs)
         _check_profiles(self.task_id, profiles_dir, dbt_conn_id)
@@ -84,8 +97,13 @@ class _DbtQueueOperator(BaseOperator):
         profile_target = None
         if self.dbt_conn_id:
             profile_target = profile_target_from_connection(BaseHook.get_connection(self.dbt_conn_id))
-        return DbtRunner(self.project_dir, profiles_dir=self.profiles_dir, profile_target=profile_target,
-                         target=self.target, env=self.dbt_env)
+        return DbtRunner(
+            self.project_dir,
+            profiles_dir=self.profiles_dir,
+            profile_target=profile_target,
+            target=self.target,
+            env=self.dbt_env,
+        )
 
     def queue_store(self) -> QueueStore:
         return QueueStore(conn_id=self.catalog_conn_id)
@@ -130,10 +148,13 @@ class DbtEnqueueOperator(_DbtQueueOperator):
 
     def execute(self, context) -> dict[str, Any]:
         planner = Planner(self.make_runner(), self.exclude, self.tiers)
-        report = submit(planner, self.queue_store(), self.environment, self.selector,
-                        requested_by=_ti_identity(context))
+        report = submit(
+            planner, self.queue_store(), self.environment, self.selector, requested_by=_ti_identity(context)
+        )
         merged = {k: len(v) for k, v in report.merged.items()}
-        self.log.info("selector %r -> %s; excluded %d", self.selector, merged or report.status, len(report.excluded))
+        self.log.info(
+            "selector %r -> %s; excluded %d", self.selector, merged or report.status, len(report.excluded)
+        )
         return report.as_dict()
 
 
@@ -159,15 +180,23 @@ class DbtDrainOperator(_DbtQueueOperator):
     """
 
     def __init__(
-        self, *, grace: dt.timedelta | float = dt.timedelta(minutes=5), heartbeat_interval: float = 10.0,
-        max_batch_size: int = 100, max_batches: int | None = None, fail_on_model_error: bool = True, **kwargs,
+        self,
+        *,
+        grace: dt.timedelta | float = dt.timedelta(minutes=5),
+        heartbeat_interval: float = 10.0,
+        max_batch_size: int = 100,
+        max_batches: int | None = None,
+        fail_on_model_error: bool = True,
+        **kwargs,
     ):
         super().__init__(**kwargs)
         self.grace = grace if isinstance(grace, dt.timedelta) else dt.timedelta(seconds=float(grace))
         if heartbeat_interval <= 0 or heartbeat_interval >= self.grace.total_seconds():
             raise ConfigurationError(
-                f"task {self.task_id!r}: heartbeat_interval ({heartbeat_interval}s) must be positive and shorter "
-                f"than grace ({self.grace})")
+                f"task {self.task_id!r}: heartbeat_interval ({heartbeat_interval}s) must be positive and "
+                "shorter "
+                f"than grace ({self.grace})"
+            )
         if max_batch_size < 1:
             raise ConfigurationError(f"task {self.task_id!r}: max_batch_size must be at least 1")
         self.heartbeat_interval, self.max_batch_size = heartbeat_interval, max_batch_size
@@ -181,15 +210,28 @@ class DbtDrainOperator(_DbtQueueOperator):
             return False if batch.get("airflow_ti") == me else airflow_task_alive(batch)
 
         worker = QueueWorker(
-            self.queue_store(), self.make_runner(), self.environment, policy=self.tiers, grace=self.grace,
-            heartbeat_interval=self.heartbeat_interval, max_batch_size=self.max_batch_size,
-            airflow_ti=me, is_alive=is_alive,
+            self.queue_store(),
+            self.make_runner(),
+            self.environment,
+            policy=self.tiers,
+            grace=self.grace,
+            heartbeat_interval=self.heartbeat_interval,
+            max_batch_size=self.max_batch_size,
+            airflow_ti=me,
+            is_alive=is_alive,
         )
         report = worker.drain(self.max_batches).as_dict()
         if not report["owned"]:
-            self.log.info("environment %r is being drained by another worker; nothing claimed", self.environment)
-        self.log.info("claimed %d, built %d, failed %d model(s) in %d batch(es)", len(report["claimed"]),
-                      len(report["built"]), len(report["failed"]), len(report["batches"]))
+            self.log.info(
+                "environment %r is being drained by another worker; nothing claimed", self.environment
+            )
+        self.log.info(
+            "claimed %d, built %d, failed %d model(s) in %d batch(es)",
+            len(report["claimed"]),
+            len(report["built"]),
+            len(report["failed"]),
+            len(report["batches"]),
+        )
         if self.fail_on_model_error and report["failed"]:
             context["ti"].xcom_push(key="return_value", value=report)
             raise DbtBuildFailedError(self.environment, report["failed"])
@@ -205,8 +247,9 @@ def airflow_task_alive(batch: Mapping) -> bool | None:
         from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
 
         dag_id, run_id, task_id, map_index = ident.split("|")
-        states = RuntimeTaskInstance.get_task_states(dag_id=dag_id, task_ids=[task_id], run_ids=[run_id],
-                                                     map_index=int(map_index))
+        states = RuntimeTaskInstance.get_task_states(
+            dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=int(map_index)
+        )
     except Exception:  # outside a task (CLI) or the API is unreachable: fall back to the heartbeat alone
         return None
     found = [s for per_run in (states or {}).values() for s in (per_run or {}).values()]

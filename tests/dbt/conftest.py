@@ -49,4 +49,3 @@ def plans(deployed_project):
 @pytest.fixture
 def queue(catalog_url) -> QueueStore:
     return QueueStore(get_engine(catalog_url))
-

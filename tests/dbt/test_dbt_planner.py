@@ -21,9 +21,17 @@ class TestPlanner:
     def test_request_a_and_request_b_resolve_to_overlapping_physical_models(self, plans):
         a, b = plans["A"], plans["B"]
         assert names(m.unique_id for m in a.models) == [
-            "agg_labor_history", "dim_project", "fact_project_labor", "stg_field_ops__work_orders"]
+            "agg_labor_history",
+            "dim_project",
+            "fact_project_labor",
+            "stg_field_ops__work_orders",
+        ]
         assert names(m.unique_id for m in b.models) == [
-            "agg_labor_history", "dim_project", "fact_project_labor", "stg_field_ops__time_entries"]
+            "agg_labor_history",
+            "dim_project",
+            "fact_project_labor",
+            "stg_field_ops__time_entries",
+        ]
         assert names(m.unique_id for m in a.excluded) == ["rpt_open_work_orders"]  # a view
         dim = next(m for m in a.models if m.name == "dim_project")
         assert (dim.fqn, dim.materialized, dim.tier) == ("field_ops.marts.dim_project", "table", "fast")
@@ -34,7 +42,9 @@ class TestPlanner:
         assert names(m.unique_id for m in plan.excluded) == ["stg_field_ops__crews"]
 
     def test_a_selector_matching_no_enabled_node_is_a_planning_failure(self, planner):
-        with pytest.raises(DbtPlanningError, match=r"'source:field_ops\.invoices\+'.*matches no enabled dbt node"):
+        with pytest.raises(
+            DbtPlanningError, match=r"'source:field_ops\.invoices\+'.*matches no enabled dbt node"
+        ):
             planner.plan("source:field_ops.invoices+")
 
     @pytest.mark.parametrize("selector", ["", "   ", None])

@@ -69,11 +69,14 @@ class TestCompatibility:
             (BatchKey("prod", exclusions="ephemeral,view"), False),  # exclusions
         ],
     )
-    def test_models_share_a_batch_only_when_environment_action_mode_and_exclusions_match(self, other, expected):
+    def test_models_share_a_batch_only_when_environment_action_mode_and_exclusions_match(
+        self, other, expected
+    ):
         assert compatible(KEY, other) is expected
 
-    @pytest.mark.parametrize("given, key", [(["View"], "view"), (["view", "ephemeral", " view "], "ephemeral,view"),
-                                            ([], "")])
+    @pytest.mark.parametrize(
+        "given, key", [(["View"], "view"), (["view", "ephemeral", " view "], "ephemeral,view"), ([], "")]
+    )
     def test_exclusions_are_canonical(self, given, key):
         assert exclusions_key(given) == key
 
@@ -83,11 +86,13 @@ def cand(id_, tier, waited_min=0, key=KEY, built_min_ago=None):
     return Candidate(id_, key, tier, T0 - waited_min * MIN, built)
 
 
-POLICY = TierPolicy(tiers=(
-    Tier("fast", 30, min_interval=dt.timedelta(0), aging=5 * MIN),
-    Tier("standard", 20, min_interval=5 * MIN, aging=10 * MIN),
-    Tier("historical", 10, min_interval=60 * MIN, aging=10 * MIN),
-))
+POLICY = TierPolicy(
+    tiers=(
+        Tier("fast", 30, min_interval=dt.timedelta(0), aging=5 * MIN),
+        Tier("standard", 20, min_interval=5 * MIN, aging=10 * MIN),
+        Tier("historical", 10, min_interval=60 * MIN, aging=10 * MIN),
+    )
+)
 
 
 class TestTiers:
@@ -124,7 +129,11 @@ class TestTiers:
         assert POLICY.next_eligible(rows, T0) == T0 + MIN
 
     def test_the_batch_takes_only_rows_compatible_with_the_most_urgent(self):
-        rows = [cand(1, "fast", key=BatchKey("prod", mode="full_refresh")), cand(2, "standard"), cand(3, "historical")]
+        rows = [
+            cand(1, "fast", key=BatchKey("prod", mode="full_refresh")),
+            cand(2, "standard"),
+            cand(3, "historical"),
+        ]
         assert [c.id for c in POLICY.plan_batch(rows, T0, max_size=10)] == [1]
         assert [c.id for c in POLICY.plan_batch(rows[1:], T0, max_size=1)] == [2]
 
@@ -150,9 +159,15 @@ class TestFailures:
     @pytest.mark.parametrize(
         "message, kind",
         [
-            ('IO Error: Could not set lock on file "/data/w.duckdb": Conflicting lock is held', FailureKind.CONFLICT),
+            (
+                'IO Error: Could not set lock on file "/data/w.duckdb": Conflicting lock is held',
+                FailureKind.CONFLICT,
+            ),
             ("io.delta.exceptions.ConcurrentAppendException: Files were added", FailureKind.CONFLICT),
-            ("MetadataChangedException: The metadata of the Delta table has been changed", FailureKind.CONFLICT),
+            (
+                "MetadataChangedException: The metadata of the Delta table has been changed",
+                FailureKind.CONFLICT,
+            ),
             ('Binder Error: Referenced column "hours" not found', FailureKind.OTHER),
             ("", FailureKind.OTHER),
         ],
@@ -163,8 +178,13 @@ class TestFailures:
 
 class TestModelOutcomes:
     STATUSES = {
-        "model.p.ok": "success", "model.p.tested": "success", "test.p.t1": "fail",
-        "model.p.broken": "error", "model.p.child": "skipped", "model.p.warned": "success", "test.p.t2": "warn",
+        "model.p.ok": "success",
+        "model.p.tested": "success",
+        "test.p.t1": "fail",
+        "model.p.broken": "error",
+        "model.p.child": "skipped",
+        "model.p.warned": "success",
+        "test.p.t2": "warn",
     }
     TESTS = {"model.p.tested": ["test.p.t1"], "model.p.warned": ["test.p.t2"]}
 
@@ -200,17 +220,32 @@ class TestModelOutcomes:
 
 class TestPlanFromListing:
     LISTING = [
-        {"unique_id": "model.p.stg", "name": "stg", "fqn": ["p", "staging", "stg"],
-         "config": {"materialized": "view", "meta": {}}},
-        {"unique_id": "model.p.dim", "name": "dim", "fqn": ["p", "marts", "dim"],
-         "config": {"materialized": "table", "meta": {"tier": "fast"}}},
-        {"unique_id": "model.p.inc", "name": "inc", "fqn": ["p", "marts", "inc"],
-         "config": {"materialized": "incremental", "meta": {}}},
+        {
+            "unique_id": "model.p.stg",
+            "name": "stg",
+            "fqn": ["p", "staging", "stg"],
+            "config": {"materialized": "view", "meta": {}},
+        },
+        {
+            "unique_id": "model.p.dim",
+            "name": "dim",
+            "fqn": ["p", "marts", "dim"],
+            "config": {"materialized": "table", "meta": {"tier": "fast"}},
+        },
+        {
+            "unique_id": "model.p.inc",
+            "name": "inc",
+            "fqn": ["p", "marts", "inc"],
+            "config": {"materialized": "incremental", "meta": {}},
+        },
     ]
 
     def test_views_are_excluded_by_default(self):
         plan = plan_from_listing("source:p.raw+", self.LISTING, ["view"], TierPolicy())
-        assert [(m.fqn, m.tier) for m in plan.models] == [("p.marts.dim", "fast"), ("p.marts.inc", "standard")]
+        assert [(m.fqn, m.tier) for m in plan.models] == [
+            ("p.marts.dim", "fast"),
+            ("p.marts.inc", "standard"),
+        ]
         assert [m.unique_id for m in plan.excluded] == ["model.p.stg"]
 
     def test_exclusions_are_configurable(self):

@@ -30,25 +30,40 @@ REQUEST_B = [model("stg_field_ops__time_entries"), model("dim_project"), model("
 
 
 def succeed(queue, batch, **kwargs):
-    return queue.finish(batch, {r.unique_id: ModelOutcome.SUCCESS for r in batch.rows}, status="success",
-                        invocations=1, exit_code=0, message=None, **kwargs)
+    return queue.finish(
+        batch,
+        {r.unique_id: ModelOutcome.SUCCESS for r in batch.rows},
+        status="success",
+        invocations=1,
+        exit_code=0,
+        message=None,
+        **kwargs,
+    )
 
 
 class TestEnqueue:
     def test_shared_models_become_one_piece_of_active_work_with_two_recorded_requests(self, queue):
         first = queue.enqueue(KEY, REQUEST_A, "source:field_ops.work_orders+")
         second = queue.enqueue(KEY, REQUEST_B, "source:field_ops.time_entries+")
-        assert names(first.by_outcome()["new_pending"]) == ["dim_project", "fact_project_labor",
-                                                            "stg_field_ops__work_orders"]
+        assert names(first.by_outcome()["new_pending"]) == [
+            "dim_project",
+            "fact_project_labor",
+            "stg_field_ops__work_orders",
+        ]
         assert names(second.by_outcome()["new_pending"]) == ["stg_field_ops__time_entries"]
         assert names(second.by_outcome()["already_pending"]) == ["dim_project", "fact_project_labor"]
         active = {r["unique_id"]: r for r in queue.active_rows("prod")}
         assert len(active) == 4
         dim = active["model.field_ops.dim_project"]
         assert dim["request_count"] == 2
-        assert dim["selectors"].splitlines() == ["source:field_ops.work_orders+", "source:field_ops.time_entries+"]
+        assert dim["selectors"].splitlines() == [
+            "source:field_ops.work_orders+",
+            "source:field_ops.time_entries+",
+        ]
         assert [e["outcome"] for e in queue.events("prod") if e["unique_id"] == dim["unique_id"]] == [
-            "new_pending", "already_pending"]
+            "new_pending",
+            "already_pending",
+        ]
 
     def test_already_pending_updates_the_request_time_and_keeps_one_copy_of_a_selector(self, queue):
         queue.enqueue(KEY, REQUEST_A, "source:field_ops.work_orders+", now=T0)
@@ -64,11 +79,17 @@ class TestEnqueue:
         assert names(during[0]["already_running"]) == ["dim_project", "fact_project_labor"]
         assert names(during[0]["new_pending"]) == ["stg_field_ops__time_entries"]
         settled = succeed(queue, batch)
-        assert settled == {"model.field_ops.stg_field_ops__work_orders": "done",
-                           "model.field_ops.dim_project": "pending", "model.field_ops.fact_project_labor": "pending"}
+        assert settled == {
+            "model.field_ops.stg_field_ops__work_orders": "done",
+            "model.field_ops.dim_project": "pending",
+            "model.field_ops.fact_project_labor": "pending",
+        }
         follow_up = queue.claim("prod", "w1", NO_WAIT)
-        assert names(r.unique_id for r in follow_up.rows) == ["dim_project", "fact_project_labor",
-                                                              "stg_field_ops__time_entries"]
+        assert names(r.unique_id for r in follow_up.rows) == [
+            "dim_project",
+            "fact_project_labor",
+            "stg_field_ops__time_entries",
+        ]
         succeed(queue, follow_up)
         assert queue.active_rows("prod") == []
         assert queue.claim("prod", "w1", NO_WAIT) is None
@@ -99,7 +120,12 @@ class TestClaim:
         batch = queue.claim("prod", "w1", NO_WAIT, airflow_ti="worker|run|drain|-1", now=T0)
         row = queue.batches("prod")[0]
         assert (row["id"], row["owner"], row["claimed_at"], row["heartbeat_at"], row["status"]) == (
-            batch.id, "w1", T0, T0, "running")
+            batch.id,
+            "w1",
+            T0,
+            T0,
+            "running",
+        )
         assert row["selection"].split() == batch.selection
         assert queue.heartbeat(batch.id, "w1", now=T0 + seconds(5))
         assert not queue.heartbeat(batch.id, "someone-else")
@@ -170,8 +196,10 @@ class TestConcurrentProducers:
         errors: list = []
         stop = threading.Event()
         worker = threading.Thread(target=drain_concurrently, args=(queue, stop, errors))
-        threads = [threading.Thread(target=produce, args=(queue, per_producer, seed, errors))
-                   for seed in range(producers)]
+        threads = [
+            threading.Thread(target=produce, args=(queue, per_producer, seed, errors))
+            for seed in range(producers)
+        ]
         worker.start()
         for t in threads:
             t.start()
@@ -184,8 +212,12 @@ class TestConcurrentProducers:
             events = conn.execute(select(func.count()).select_from(dbt_request_event)).scalar_one()
             merged = conn.execute(select(func.sum(dbt_queue.c.request_count))).scalar_one()
             most_active = conn.execute(
-                select(func.count()).where(dbt_queue.c.status.in_(["pending", "running"]))
-                .group_by(dbt_queue.c.unique_id).order_by(func.count().desc()).limit(1)).scalar()
+                select(func.count())
+                .where(dbt_queue.c.status.in_(["pending", "running"]))
+                .group_by(dbt_queue.c.unique_id)
+                .order_by(func.count().desc())
+                .limit(1)
+            ).scalar()
         assert events == producers * per_producer * 3
         assert merged == events  # every event is counted by exactly one queue row: nothing lost
         assert (most_active or 0) <= 1

@@ -74,11 +74,18 @@ class TestOverlap:
         assert report.owned and len(report.batches) == 1
         batch = report.batches[0]
         assert batch.invocations == ["build"]
-        assert names(batch.built) == ["agg_labor_history", "dim_project", "fact_project_labor",
-                                      "stg_field_ops__time_entries", "stg_field_ops__work_orders"]
+        assert names(batch.built) == [
+            "agg_labor_history",
+            "dim_project",
+            "fact_project_labor",
+            "stg_field_ops__time_entries",
+            "stg_field_ops__work_orders",
+        ]
         dim = "model.field_ops.dim_project"
         assert [e["outcome"] for e in pg_queue.events("field_ops") if e["unique_id"] == dim] == [
-            "new_pending", "already_pending"]
+            "new_pending",
+            "already_pending",
+        ]
         assert [(r["status"], r["request_count"]) for r in done_rows(pg_queue, dim)] == [("done", 2)]
         assert pg_queue.active_rows("field_ops") == []
         assert table_rows(dbt_project, "fact_project_labor") > 0
@@ -96,12 +103,17 @@ class TestFollowUp:
         wait_for(lambda: running(sqlite_queue), what="the first batch to start")
         during = [enqueue(sqlite_queue, plans["A"]).by_outcome() for _ in range(2)]
         thread.join()
-        assert all(names(d["already_running"]) == names(m.unique_id for m in plans["A"].models) for d in during)
+        assert all(
+            names(d["already_running"]) == names(m.unique_id for m in plans["A"].models) for d in during
+        )
         batches = reports[0].batches
         assert len(batches) == 2  # the build, and exactly one follow-up pass
         assert names(batches[1].outcomes) == names(m.unique_id for m in plans["A"].models)
         built = [u for b in batches for u in b.built]
-        assert (built.count("model.field_ops.dim_project"), built.count("model.field_ops.stg_field_ops__time_entries")) == (2, 1)
+        assert (
+            built.count("model.field_ops.dim_project"),
+            built.count("model.field_ops.stg_field_ops__time_entries"),
+        ) == (2, 1)
         # The dirty row went back to pending and was finished by the follow-up: still one row per model.
         assert len(done_rows(sqlite_queue, "model.field_ops.dim_project")) == 1
         assert sqlite_queue.active_rows("field_ops") == []

@@ -1,0 +1,49 @@
+"""How queue transactions run: one writer at a time per SQLite file, PostgreSQL deadlock victims retried."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator, TypeVar
+
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
+
+from airflow_leastaction.catalog.store import CatalogStore
+
+#: PostgreSQL's deadlock and serialization failures: the transaction is safe to run again.
+RETRYABLE = frozenset({"40P01", "40001"})
+RETRIES = 5
+T = TypeVar("T")
+#: One writer at a time per SQLite file within a process: threads queue on a lock instead of polling
+#: SQLite's busy handler (which sleeps up to 100 ms between tries).
+_SQLITE_WRITERS: dict[str, threading.Lock] = {}
+_SQLITE_WRITERS_GUARD = threading.Lock()
+
+
+class QueueTransactions(CatalogStore):
+    """The catalog store's write transaction, tuned for many concurrent queue writers."""
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        if self.engine.dialect.name != "sqlite":
+            with super().write() as conn:
+                yield conn
+            return
+        with _SQLITE_WRITERS_GUARD:
+            lock = _SQLITE_WRITERS.setdefault(str(self.engine.url), threading.Lock())
+        with lock, super().write() as conn:
+            yield conn
+
+    def _retrying(self, transaction: Callable[[], T]) -> T:
+        """Run ``transaction``, again when PostgreSQL chose it as a deadlock or serialization victim."""
+        for attempt in range(1, RETRIES + 1):
+            try:
+                return transaction()
+            except OperationalError as exc:
+                if getattr(exc.orig, "pgcode", None) not in RETRYABLE or attempt == RETRIES:
+                    raise
+                time.sleep(random.uniform(0.005, 0.05) * attempt)
+        raise AssertionError("unreachable")

@@ -1,0 +1,130 @@
+"""The example ingest DAGs (Request A, Request B) and the worker DAG in real Airflow runs (``dag.test()``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from dbt_queue_helpers import DBT_ENV, ROOT, names
+from sqlalchemy import select
+
+from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.dbt.queue_store import QueueStore
+from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.operators import DbtDrainOperator, DbtEnqueueOperator, dbt_queue_asset
+
+pytestmark = [pytest.mark.dbt, pytest.mark.integration, pytest.mark.slow]
+WHEN = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.timezone.utc)
+
+
+@pytest.fixture
+def example_dags(airflow_db, dbt_project, sqlite_url, use_catalog, monkeypatch):
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("FIELD_OPS_DBT_PROJECT_DIR", str(dbt_project))
+    for name, value in DBT_ENV.items():
+        monkeypatch.setenv(name, value)
+    get_engine(sqlite_url, migrate=True)
+    use_catalog(sqlite_url)
+    bag = DagBag(str(ROOT / "dags_examples"))
+    assert not bag.import_errors, bag.import_errors
+    return bag
+
+
+def xcom(dag_id: str, task_id: str):
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = session.scalars(
+            select(XComModel)
+            .where(XComModel.dag_id == dag_id, XComModel.task_id == task_id, XComModel.key == "return_value")
+            .order_by(XComModel.timestamp.desc())
+        ).first()
+        return XComModel.deserialize_value(row)
+
+
+def asset_events(uri: str) -> int:
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return len(
+            session.scalars(
+                select(AssetEvent)
+                .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
+                .where(AssetModel.uri == uri)
+            ).all()
+        )
+
+
+class TestQueueOperatorsInAirflow:
+    def test_two_ingests_enqueue_overlapping_models_and_the_worker_builds_them_once(
+        self, example_dags, sqlite_url
+    ):
+        asset_uri = dbt_queue_asset("field_ops").uri
+        before = asset_events(asset_uri)
+        for dag_id in ("dbt_ingest_work_orders", "dbt_ingest_time_entries"):
+            run = example_dags.get_dag(dag_id).test(logical_date=WHEN)
+            assert run.state == "success", dag_id
+        assert asset_events(asset_uri) - before == 2  # each enqueue published the queue's Asset
+
+        merged_b = xcom("dbt_ingest_time_entries", "enqueue_dbt_models")["merged"]
+        assert names(merged_b["already_pending"]) == [
+            "agg_labor_history",
+            "dim_project",
+            "fact_project_labor",
+        ]
+        assert names(merged_b["new_pending"]) == ["stg_field_ops__time_entries"]
+
+        worker = example_dags.get_dag("dbt_queue_worker")
+        assert dbt_queue_asset("field_ops") in worker.timetable.asset_condition.objects  # runs on demand
+        run = worker.test(logical_date=WHEN)
+        assert run.state == "success"
+        report = xcom("dbt_queue_worker", "drain_dbt_queue")
+        assert report["owned"] and len(report["batches"]) == 1
+        assert names(report["built"]) == [
+            "agg_labor_history",
+            "dim_project",
+            "fact_project_labor",
+            "stg_field_ops__time_entries",
+            "stg_field_ops__work_orders",
+        ]
+        queue = QueueStore(get_engine(sqlite_url))
+        assert queue.active_rows("field_ops") == []
+        assert {r["requested_by"].split("|")[0] for r in queue.requests("field_ops")} == {
+            "dbt_ingest_work_orders",
+            "dbt_ingest_time_entries",
+        }
+
+
+class TestOperatorArguments:
+    @pytest.mark.parametrize("selector", ["", "  "])
+    def test_an_empty_selector_fails_at_dag_parse_time(self, deployed_project, selector):
+        with pytest.raises(ConfigurationError, match="'enqueue'.*non-empty string"):
+            DbtEnqueueOperator(task_id="enqueue", selector=selector, project_dir=str(deployed_project))
+
+    def test_a_project_dir_without_dbt_project_yml_fails_at_dag_parse_time(self, tmp_path):
+        with pytest.raises(ConfigurationError, match="'drain'.*holds no dbt_project.yml"):
+            DbtDrainOperator(task_id="drain", project_dir=str(tmp_path))
+
+    def test_profiles_come_from_a_directory_or_a_connection_not_both(self, deployed_project):
+        with pytest.raises(ConfigurationError, match="profiles_dir or dbt_conn_id, not both"):
+            DbtDrainOperator(
+                task_id="drain", project_dir=str(deployed_project), profiles_dir="/p", dbt_conn_id="c"
+            )
+
+    def test_the_heartbeat_must_be_shorter_than_the_grace_period(self, deployed_project):
+        with pytest.raises(ConfigurationError, match="shorter than grace"):
+            DbtDrainOperator(
+                task_id="drain", project_dir=str(deployed_project), grace=5, heartbeat_interval=10
+            )
+
+    def test_the_enqueue_publishes_the_environments_asset(self, deployed_project):
+        op = DbtEnqueueOperator(
+            task_id="enqueue",
+            selector="source:field_ops.crews+",
+            project_dir=str(deployed_project),
+            environment="analytics",
+        )
+        assert op.outlets == [dbt_queue_asset("analytics")]
