@@ -97,7 +97,9 @@ class RunConditionGate(_Waiting):
                  max_looks: int = 30, catalog_conn_id: str = DEFAULT_CONN_ID, poll_interval: float | None = None,
                  deferrable: bool = True, **kwargs):
         kwargs["trigger_rule"] = TriggerRule.ALWAYS
-        kwargs.setdefault("retries", 0)
+        # A gate fails only when it cannot read (catalog or API down): try again rather than lose the path.
+        kwargs.setdefault("retries", 2)
+        kwargs.setdefault("retry_delay", dt.timedelta(seconds=10))
         super().__init__(**kwargs)
         self.gated_task_id = gated_task_id
         self.dependencies = [d if isinstance(d, Dependency) else Dependency.from_dict(d) for d in dependencies]
