@@ -117,8 +117,13 @@ def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: 
                                  "all its dependencies in run_condition() instead of with >>")
     validate(dag_id, {**dag_nodes(dag), task_id: Node(task_id, tuple(d.upstream for d in deps if d.in_run), kind,
                                                        active)})
+    mapped = sorted(d.upstream for d in deps if d.in_run and getattr(dag.get_task(d.upstream), "is_mapped", False))
+    if mapped or getattr(operator, "is_mapped", False):
+        raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: run conditions do not apply to mapped tasks "
+                                 f"({', '.join(mapped) or task_id}); gate the task that reduces them instead")
+    # The gate sits in the root group, so its id is the gated task's full id (group prefix included).
     gate = RunConditionGate(task_id=gate_id, gated_task_id=task_id, dependencies=deps, condition=kind,
-                            count=count, active=active, dag=dag, task_group=operator.task_group, **gate_kwargs)
+                            count=count, active=active, dag=dag, **gate_kwargs)
     for dep in deps:
         if dep.in_run:
             dag.get_task(dep.upstream) >> gate

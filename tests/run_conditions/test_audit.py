@@ -97,3 +97,13 @@ class TestRelaxedGates:
         assert decision["result"] == "BYPASSED"
         assert decision["reason"].startswith(f"gates={mode}: up (FAILURE)")
         assert consumed(rc_catalog, "rc_type_failure_success") == []
+
+    def test_a_run_records_decisions_and_consumes_them_on_each_backend(self, rc_catalog_any, run_dag):
+        assert states(run_dag("rc_condition_n2", day(21)))["child"] == "success"
+        rows = decisions(rc_catalog_any, "rc_condition_n2", "child__gate")
+        assert sorted((r["dependency"], r["result"]) for r in rows) == [
+            ("task:a", "SATISFIED"), ("task:b", "UNSATISFIED"), ("task:c", "SATISFIED")]
+        assert all(r["attempt"] == 1 and r["downstream_slot"] == day(21) for r in rows)
+        eaten = consumed(rc_catalog_any, "rc_condition_n2")
+        assert sorted(r["dependency"] for r in eaten) == ["task:a", "task:c"]
+        assert {r["decision_id"] for r in eaten} <= {r["id"] for r in rows}

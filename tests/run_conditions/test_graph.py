@@ -10,6 +10,7 @@ from airflow.providers.standard.operators.empty import EmptyOperator
 
 from airflow_leastaction.cli import main
 from airflow_leastaction.exceptions import (
+    ConfigurationError,
     CountWithoutNError,
     DependencyCycleError,
     InactiveDependencyError,
@@ -87,6 +88,28 @@ class TestValidationAtParseTime:
         assert gate.task_id == "c__gate"
         assert gate.upstream_task_ids == {"a", "b"} and c.upstream_task_ids == {"c__gate"}
         assert "leastaction_run_outcome" in dag.task_dict
+
+
+    def test_a_task_in_a_task_group_gets_its_gate_next_to_it(self):
+        from airflow.sdk import TaskGroup
+
+        dag, a, b, c = three_tasks()
+        with TaskGroup("grp", dag=dag):
+            d = EmptyOperator(task_id="d", dag=dag)
+        assert run_condition(d, a).task_id == "grp.d__gate"
+
+    def test_a_mapped_upstream_is_rejected_naming_it(self):
+        from airflow.sdk import task
+
+        dag, a, b, c = three_tasks()
+
+        @task(dag=dag)
+        def fan(x):
+            return x
+
+        fan.expand(x=[1, 2])
+        with pytest.raises(ConfigurationError, match=r"mapped tasks \(fan\)"):
+            run_condition(c, "fan")
 
 
 class TestWaves:
