@@ -8,8 +8,8 @@ N task that may start sooner during a run.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from airflow_leastaction.exceptions import (
     CountWithoutNError,
@@ -126,7 +126,7 @@ def waves(nodes: Mapping[str, Node]) -> list[list[str]]:
     while remaining:
         wave = sorted(t for t in remaining if all(u in placed for u in active[t].upstream))
         if not wave:
-            raise DependencyCycleError(None, sorted(remaining)[0], "dependency cycle among " + ", ".join(sorted(remaining)))
+            raise DependencyCycleError(None, min(remaining), "dependency cycle among " + ", ".join(sorted(remaining)))
         for t in wave:
             placed[t] = len(out)
         remaining -= set(wave)

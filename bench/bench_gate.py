@@ -57,8 +57,9 @@ def catalog(backend: str):
     if backend == "sqlite":
         return f"sqlite:///{tempfile.mkdtemp(prefix='la-bench-gate-')}/catalog.db", lambda: None
     sys.path.insert(0, str(ROOT / "tests"))
-    from harness.airflow_cluster import fresh_pg_database
     import subprocess
+
+    from harness.airflow_cluster import fresh_pg_database
 
     admin = subprocess.run([str(ROOT / "scripts" / "postgres.sh"), "start"], check=True, capture_output=True,
                            text=True).stdout.strip().splitlines()[-1]

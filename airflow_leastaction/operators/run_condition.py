@@ -12,7 +12,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleExcept
 from airflow_leastaction.admission import gate_mode, settle
 from airflow_leastaction.catalog.engine import DEFAULT_CONN_ID, setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
-from airflow_leastaction.gate import DependencyType, GateOutcome, RunCondition, Verdict
+from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_conditions.judging import RunView, evaluate
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
@@ -169,7 +169,7 @@ class RunConditionGate(_Waiting):
         for j in outcome.judgements:
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         if admission.admitted:
-            note = " (gate bypassed: [leastaction] gates = %s)" % gate_mode() if admission.bypassed else ""
+            note = f" (gate bypassed: [leastaction] gates = {gate_mode()})" if admission.bypassed else ""
             self.log.info("%s admitted%s: %s", self.gated_task_id, note, outcome.summary())
             return None
         raise AirflowSkipException(f"{self.gated_task_id} can never start in this run: {outcome.summary()}")

@@ -160,5 +160,22 @@ def dag_nodes(dag) -> dict[str, Node]:
     return nodes
 
 
-__all__ = ["run_condition", "depends_on", "success", "failure", "always", "has_data", "gate_specs", "dag_nodes",
-           "Dependency", "GateSpec", "RunCondition", "ALL", "ANY", "SUCCESS", "FAILURE", "ALWAYS", "HAS_DATA"]
+__all__ = [
+    "ALL",
+    "ALWAYS",
+    "ANY",
+    "FAILURE",
+    "HAS_DATA",
+    "SUCCESS",
+    "Dependency",
+    "GateSpec",
+    "RunCondition",
+    "always",
+    "dag_nodes",
+    "depends_on",
+    "failure",
+    "gate_specs",
+    "has_data",
+    "run_condition",
+    "success",
+]

@@ -7,8 +7,8 @@ states of the run, catalog slot records, the latest runs of tasks in other DAGs)
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from airflow_leastaction.gate import GateOutcome, Judgement, Verdict, decide, judge_upstream_task, run_settled
 from airflow_leastaction.parents import LatestRuns, RunRecord, judge_latest_run

@@ -46,7 +46,7 @@ class Dependency:
         return {"upstream": upstream, "type": self.type.value, "consume_repairs": self.consume_repairs}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Dependency":
+    def from_dict(cls, data: dict) -> Dependency:
         up = data["upstream"]
         return cls(up if isinstance(up, str) else TaskIdentity.from_dict(up), data.get("type", "SUCCESS"),
                    bool(data.get("consume_repairs", True)))
@@ -72,7 +72,7 @@ class GateSpec:
         return tuple(d for d in self.dependencies if not d.in_run)
 
 
-def parse_condition(condition: "RunCondition | str | None", count: int | None, owner: str) -> RunCondition:
+def parse_condition(condition: RunCondition | str | None, count: int | None, owner: str) -> RunCondition:
     """``"ALL"``, ``"ANY"``, ``"N"`` (with ``count``) or a RunCondition; messages name ``owner``."""
     if isinstance(condition, RunCondition):
         if count is not None:

@@ -47,7 +47,7 @@ class WaitClock:
                 "next_look": self.next_look.isoformat() if self.next_look else None}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "WaitClock":
+    def from_dict(cls, data: dict) -> WaitClock:
         nxt = data.get("next_look")
         return cls(dt.datetime.fromisoformat(data["started"]), int(data.get("looks", 0)),
                    dt.datetime.fromisoformat(nxt) if nxt else None)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
-from typing import Any, AsyncIterator
+from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async

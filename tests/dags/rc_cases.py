@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import time
 from pathlib import Path
 
+from airflow.providers.standard.sensors.python import PythonSensor
 from airflow.sdk import DAG, task
 from airflow.sdk.exceptions import AirflowSkipException
-from airflow.providers.standard.sensors.python import PythonSensor
 
 from airflow_leastaction.refs import external_task
 from airflow_leastaction.rows import report_rows_written

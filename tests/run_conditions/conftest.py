@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from sqlalchemy import select
@@ -95,7 +96,7 @@ def module_runs(tmp_path_factory, dagbag):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(root / "spool"))
         mp.setenv("AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT",
-                  '{"conn_type": "leastaction_catalog", "extra": {"url": "%s"}}' % url)
+                  json.dumps({"conn_type": "leastaction_catalog", "extra": {"url": url}}))
         dispose_all()
         store = CatalogStore(get_engine(url, migrate=True))
 

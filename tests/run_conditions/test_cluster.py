@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 import sqlalchemy as sa
+from harness.airflow_cluster import fresh_pg_database
 
 from bench.bench_gate import latency_cluster, start_latency
-from harness.airflow_cluster import fresh_pg_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition, Verdict, decide, judge_upstream_task, run_settled
+from airflow_leastaction.gate import (
+    ALL,
+    ANY,
+    DependencyType,
+    RunCondition,
+    Verdict,
+    decide,
+    judge_upstream_task,
+    run_settled,
+)
 
 S, F, A, H = (DependencyType.SUCCESS, DependencyType.FAILURE, DependencyType.ALWAYS, DependencyType.HAS_DATA)
 

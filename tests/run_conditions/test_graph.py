@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from airflow.sdk import DAG
 from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.sdk import DAG
 
 from airflow_leastaction.cli import main
 from airflow_leastaction.exceptions import (

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-import pytest
-
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.model import Dependency

@@ -7,7 +7,14 @@ import datetime as dt
 import pytest
 
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, after_look, budget_left, due, look_at
+from airflow_leastaction.run_conditions.wait_rule import (
+    WaitClock,
+    WaitPolicy,
+    after_look,
+    budget_left,
+    due,
+    look_at,
+)
 
 T0 = dt.datetime(2026, 11, 29, 8, 0, tzinfo=dt.timezone.utc)
 TEN_MIN = dt.timedelta(minutes=10)
