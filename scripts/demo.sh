@@ -62,6 +62,13 @@ fi
 export FIELD_OPS_DBT_PROJECT_DIR="$DEMO_HOME/dbt_project"
 export FIELD_OPS_DATA_DIR="$DEMO_HOME/dbt_project/data"
 export FIELD_OPS_DUCKDB_PATH="$DEMO_HOME/leastaction/field_ops.duckdb"
+# The queue builds tables, not views: the project is deployed once (one `dbt build`), as a release would.
+if [ ! -f "$FIELD_OPS_DUCKDB_PATH" ]; then
+  mkdir -p "$(dirname "$FIELD_OPS_DUCKDB_PATH")"
+  echo "demo: deploying the example dbt project (dbt build)"
+  (cd "$FIELD_OPS_DBT_PROJECT_DIR" && "$BIN/dbt" build --quiet --project-dir . --profiles-dir .) \
+    || { echo "demo: dbt could not deploy the example project" >&2; exit 1; }
+fi
 export PATH="$BIN:$PATH"
 
 if [ -z "${DEMO_FROM:-}" ]; then

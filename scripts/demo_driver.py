@@ -168,8 +168,10 @@ def check(demo: Demo, args) -> int:
     plugin = plugin_activity(demo)
     print("check: plugin API " + ", ".join(f"{k}: {v}" for k, v in plugin.items()))
     empty = [k for k in ("catalog", "decisions", "consumption") if not plugin[k]]
+    failed += plugin["queue batches not successful"]
     if failed or empty:
-        print(f"check: FAILED ({failed} run(s) not successful; nothing in {', '.join(empty) or '-'})")
+        print(f"check: FAILED ({failed} run(s) or dbt batch(es) not successful; "
+              f"nothing in {', '.join(empty) or '-'})")
         return 1
     print("check: all example runs succeeded")
     return 0
@@ -181,6 +183,7 @@ def plugin_activity(demo: Demo) -> dict[str, int]:
                                                                                     "consumption")}
     queue = demo.get("/leastaction/api/queue")
     found["queue batches"] = len(queue["batches"])
+    found["queue batches not successful"] = sum(b["status"] != "success" for b in queue["batches"])
     found["queue events"] = len(queue["events"])
     return found
 

@@ -38,4 +38,5 @@ class TestDemo:
         counts = dict(re.findall(r"(\w[\w ]*?): (\d+)", activity.removeprefix("check: plugin API ")))
         assert int(counts["decisions"]) > 0 and int(counts["consumption"]) > 0, activity
         assert int(counts["queue batches"]) > 0 and int(counts["queue events"]) > 0, activity
+        assert int(counts["queue batches not successful"]) == 0, activity
         assert not port_in_use(port), "the API server outlived the demo"

@@ -5,7 +5,10 @@ example DAGs. Outcomes are read through Airflow's REST API and the plugin's API,
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,6 +42,10 @@ def cluster(pg_admin_url, tmp_path_factory):
         "FIELD_OPS_DATA_DIR": str(dbt_project / "data"),
         "FIELD_OPS_DUCKDB_PATH": str(work / "field_ops.duckdb"),
     }
+    # The queue builds tables, not views: the project is deployed once (one dbt build), as a release would.
+    subprocess.run([str(Path(sys.executable).with_name("dbt")), "build", "--quiet", "--project-dir", ".",
+                    "--profiles-dir", "."],
+                   cwd=dbt_project, env={**os.environ, **env}, check=True, capture_output=True, timeout=300)
     cluster = AirflowCluster(EXAMPLES, sql_alchemy_conn=airflow_url, catalog_url=catalog_url,
                              home=work / "home", env=env)
     try:
