@@ -150,7 +150,7 @@ def start_latency(cluster, dag_id: str, watch=None) -> tuple[float, dict]:
     return (times["child"][1] - times["first"][2]).total_seconds(), {"times": times, "seen": seen}
 
 
-def latency_cluster(home: Path, airflow_url: str, catalog_url: str):
+def latency_cluster(home: Path, airflow_url: str, catalog_url: str, extra_dags: dict[str, str] | None = None):
     """A scheduler + dag-processor + triggerer + API server with the latency DAGs, on PostgreSQL."""
     sys.path.insert(0, str(ROOT / "tests"))
     from harness.airflow_cluster import AirflowCluster
@@ -158,6 +158,8 @@ def latency_cluster(home: Path, airflow_url: str, catalog_url: str):
     dags = home / "dags"
     dags.mkdir(parents=True, exist_ok=True)
     (dags / "bench_gate_dags.py").write_text(LATENCY_DAGS)
+    for name, source in (extra_dags or {}).items():
+        (dags / name).write_text(source)
     return AirflowCluster(dags, sql_alchemy_conn=airflow_url, catalog_url=catalog_url, home=home / "home",
                           env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5"})
 

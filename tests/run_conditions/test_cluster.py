@@ -4,20 +4,54 @@ as soon as one upstream succeeded, while the others still run."""
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 import sqlalchemy as sa
 from harness.airflow_cluster import fresh_pg_database
 
-from bench.bench_gate import latency_cluster, start_latency
+from bench.bench_gate import latency_cluster, start_latency, task_times
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
+
+
+FAILURE_DAG = textwrap.dedent("""
+    import time
+    import pendulum
+    from airflow.sdk import DAG, task
+    from airflow_leastaction.run_conditions import failure, run_condition, success
+
+    with DAG("rc_cluster_failure", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+             catchup=False):
+        @task
+        def load():
+            raise RuntimeError("load fails on purpose")
+
+        @task
+        def other():
+            time.sleep(6)
+
+        @task
+        def report():
+            return "never"
+
+        @task
+        def alert():
+            return "paged"
+
+        loaded = load()
+        other()
+        run_condition(report(), success(loaded))
+        run_condition(alert(), failure(loaded))
+""")
 
 
 @pytest.fixture(scope="module")
 def cluster(pg_admin_url, tmp_path_factory):
     airflow_url, drop_airflow = fresh_pg_database(pg_admin_url, "la_rc_airflow")
     catalog_url, drop_catalog = fresh_pg_database(pg_admin_url, "la_rc_catalog")
-    with latency_cluster(tmp_path_factory.mktemp("rc-cluster"), airflow_url, catalog_url) as running:
+    with latency_cluster(tmp_path_factory.mktemp("rc-cluster"), airflow_url, catalog_url,
+                         {"rc_cluster_failure.py": FAILURE_DAG}) as running:
         running.catalog_url = catalog_url
         yield running
     drop_airflow()
@@ -50,3 +84,23 @@ class TestAnyOnARealDeployment:
         assert [tuple(r) for r in rows] == [("task:first", "SATISFIED"), ("task:slow_a", "UNSATISFIED"),
                                             ("task:slow_b", "UNSATISFIED")]
         assert eaten == ["task:first"]
+
+    def test_a_failure_waits_for_the_run_then_skips_its_dependents_runs_the_alert_and_fails_the_run(self, cluster):
+        cluster.wait_for_dag("rc_cluster_failure")
+        cluster.unpause("rc_cluster_failure")
+        run = cluster.trigger("rc_cluster_failure")
+        seen: set = set()
+
+        def watch():
+            seen.add(next((ti["state"] for ti in cluster.task_instances("rc_cluster_failure", run["dag_run_id"])
+                           if ti["task_id"] == "report__gate"), None))
+            return "skipped" in seen
+
+        cluster.wait_until(watch, 120, "report__gate skipped", 0.3)
+        assert cluster.wait_for_run("rc_cluster_failure", run["dag_run_id"])["state"] == "failed"
+        times = task_times(cluster, "rc_cluster_failure", run["dag_run_id"])
+        assert "deferred" in seen
+        assert {t: times[t][0] for t in ("load", "other", "report", "alert", "leastaction_run_outcome")} == {
+            "load": "failed", "other": "success", "report": "skipped", "alert": "success",
+            "leastaction_run_outcome": "failed"}
+        assert times["report__gate"][2] >= times["other"][2]  # not skipped while `other` still ran
