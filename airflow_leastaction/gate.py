@@ -226,8 +226,10 @@ def judge_upstream_task(
         return verdict(False, "upstream succeeded; a FAILURE dependency can never be met in this run")
     if typ is DependencyType.HAS_DATA:
         if not record_known:
+            # The listener writes it right after the success; without it (no listener, catalog down) the
+            # count is unknown for good once nothing else can start.
             return verdict(False, "upstream succeeded; waiting for its rows written to reach the catalog",
-                           final=False)
+                           final=run_settled)
         if not rows_written:
             what = "reported no rows written" if rows_written is None else "wrote 0 rows"
             return verdict(False, f"upstream succeeded but {what}; HAS_DATA needs at least one")

@@ -10,7 +10,15 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from airflow_leastaction.gate import GateOutcome, Judgement, Verdict, decide, judge_upstream_task, run_settled
+from airflow_leastaction.gate import (
+    DependencyType,
+    GateOutcome,
+    Judgement,
+    Verdict,
+    decide,
+    judge_upstream_task,
+    run_settled,
+)
 from airflow_leastaction.parents import LatestRuns, RunRecord, judge_latest_run
 from airflow_leastaction.run_conditions.model import GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, after_look, budget_left, due
@@ -45,11 +53,12 @@ def judge_in_run(spec: GateSpec, run: RunView) -> list[Judgement]:
         if not dep.in_run:
             continue
         state = run.states.get(dep.upstream)
-        if state == "failed" and settled is None:
-            settled = run.settled
         rec = run.records.get(dep.upstream)
         if rec is not None and (rec.run_id != run.run_id or rec.state != state):
             rec = None  # the catalog has not caught up with this run's outcome yet
+        undecided = state == "failed" or (state == "success" and rec is None and dep.type is DependencyType.HAS_DATA)
+        if undecided and settled is None:
+            settled = run.settled  # only worth computing when a judgement depends on it
         selected = None if rec is None else {"upstream_task_pk": rec.task_pk, "upstream_run_pk": rec.pk,
                                              "upstream_slot": rec.slot, "upstream_revision": rec.output_revision}
         out.append(judge_upstream_task(dep.key, dep.type, state, run_settled=bool(settled),

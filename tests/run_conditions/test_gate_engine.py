@@ -49,6 +49,10 @@ class TestSatisfiedBy:
         j = judge_upstream_task("task:up", H, "success", rows_written=None, record_known=False)
         assert not j.satisfied and not j.final
 
+    def test_has_data_without_a_catalog_record_is_final_once_the_run_is_settled(self):
+        j = judge_upstream_task("task:up", H, "success", record_known=False, run_settled=True)
+        assert not j.satisfied and j.final
+
     def test_upstream_failed_counts_as_did_not_run(self):
         assert judge_upstream_task("task:up", F, "upstream_failed").final
         assert judge_upstream_task("task:up", A, "upstream_failed").satisfied
