@@ -52,11 +52,13 @@ class TestDependencyTypes:
         assert "reported no rows written" in decision["reason"]
 
 
+# (dag, expected state of the gated task, satisfied dependencies when the gate decided): a and c succeed,
+# b fails. ANY admits on the first success, whether or not the other one has run yet.
 CONDITION_TABLE = [
-    ("rc_condition_all", "skipped", 2),  # a and c succeeded, b failed: not every dependency
-    ("rc_condition_any", "success", 2),
-    ("rc_condition_n2", "success", 2),
-    ("rc_condition_n3", "skipped", 2),
+    ("rc_condition_all", "skipped", {2}),
+    ("rc_condition_any", "success", {1, 2}),
+    ("rc_condition_n2", "success", {2}),
+    ("rc_condition_n3", "skipped", {2}),
 ]
 
 
@@ -67,11 +69,12 @@ class TestRunConditions:
         assert states(run)["child"] == expected
         rows = decisions(module_runs.store, dag_id, "child__gate")
         assert sorted(r["dependency"] for r in rows) == ["task:a", "task:b", "task:c"]
-        assert sum(r["result"] == "SATISFIED" for r in rows) == satisfied
+        admitted = sorted(r["dependency"] for r in rows if r["result"] == "SATISFIED")
+        assert len(admitted) in satisfied and set(admitted) <= {"task:a", "task:c"}
         # Consumption is written only when the gated task succeeds, from the SATISFIED decisions.
         eaten = consumed(module_runs.store, dag_id)
         if expected == "success":
-            assert sorted(r["dependency"] for r in eaten) == ["task:a", "task:c"]
+            assert sorted(r["dependency"] for r in eaten) == admitted
             assert {r["task_id"] for r in eaten} == {"child"}
         else:
             assert eaten == []
