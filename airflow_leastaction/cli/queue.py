@@ -133,7 +133,7 @@ def _history(args) -> int:
     print("request events: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     print("finished models (newest first):")
     for r in finished:
-        note = f" - {r['message'].splitlines()[0]}" if r["message"] else ""
+        note = f" - {' '.join(r['message'].split())[:240]}" if r["message"] else ""
         print(
             f"  {r['finished_at']:%Y-%m-%d %H:%M:%S} {r['status']:<7} {r['outcome']:<16} "
             f"{r['unique_id']}{note}"
