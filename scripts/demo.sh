@@ -8,6 +8,7 @@
 #
 # Environment: DEMO_HOME (AIRFLOW_HOME; default .airflow-demo), DEMO_PORT (API server; default 8080),
 # DEMO_FROM / DEMO_TO (the backfill window, ISO dates; default Monday to Wednesday of last complete week),
+# DEMO_RUNS (slots backfilled per DAG, the last ones of the window; default 3),
 # DEMO_TIMEOUT (seconds --check waits for the runs; default 900).
 set -euo pipefail
 
@@ -20,6 +21,7 @@ case "$MODE" in run|--check) ;; *) echo "usage: $0 [--check]" >&2; exit 2 ;; esa
 DEMO_HOME="${DEMO_HOME:-$ROOT/.airflow-demo}"
 DEMO_PORT="${DEMO_PORT:-8080}"
 DEMO_TIMEOUT="${DEMO_TIMEOUT:-900}"
+DEMO_RUNS="${DEMO_RUNS:-3}"
 mkdir -p "$DEMO_HOME"
 DEMO_HOME="$(cd "$DEMO_HOME" && pwd)"
 LOG="$DEMO_HOME/standalone.log"
@@ -102,7 +104,8 @@ echo "demo: airflow standalone starting (log: $LOG)"
 driver() {
   # In the background and waited for, so that Ctrl-C or a TERM reaches the trap at once.
   "$BIN/python" "$ROOT/scripts/demo_driver.py" "$1" --url "http://localhost:$DEMO_PORT" \
-    --dags-folder "$ROOT/dags_examples" --from-date "$DEMO_FROM" --to-date "$DEMO_TO" --timeout "$DEMO_TIMEOUT" &
+    --dags-folder "$ROOT/dags_examples" --from-date "$DEMO_FROM" --to-date "$DEMO_TO" --timeout "$DEMO_TIMEOUT" \
+    --runs-per-dag "$DEMO_RUNS" &
   DRIVER=$!
   local status=0
   wait "$DRIVER" || status=$?

@@ -55,7 +55,7 @@ def host_path(spec: str) -> Path | None:
 class TestImage:
     def test_image_is_the_official_airflow_release_the_package_is_tested_with(self):
         dockerfile = (DOCKER / "Dockerfile").read_text()
-        base = re.search(r"^FROM\s+(\S+)", dockerfile, re.M).group(1)
+        base = re.search(r"^FROM\s+(\S+)", dockerfile, re.MULTILINE).group(1)
         assert base == f"apache/airflow:{version('apache-airflow')}"
 
     def test_dockerfile_installs_the_package_without_replacing_airflow(self):

@@ -5,6 +5,7 @@ example DAGs. Outcomes are read through Airflow's REST API and the plugin's API,
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -12,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from harness.airflow_cluster import AirflowCluster, fresh_pg_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
@@ -95,7 +95,7 @@ class TestBackfillTrio:
     def test_each_child_slot_runs_after_its_parents_slot(self, cluster, trio_runs):
         chain = (("orders_raw", "load_orders"), ("orders_enriched", "enrich"), ("orders_daily_report", "build_report"))
         for day in DAYS:
-            for (parent, parent_task), (child, child_task) in zip(chain, chain[1:]):
+            for (parent, parent_task), (child, child_task) in itertools.pairwise(chain):
                 done = task_instance(cluster, parent, day, parent_task)["end_date"]
                 started = task_instance(cluster, child, day, child_task)["start_date"]
                 assert started >= done, f"{child} {day} started before {parent} finished"
