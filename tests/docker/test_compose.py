@@ -115,6 +115,7 @@ class TestServices:
         for name, service in services.items():
             for dep, cond in service.get("depends_on", {}).items():
                 assert dep in services, f"{name} depends on unknown {dep}"
+                assert dep != name, f"{name} depends on itself"
                 if cond["condition"] == "service_healthy":
                     assert "healthcheck" in services[dep], f"{name} waits for {dep}, which has no healthcheck"
 
