@@ -17,7 +17,7 @@ from sqlalchemy import case, func, literal, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from airflow_leastaction.dbt.planner import PlannedModel
-from airflow_leastaction.dbt.policy import BatchKey
+from airflow_leastaction.dbt.policy import BatchKey, outcome_after_upsert
 from airflow_leastaction.dbt.schema import ACTIVE_PREDICATE, dbt_queue
 
 q = dbt_queue.c
@@ -93,3 +93,27 @@ def merge_rows(key: BatchKey, models: Sequence[PlannedModel], selector: str, now
         {**common, "unique_id": m.unique_id, "fqn": m.fqn, "materialized": m.materialized, "tier": m.tier}
         for m in models
     ]
+
+
+def pg_enqueue_params(
+    key: BatchKey, models: Sequence[PlannedModel], selector: str, request_id: str, requested_by: str | None,
+    excluded_count: int, now: dt.datetime,
+) -> dict:  # fmt: skip
+    """Parameters of :data:`PG_ENQUEUE`: the request, and the models as parallel arrays."""
+    return {
+        "environment": key.environment, "action": key.action, "mode": key.mode, "exclusions": key.exclusions,
+        "selector": selector, "now": now, "request_id": request_id, "requested_by": requested_by,
+        "model_count": len(models), "excluded_count": excluded_count,
+        "unique_ids": [m.unique_id for m in models], "fqns": [m.fqn for m in models],
+        "materializations": [m.materialized for m in models], "tiers": [m.tier for m in models],
+    }  # fmt: skip
+
+
+def event_rows(request_id: str, environment: str, selector: str, returned, requested_by, now) -> list[dict]:
+    """One append-only event per model, from the rows :func:`merge_upsert` returned."""
+    return [
+        {"request_id": request_id, "environment": environment, "unique_id": r.unique_id, "selector": selector,
+         "outcome": outcome_after_upsert(r.request_count, r.status).value, "queue_id": r.id,
+         "requested_by": requested_by, "requested_at": now}
+        for r in sorted(returned, key=lambda r: r.unique_id)
+    ]  # fmt: skip

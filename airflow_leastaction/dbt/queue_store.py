@@ -30,7 +30,13 @@ from airflow_leastaction.dbt.policy import (
 )
 from airflow_leastaction.dbt.queue_reads import QueueReads, summarize
 from airflow_leastaction.dbt.queue_recovery import QueueRecovery
-from airflow_leastaction.dbt.queue_sql import PG_ENQUEUE, merge_rows, merge_upsert
+from airflow_leastaction.dbt.queue_sql import (
+    PG_ENQUEUE,
+    event_rows,
+    merge_rows,
+    merge_upsert,
+    pg_enqueue_params,
+)
 from airflow_leastaction.dbt.queue_transactions import QueueTransactions
 from airflow_leastaction.dbt.schema import (
     dbt_batch,
@@ -105,70 +111,30 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
     def _enqueue(self, key, models, selector, requested_by, excluded_count, now) -> EnqueueResult:
         request_id = uuid.uuid4().hex
         unique = {m.unique_id: m for m in models}
+        # Sorted rows: concurrent producers lock shared rows in the same order and cannot deadlock.
         ordered = [unique[u] for u in sorted(unique)]
         with self.write() as conn:
             if ordered and conn.dialect.name == "postgresql":
-                returned = conn.execute(
-                    PG_ENQUEUE,
-                    {
-                        "environment": key.environment,
-                        "action": key.action,
-                        "mode": key.mode,
-                        "exclusions": key.exclusions,
-                        "selector": selector,
-                        "now": now,
-                        "request_id": request_id,
-                        "requested_by": requested_by,
-                        "model_count": len(ordered),
-                        "excluded_count": excluded_count,
-                        "unique_ids": [m.unique_id for m in ordered],
-                        "fqns": [m.fqn for m in ordered],
-                        "materializations": [m.materialized for m in ordered],
-                        "tiers": [m.tier for m in ordered],
-                    },
-                ).all()
-                return EnqueueResult(
-                    request_id,
-                    {r.unique_id: outcome_after_upsert(r.request_count, r.status) for r in returned},
+                params = pg_enqueue_params(
+                    key, ordered, selector, request_id, requested_by, excluded_count, now
                 )
-            conn.execute(
-                insert(dbt_request).values(
-                    id=request_id,
-                    environment=key.environment,
-                    selector=selector,
-                    status="queued" if unique else "noop",
-                    model_count=len(unique),
-                    excluded_count=excluded_count,
-                    message=None
-                    if unique
-                    else f"all {excluded_count} model(s) excluded ({key.exclusions}); nothing to build",
-                    requested_by=requested_by,
-                    requested_at=now,
-                )
-            )
-            if not unique:
-                return EnqueueResult(request_id, {})
-            # Sorted rows: concurrent producers lock shared rows in the same order and cannot deadlock.
-            returned = conn.execute(self._merge, merge_rows(key, ordered, selector, now)).all()
-            outcomes = {r.unique_id: outcome_after_upsert(r.request_count, r.status) for r in returned}
-            ids = {r.unique_id: r.id for r in returned}
-            conn.execute(
-                insert(dbt_request_event),
-                [
-                    {
-                        "request_id": request_id,
-                        "environment": key.environment,
-                        "unique_id": uid,
-                        "selector": selector,
-                        "outcome": outcomes[uid].value,
-                        "queue_id": ids[uid],
-                        "requested_by": requested_by,
-                        "requested_at": now,
-                    }
-                    for uid in sorted(outcomes)
-                ],
-            )
-        return EnqueueResult(request_id, outcomes)
+                returned = conn.execute(PG_ENQUEUE, params).all()
+            else:
+                noop = f"all {excluded_count} model(s) excluded ({key.exclusions}); nothing to build"
+                conn.execute(insert(dbt_request).values(
+                    id=request_id, environment=key.environment, selector=selector,
+                    status="queued" if ordered else "noop", model_count=len(ordered),
+                    excluded_count=excluded_count, message=None if ordered else noop,
+                    requested_by=requested_by, requested_at=now,
+                ))  # fmt: skip
+                if not ordered:
+                    return EnqueueResult(request_id, {})
+                returned = conn.execute(self._merge, merge_rows(key, ordered, selector, now)).all()
+                events = event_rows(request_id, key.environment, selector, returned, requested_by, now)
+                conn.execute(insert(dbt_request_event), events)
+        return EnqueueResult(
+            request_id, {r.unique_id: outcome_after_upsert(r.request_count, r.status) for r in returned}
+        )
 
     def record_planning_failure(
         self, environment: str, selector: str, message: str, *, requested_by: str | None = None
@@ -263,36 +229,20 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
                 return None
             batch_id = uuid.uuid4().hex
             conn.execute(
-                update(dbt_queue)
-                .where(q.id.in_(ids), q.status == "pending")
-                .values(
-                    status="running",
-                    batch_id=batch_id,
-                    requested_while_running=False,
-                    attempts=q.attempts + 1,
-                )
-            )
+                update(dbt_queue).where(q.id.in_(ids), q.status == "pending").values(
+                    status="running", batch_id=batch_id, requested_while_running=False,
+                    attempts=q.attempts + 1)
+            )  # fmt: skip
             rows = conn.execute(
                 select(q.id, q.unique_id, q.fqn, q.tier).where(q.batch_id == batch_id).order_by(q.unique_id)
             ).all()
             key = chosen[0].key
-            conn.execute(
-                insert(dbt_batch).values(
-                    id=batch_id,
-                    environment=environment,
-                    action=key.action,
-                    mode=key.mode,
-                    exclusions=key.exclusions,
-                    owner=owner,
-                    status="running",
-                    selection=" ".join(r.fqn for r in rows),
-                    model_count=len(rows),
-                    claimed_at=now,
-                    heartbeat_at=now,
-                    invocations=0,
-                    airflow_ti=airflow_ti,
-                )
-            )
+            conn.execute(insert(dbt_batch).values(
+                id=batch_id, environment=environment, action=key.action, mode=key.mode,
+                exclusions=key.exclusions,
+                owner=owner, status="running", selection=" ".join(r.fqn for r in rows), model_count=len(rows),
+                claimed_at=now, heartbeat_at=now, invocations=0, airflow_ti=airflow_ti,
+            ))  # fmt: skip
         return Batch(batch_id, key, owner, tuple(ClaimedRow(r.id, r.unique_id, r.fqn, r.tier) for r in rows))
 
     def next_eligible(self, environment: str, policy: TierPolicy) -> dt.datetime | None:
