@@ -36,6 +36,25 @@ def slot_of(ti) -> dt.datetime | None:
     return None
 
 
+def is_gate(task) -> bool:
+    """Gate tasks (sensors, run-condition gates) say so with ``consumes_own_decisions = False``."""
+    return task is not None and getattr(task, "consumes_own_decisions", True) is False
+
+
+def admitting_gates(task) -> list[str]:
+    """The gate tasks whose admission ``task`` consumes: gates directly upstream of it and, through
+    each of them, the gates upstream of that gate (a sensor feeding a run-condition gate)."""
+    found: set[str] = set()
+    frontier = list(getattr(task, "upstream_list", ()) or ())
+    while frontier:
+        upstream = frontier.pop()
+        if upstream.task_id in found or not is_gate(upstream):
+            continue
+        found.add(upstream.task_id)
+        frontier.extend(upstream.upstream_list)
+    return sorted(found)
+
+
 def build_event(ti, state: str) -> SlotEvent | None:
     slot = slot_of(ti)
     if slot is None:
@@ -57,11 +76,9 @@ def build_event(ti, state: str) -> SlotEvent | None:
     )
     if state == "success":
         event.rows_written = take_reported(ti)
-        # A gate task admits other tasks; they, not the gate, consume its decisions.
-        consumes_own = getattr(task, "consumes_own_decisions", True)
-        event.consumer = AttemptKey(ti.dag_id, ti.task_id, ti.run_id, map_index, attempt)
-        event.consume_own = bool(consumes_own)
-        event.gate_task_ids = sorted(getattr(task, "upstream_task_ids", ()) or ())
+        if not is_gate(task):  # a gate admits other tasks; they, not the gate, consume its decisions
+            event.consumer = AttemptKey(ti.dag_id, ti.task_id, ti.run_id, map_index, attempt)
+            event.gate_task_ids = admitting_gates(task)
     return event
 
 

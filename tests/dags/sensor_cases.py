@@ -33,3 +33,19 @@ gated("pis_poke", deferrable=False, mode="poke", timeout=30)
 gated("pis_no_parents", parents=[])
 gated("pis_unknown_conn", catalog_conn_id="no_such_catalog")
 gated("pis_no_interval", schedule=None)
+
+
+with DAG("pis_sensor_then_gate", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):
+    from airflow_leastaction.run_conditions import run_condition, success
+
+    wait_raw = ParentIntervalSensor(task_id="wait", parents=[RAW], poke_interval=0.2)
+
+    @task
+    def extract():
+        return "extracted"
+
+    @task
+    def load():
+        return "loaded"
+
+    run_condition(load(), success(wait_raw), success(extract()), poll_interval=0.2)

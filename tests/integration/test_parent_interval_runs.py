@@ -150,3 +150,14 @@ class TestParentIntervalSensorRuns:
     def test_a_child_with_no_data_interval_fails_naming_the_task(self, catalog, run_dag):
         run = run_dag("pis_no_interval", None)
         assert ti_state(run, "wait") == "failed"
+
+
+class TestConsumptionThroughGates:
+    def test_a_task_behind_a_run_condition_gate_consumes_the_sensors_decisions_too(self, catalog, run_dag):
+        report_completion("pis_raw", "other-team", day(16), cron="0 0 * * *", store=catalog)
+        assert run_dag("pis_sensor_then_gate", day(16)).state == "success"
+        with catalog.engine.connect() as conn:
+            rows = conn.execute(select(consumption.c.task_id, consumption.c.dependency)).all()
+        assert {task_id for task_id, _ in rows} == {"load"}  # gates consume nothing themselves
+        assert {dependency for _, dependency in rows} == {
+            "catalog:other-team/pis_raw", "task:wait", "task:extract"}
