@@ -36,6 +36,9 @@ class TaskSnapshot:
     timezone: str
     state: str | None
     prev_interval_start: dt.datetime | None
+    #: The task keeps slot records (Airflow tasks and reporters do). Then a missing covering record means
+    #: that slot has not run, even when a later slot already moved the watermark past it.
+    records_slots: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,12 @@ def judge_parent(
                 )
             return Judgement(dep, True, f"{label}: slot {slot_label} completed (revision "
                              f"{latest.output_revision})", **base, **sel)
+    if check.satisfied and task.records_slots:
+        # Completed out of order (a backfill, parallel runs): a later slot moved the watermark past a
+        # slot that has not run yet.
+        return Judgement(dep, False, f"{label}: expected slot {slot_label} has not run yet (later slots "
+                         f"completed up to {format_slot(task.prev_interval_start, check.granularity, tz)})",
+                         **base)
     if check.satisfied:
         return Judgement(dep, True, check.reason, **base)
     if task.state in REJECTING_STATES:

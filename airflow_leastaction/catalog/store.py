@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-from sqlalchemy import and_, case, func, insert, literal, or_, select, update
+from sqlalchemy import and_, case, exists, func, insert, literal, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.engine import get_engine
@@ -242,14 +242,15 @@ class CatalogStore:
         tasks: dict[TaskIdentity, TaskSnapshot] = {}
         with self.engine.connect() as conn:
             for chunk in _chunks(sorted({i.name for i in wanted}), IN_CHUNK):
+                records = exists().where(task_run.c.task_pk == task.c.id).label("records_slots")
                 for row in conn.execute(select(
                     task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition, task.c.cron,
-                    task.c.timezone, task.c.state, task.c.prev_interval_start,
+                    task.c.timezone, task.c.state, task.c.prev_interval_start, records,
                 ).where(task.c.name.in_(chunk))):
                     ident = TaskIdentity(row.name, row.project, row.account, row.partition)
                     if ident in wanted:
                         tasks[ident] = TaskSnapshot(row.id, ident, row.cron, row.timezone, row.state,
-                                                    row.prev_interval_start)
+                                                    row.prev_interval_start, bool(row.records_slots))
             windows = [covering_window(t, ci) for ident, t in tasks.items() for ci in wanted[ident]]
             slots = SlotIndex()
             if not windows:

@@ -173,3 +173,24 @@ class TestDecisionsAndConsumption:
         assert store.get_task(child) is None
         with store.engine.connect() as conn:
             assert conn.execute(select(func.count()).select_from(consumption)).scalar() == 0
+
+
+class TestOutOfOrderCompletion:
+    def test_a_later_slot_completed_first_does_not_release_the_child_of_an_earlier_slot(self, store):
+        store.record_success(RAW, day(5), meta=DAILY, run_id="r5")  # a backfill finished day 5 first
+        j = judge(store, day(2))
+        assert not j.satisfied
+        assert j.reason == "orders_raw: expected slot 2026-11-02 (day) has not run yet (later slots completed " \
+                           "up to 2026-11-05)"
+        store.record_success(RAW, day(2), run_id="r2")
+        assert judge(store, day(2)).satisfied
+
+    def test_a_parent_known_only_by_its_watermark_is_judged_by_it(self, store):
+        from sqlalchemy import update
+
+        from airflow_leastaction.catalog.schema import task
+
+        store.register_task(RAW, DAILY)
+        with store.write() as conn:  # a catalog row some other tool maintains: a watermark, no slot records
+            conn.execute(update(task).values(prev_interval_start=day(5), state="success"))
+        assert judge(store, day(2)).satisfied
