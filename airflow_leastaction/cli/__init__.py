@@ -27,7 +27,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _logs_to_stderr() -> None:
+    # Airflow sets its log handlers up on first import, on whatever stdout is then; point them at stderr
+    # so what a command prints (JSON included) is all that reaches stdout.
+    stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        import airflow.configuration  # noqa: F401
+        import airflow.settings  # noqa: F401
+    except ImportError:  # pragma: no cover - Airflow is a hard dependency
+        pass
+    finally:
+        sys.stdout = stdout
+
+
 def main(argv: list[str] | None = None) -> int:
+    _logs_to_stderr()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
