@@ -13,30 +13,25 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-from sqlalchemy import and_, case, exists, func, insert, literal, or_, select, update
+from sqlalchemy import and_, case, exists, insert, literal, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
+from airflow_leastaction.catalog.audit import AttemptKey, AuditRecords
 from airflow_leastaction.catalog.engine import get_engine
-from airflow_leastaction.catalog.schema import UtcDateTime, consumption, gate_decision, task, task_run
-from airflow_leastaction.gate import DecisionResult, Judgement
+from airflow_leastaction.catalog.run_reads import RunReads
+from airflow_leastaction.catalog.schema import (
+    UtcDateTime,
+    identity_clause,
+    in_chunks,
+    task,
+    task_run,
+    utcnow,
+)
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals import normalize_cron, resolve_timezone
-from airflow_leastaction.parents import (
-    IN_FLIGHT_STATES,
-    LatestRuns,
-    RunRecord,
-    SlotIndex,
-    SlotSnapshot,
-    TaskSnapshot,
-    covering_window,
-)
+from airflow_leastaction.parents import SlotIndex, SlotSnapshot, TaskSnapshot, covering_window
 
-# SQLite allows 32,766 bound parameters; stay well below it per IN list.
-IN_CHUNK = 30_000
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+__all__ = ["AttemptKey", "CatalogStore", "SlotOutcome", "TaskMeta", "utcnow"]
 
 
 @dataclass(frozen=True)
@@ -56,17 +51,6 @@ class TaskMeta:
 
 
 @dataclass(frozen=True)
-class AttemptKey:
-    """One attempt of one Airflow task instance: what gate decisions and consumption hang on."""
-
-    dag_id: str
-    task_id: str
-    run_id: str
-    map_index: int = -1
-    attempt: int = 1
-
-
-@dataclass(frozen=True)
 class SlotOutcome:
     task_pk: int
     run_pk: int
@@ -75,7 +59,7 @@ class SlotOutcome:
     applied: bool  # False when the event was a replay of one already applied
 
 
-class CatalogStore:
+class CatalogStore(AuditRecords, RunReads):
     """Synchronous access to the catalog. Cheap to create; engines are cached per URL."""
 
     def __init__(self, engine: Engine | None = None, *, conn_id: str | None = None):
@@ -98,7 +82,7 @@ class CatalogStore:
     # -- tasks --------------------------------------------------------------------------------------
     def ensure_task(self, conn: Connection, identity: TaskIdentity, meta: TaskMeta | None, now: dt.datetime) -> int:
         row = conn.execute(
-            select(task.c.id, task.c.cron, task.c.timezone, task.c.dag_id).where(*_identity_clause(identity))
+            select(task.c.id, task.c.cron, task.c.timezone, task.c.dag_id).where(*identity_clause(identity))
         ).first()
         if row is None:
             meta = meta or TaskMeta()
@@ -133,7 +117,7 @@ class CatalogStore:
 
     def get_task(self, identity: TaskIdentity):
         with self.engine.connect() as conn:
-            return conn.execute(select(task).where(*_identity_clause(identity))).mappings().first()
+            return conn.execute(select(task).where(*identity_clause(identity))).mappings().first()
 
     # -- slots --------------------------------------------------------------------------------------
     def record_running(
@@ -241,7 +225,7 @@ class CatalogStore:
             return {}, []
         tasks: dict[TaskIdentity, TaskSnapshot] = {}
         with self.engine.connect() as conn:
-            for chunk in _chunks(sorted({i.name for i in wanted}), IN_CHUNK):
+            for chunk in in_chunks(sorted({i.name for i in wanted})):
                 records = exists().where(task_run.c.task_pk == task.c.id).label("records_slots")
                 for row in conn.execute(select(
                     task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition, task.c.cron,
@@ -256,7 +240,7 @@ class CatalogStore:
             if not windows:
                 return tasks, slots
             start, end = min(w[0] for w in windows), max(w[1] for w in windows)
-            for chunk in _chunks(sorted(t.pk for t in tasks.values()), IN_CHUNK):
+            for chunk in in_chunks(sorted(t.pk for t in tasks.values())):
                 slots.extend(
                     SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written,
                                  r.repair_pending)
@@ -266,176 +250,6 @@ class CatalogStore:
                     ).where(task_run.c.task_pk.in_(chunk), task_run.c.slot >= start, task_run.c.slot < end))
                 )
         return tasks, slots
-
-    # -- gate decisions and consumption -------------------------------------------------------------
-    def record_decisions(
-        self, attempt: AttemptKey, judgements: Sequence[Judgement], *, downstream_slot: dt.datetime | None,
-        bypass_reason: str | None = None, at: dt.datetime | None = None,
-    ) -> list[int]:
-        """Append one decision per judged dependency of this attempt. ``bypass_reason`` records BYPASSED."""
-        now = at or utcnow()
-        rows = [_decision_row(attempt, j, downstream_slot, now, bypass_reason) for j in judgements]
-        if not rows:
-            return []
-        with self.write() as conn:
-            return [conn.execute(insert(gate_decision).values(**row)).inserted_primary_key[0] for row in rows]
-
-    def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now,
-                 gate_task_ids: Sequence[str] = (), consume_own: bool = True) -> int:
-        """Turn admission decisions into consumption records for the attempt ``who`` that succeeded.
-
-        The sources are ``who``'s own SATISFIED decisions (unless it is a gate admitting other tasks:
-        ``consume_own=False``) and, for each gate task directly upstream of
-        it in the same run (a ``ParentIntervalSensor``, a run-condition gate), the SATISFIED decisions of
-        that gate's latest attempt.
-        """
-        d = gate_decision.c
-        same_ti = (d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
-                   d.result == DecisionResult.SATISFIED.value)
-        own = select(gate_decision).where(*same_ti, d.task_id == who.task_id, d.attempt == who.attempt)
-        rows = list(conn.execute(own).mappings()) if consume_own else []
-        if gate_task_ids:
-            latest = (select(d.task_id, func.max(d.attempt).label("attempt"))
-                      .where(d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
-                             d.task_id.in_(list(gate_task_ids)))
-                      .group_by(d.task_id).subquery())
-            rows += list(conn.execute(select(gate_decision).join(
-                latest, and_(d.task_id == latest.c.task_id, d.attempt == latest.c.attempt)).where(*same_ti)
-            ).mappings())
-        for row in rows:
-            conn.execute(insert(consumption).values(
-                decision_id=row["id"], dag_id=who.dag_id, task_id=who.task_id, run_id=who.run_id,
-                map_index=who.map_index, attempt=who.attempt, downstream_task_pk=task_pk,
-                downstream_slot=slot, dependency=row["dependency"], upstream_task_pk=row["upstream_task_pk"],
-                upstream_run_pk=row["upstream_run_pk"], upstream_slot=row["upstream_slot"],
-                upstream_revision=row["upstream_revision"], consumed_at=now,
-            ))
-        return len(rows)
-
-    def consume(self, who: AttemptKey, *, downstream_task_pk: int | None = None,
-                downstream_slot: dt.datetime | None = None, gate_task_ids: Sequence[str] = ()) -> int:
-        """Write consumption for an attempt that succeeded outside the listener's success record."""
-        with self.write() as conn:
-            return self._consume(conn, who, downstream_task_pk, downstream_slot, utcnow(), gate_task_ids)
-
-    def consumed_revisions(self, dag_id: str, task_ids: Sequence[str], downstream_slot: dt.datetime
-                           ) -> dict[tuple[str, dt.datetime | None], int]:
-        """Per (dependency, upstream slot), the highest revision these tasks' slot has consumed."""
-        c = consumption.c
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(c.dependency, c.upstream_slot, func.max(c.upstream_revision).label("rev"))
-                                .where(c.dag_id == dag_id, c.task_id.in_(list(task_ids)),
-                                       c.downstream_slot == downstream_slot)
-                                .group_by(c.dependency, c.upstream_slot)).all()
-        return {(r.dependency, r.upstream_slot): r.rev for r in rows if r.rev is not None}
-
-    def decisions_for(self, attempt: AttemptKey):
-        with self.engine.connect() as conn:
-            return conn.execute(select(gate_decision).where(
-                gate_decision.c.dag_id == attempt.dag_id, gate_decision.c.task_id == attempt.task_id,
-                gate_decision.c.run_id == attempt.run_id, gate_decision.c.map_index == attempt.map_index,
-                gate_decision.c.attempt == attempt.attempt,
-            ).order_by(gate_decision.c.id)).mappings().all()
-
-
-    # -- run-condition gates -----------------------------------------------------------------------
-    def slot_records(self, requests: Iterable[tuple[TaskIdentity, dt.datetime]]) -> dict:
-        """The slot record of each (task, slot) pair that has one: one query for any number of pairs."""
-        wanted = set(requests)
-        if not wanted:
-            return {}
-        names = sorted({i.name for i, _ in wanted})
-        slots = sorted({s for _, s in wanted})
-        found = {}
-        with self.engine.connect() as conn:
-            for chunk in _chunks(names, IN_CHUNK // 2):
-                rows = conn.execute(select(task.c.name, task.c.project, task.c.account, task.c.partition,
-                                           *_run_columns()).join(task, task.c.id == task_run.c.task_pk)
-                                    .where(task.c.name.in_(chunk), task_run.c.slot.in_(slots[:IN_CHUNK // 2])))
-                for r in rows:
-                    key = (TaskIdentity(r.name, r.project, r.account, r.partition), r.slot)
-                    if key in wanted:
-                        found[key] = _run_record(r)
-        return found
-
-    def latest_runs(self, identities: Iterable[TaskIdentity], history: int = 20) -> dict:
-        """Per task: its latest run, latest finished run and average run length of its last ``history``
-        successes (what a gate on another DAG's task judges and times its looks by)."""
-        out = {}
-        with self.engine.connect() as conn:
-            for identity in sorted(set(identities)):
-                task_pk = conn.execute(select(task.c.id).where(*_identity_clause(identity))).scalar()
-                if task_pk is None:
-                    out[identity] = LatestRuns(None, None, None, None)
-                    continue
-                base = select(*_run_columns()).where(task_run.c.task_pk == task_pk)
-                order = (task_run.c.started_at.desc(), task_run.c.id.desc())
-                latest = conn.execute(base.order_by(*order).limit(1)).first()
-                finished = conn.execute(base.where(task_run.c.finished_at.is_not(None),
-                                                   task_run.c.state.not_in(sorted(IN_FLIGHT_STATES)))
-                                        .order_by(task_run.c.finished_at.desc(), task_run.c.id.desc())
-                                        .limit(1)).first()
-                spans = conn.execute(select(task_run.c.started_at, task_run.c.finished_at).where(
-                    task_run.c.task_pk == task_pk, task_run.c.state == "success",
-                    task_run.c.started_at.is_not(None), task_run.c.finished_at.is_not(None))
-                    .order_by(task_run.c.finished_at.desc()).limit(history)).all()
-                lengths = [f - s for s, f in spans if f >= s]
-                average = sum(lengths, dt.timedelta(0)) / len(lengths) if lengths else None
-                out[identity] = LatestRuns(task_pk, latest and _run_record(latest),
-                                           finished and _run_record(finished), average)
-        return out
-
-    def last_consumed(self, dag_id: str, task_id: str, dependencies: Sequence[str]) -> dict:
-        """Per dependency, the (upstream slot, revision) this task consumed last, across all its runs."""
-        c = consumption.c
-        if not dependencies:
-            return {}
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(c.dependency, c.upstream_slot, c.upstream_revision).where(
-                c.dag_id == dag_id, c.task_id == task_id, c.dependency.in_(list(dependencies)),
-                c.upstream_slot.is_not(None)).order_by(c.id)).all()
-        out: dict[str, tuple[dt.datetime, int]] = {}
-        for r in rows:
-            seen = out.get(r.dependency)
-            if seen is None or (r.upstream_slot, r.upstream_revision or 0) > (seen[0], seen[1] or 0):
-                out[r.dependency] = (r.upstream_slot, r.upstream_revision or 0)
-        return out
-
-    def stale_consumers(self, dag_id: str | None = None) -> list[dict]:
-        """Consumers whose consumed revision of an upstream slot is older than its current revision.
-
-        One row per (consumer task, downstream slot, dependency, upstream slot): what to re-run after a
-        repair of the upstream.
-        """
-        c, r = consumption.c, task_run.c
-        consumed = func.max(c.upstream_revision).label("consumed_revision")
-        query = (select(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, consumed,
-                        r.output_revision.label("current_revision"), func.max(c.run_id).label("run_id"))
-                 .join(task_run, r.id == c.upstream_run_pk)
-                 .group_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, r.output_revision)
-                 .having(func.max(c.upstream_revision) < r.output_revision)
-                 .order_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency))
-        if dag_id:
-            query = query.where(c.dag_id == dag_id)
-        with self.engine.connect() as conn:
-            return [dict(row) for row in conn.execute(query).mappings()]
-
-
-def _run_columns():
-    r = task_run.c
-    return (r.id, r.task_pk, r.slot, r.run_id, r.state, r.output_revision, r.rows_written, r.started_at,
-            r.finished_at)
-
-
-def _run_record(row) -> RunRecord:
-    return RunRecord(row.id, row.task_pk, row.slot, row.run_id, row.state, row.output_revision, row.rows_written,
-                     row.started_at, row.finished_at)
-
-
-def _identity_clause(identity: TaskIdentity):
-    return (task.c.name == identity.name, task.c.project == identity.project,
-            task.c.account == identity.account, task.c.partition == identity.partition)
-
 
 def _slot_row(conn: Connection, task_pk: int, slot: dt.datetime):
     return conn.execute(select(task_run).where(
@@ -447,23 +261,3 @@ def _forward_only(slot: dt.datetime):
     new = literal(slot, UtcDateTime())
     wm = task.c.prev_interval_start
     return case((or_(wm.is_(None), wm < new), new), else_=wm)
-
-
-def _decision_row(attempt: AttemptKey, j: Judgement, downstream_slot, now, bypass_reason):
-    if bypass_reason is not None:
-        result, reason = DecisionResult.BYPASSED.value, f"{bypass_reason}: {j.reason}"
-    else:
-        result = (DecisionResult.SATISFIED if j.satisfied else DecisionResult.UNSATISFIED).value
-        reason = j.reason
-    return dict(
-        dag_id=attempt.dag_id, task_id=attempt.task_id, run_id=attempt.run_id, map_index=attempt.map_index,
-        attempt=attempt.attempt, downstream_slot=downstream_slot, dependency=j.dependency,
-        dependency_type=j.dependency_type.value, upstream_task_pk=j.upstream_task_pk,
-        upstream_run_pk=j.upstream_run_pk, upstream_slot=j.upstream_slot,
-        upstream_revision=j.upstream_revision, result=result, reason=reason, decided_at=now,
-    )
-
-
-def _chunks(items: list, size: int):
-    for i in range(0, len(items), size):
-        yield items[i:i + size]

@@ -1,0 +1,153 @@
+"""Gate decisions and consumption records: the audit trail of every admission.
+
+Part of :class:`~airflow_leastaction.catalog.store.CatalogStore`; kept apart because it is the one place
+that writes decisions and turns them into consumption.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Sequence
+
+from sqlalchemy import and_, func, insert, select
+from sqlalchemy.engine import Connection
+
+from airflow_leastaction.catalog.schema import consumption, gate_decision, task_run, utcnow
+from airflow_leastaction.gate import DecisionResult, Judgement
+
+
+@dataclass(frozen=True)
+class AttemptKey:
+    """One attempt of one Airflow task instance: what gate decisions and consumption hang on."""
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int = -1
+    attempt: int = 1
+
+
+
+class AuditRecords:
+    """Decision and consumption operations of the catalog store (needs ``engine`` and ``write()``)."""
+
+    # -- gate decisions and consumption -------------------------------------------------------------
+    def record_decisions(
+        self, attempt: AttemptKey, judgements: Sequence[Judgement], *, downstream_slot: dt.datetime | None,
+        bypass_reason: str | None = None, at: dt.datetime | None = None,
+    ) -> list[int]:
+        """Append one decision per judged dependency of this attempt. ``bypass_reason`` records BYPASSED."""
+        now = at or utcnow()
+        rows = [_decision_row(attempt, j, downstream_slot, now, bypass_reason) for j in judgements]
+        if not rows:
+            return []
+        with self.write() as conn:
+            return [conn.execute(insert(gate_decision).values(**row)).inserted_primary_key[0] for row in rows]
+
+    def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now,
+                 gate_task_ids: Sequence[str] = (), consume_own: bool = True) -> int:
+        """Turn admission decisions into consumption records for the attempt ``who`` that succeeded.
+
+        The sources are ``who``'s own SATISFIED decisions (unless it is a gate admitting other tasks:
+        ``consume_own=False``) and, for each gate task directly upstream of
+        it in the same run (a ``ParentIntervalSensor``, a run-condition gate), the SATISFIED decisions of
+        that gate's latest attempt.
+        """
+        d = gate_decision.c
+        same_ti = (d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
+                   d.result == DecisionResult.SATISFIED.value)
+        own = select(gate_decision).where(*same_ti, d.task_id == who.task_id, d.attempt == who.attempt)
+        rows = list(conn.execute(own).mappings()) if consume_own else []
+        if gate_task_ids:
+            latest = (select(d.task_id, func.max(d.attempt).label("attempt"))
+                      .where(d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
+                             d.task_id.in_(list(gate_task_ids)))
+                      .group_by(d.task_id).subquery())
+            rows += list(conn.execute(select(gate_decision).join(
+                latest, and_(d.task_id == latest.c.task_id, d.attempt == latest.c.attempt)).where(*same_ti)
+            ).mappings())
+        for row in rows:
+            conn.execute(insert(consumption).values(
+                decision_id=row["id"], dag_id=who.dag_id, task_id=who.task_id, run_id=who.run_id,
+                map_index=who.map_index, attempt=who.attempt, downstream_task_pk=task_pk,
+                downstream_slot=slot, dependency=row["dependency"], upstream_task_pk=row["upstream_task_pk"],
+                upstream_run_pk=row["upstream_run_pk"], upstream_slot=row["upstream_slot"],
+                upstream_revision=row["upstream_revision"], consumed_at=now,
+            ))
+        return len(rows)
+
+    def consume(self, who: AttemptKey, *, downstream_task_pk: int | None = None,
+                downstream_slot: dt.datetime | None = None, gate_task_ids: Sequence[str] = ()) -> int:
+        """Write consumption for an attempt that succeeded outside the listener's success record."""
+        with self.write() as conn:
+            return self._consume(conn, who, downstream_task_pk, downstream_slot, utcnow(), gate_task_ids)
+
+    def consumed_revisions(self, dag_id: str, task_ids: Sequence[str], downstream_slot: dt.datetime
+                           ) -> dict[tuple[str, dt.datetime | None], int]:
+        """Per (dependency, upstream slot), the highest revision these tasks' slot has consumed."""
+        c = consumption.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(c.dependency, c.upstream_slot, func.max(c.upstream_revision).label("rev"))
+                                .where(c.dag_id == dag_id, c.task_id.in_(list(task_ids)),
+                                       c.downstream_slot == downstream_slot)
+                                .group_by(c.dependency, c.upstream_slot)).all()
+        return {(r.dependency, r.upstream_slot): r.rev for r in rows if r.rev is not None}
+
+    def decisions_for(self, attempt: AttemptKey):
+        with self.engine.connect() as conn:
+            return conn.execute(select(gate_decision).where(
+                gate_decision.c.dag_id == attempt.dag_id, gate_decision.c.task_id == attempt.task_id,
+                gate_decision.c.run_id == attempt.run_id, gate_decision.c.map_index == attempt.map_index,
+                gate_decision.c.attempt == attempt.attempt,
+            ).order_by(gate_decision.c.id)).mappings().all()
+
+    def last_consumed(self, dag_id: str, task_id: str, dependencies: Sequence[str]) -> dict:
+        """Per dependency, the (upstream slot, revision) this task consumed last, across all its runs."""
+        c = consumption.c
+        if not dependencies:
+            return {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(c.dependency, c.upstream_slot, c.upstream_revision).where(
+                c.dag_id == dag_id, c.task_id == task_id, c.dependency.in_(list(dependencies)),
+                c.upstream_slot.is_not(None)).order_by(c.id)).all()
+        out: dict[str, tuple[dt.datetime, int]] = {}
+        for r in rows:
+            seen = out.get(r.dependency)
+            if seen is None or (r.upstream_slot, r.upstream_revision or 0) > (seen[0], seen[1] or 0):
+                out[r.dependency] = (r.upstream_slot, r.upstream_revision or 0)
+        return out
+
+    def stale_consumers(self, dag_id: str | None = None) -> list[dict]:
+        """Consumers whose consumed revision of an upstream slot is older than its current revision.
+
+        One row per (consumer task, downstream slot, dependency, upstream slot): what to re-run after a
+        repair of the upstream.
+        """
+        c, r = consumption.c, task_run.c
+        consumed = func.max(c.upstream_revision).label("consumed_revision")
+        query = (select(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, consumed,
+                        r.output_revision.label("current_revision"), func.max(c.run_id).label("run_id"))
+                 .join(task_run, r.id == c.upstream_run_pk)
+                 .group_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, r.output_revision)
+                 .having(func.max(c.upstream_revision) < r.output_revision)
+                 .order_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency))
+        if dag_id:
+            query = query.where(c.dag_id == dag_id)
+        with self.engine.connect() as conn:
+            return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def _decision_row(attempt: AttemptKey, j: Judgement, downstream_slot, now, bypass_reason):
+    if bypass_reason is not None:
+        result, reason = DecisionResult.BYPASSED.value, f"{bypass_reason}: {j.reason}"
+    else:
+        result = (DecisionResult.SATISFIED if j.satisfied else DecisionResult.UNSATISFIED).value
+        reason = j.reason
+    return dict(
+        dag_id=attempt.dag_id, task_id=attempt.task_id, run_id=attempt.run_id, map_index=attempt.map_index,
+        attempt=attempt.attempt, downstream_slot=downstream_slot, dependency=j.dependency,
+        dependency_type=j.dependency_type.value, upstream_task_pk=j.upstream_task_pk,
+        upstream_run_pk=j.upstream_run_pk, upstream_slot=j.upstream_slot,
+        upstream_revision=j.upstream_revision, result=result, reason=reason, decided_at=now,
+    )
