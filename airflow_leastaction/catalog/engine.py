@@ -166,9 +166,9 @@ def get_engine(url: str | None = None, *, migrate: bool | None = None) -> Engine
         engine = _create(url)
         is_sqlite = engine.dialect.name == "sqlite"
         if migrate or (migrate is None and is_sqlite):
-            from airflow_leastaction.catalog.migrate import upgrade
+            from airflow_leastaction.catalog.migrate import ensure_current
 
-            upgrade(engine)
+            ensure_current(engine)
         _engines[url] = engine
         return engine
 

@@ -98,3 +98,9 @@ class TestConcurrentFirstUse:
         assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
         assert current_revisions(get_engine(url)) == head_revisions()
         dispose_all()
+
+
+def test_the_quick_head_check_agrees_with_alembic():
+    from airflow_leastaction.catalog.migrate import script_heads
+
+    assert set(script_heads()) == head_revisions()
