@@ -70,6 +70,11 @@ class TestSharedPolling:
             await asyncio.sleep(0.4)  # several ticks with every trigger waiting
             poller = CatalogPoller._shared[(id(asyncio.get_running_loop()), catalog_url, 0.05)]
             assert poller.subscribers == 40
+            # Read both counters between ticks: right after a tick completes the poller sleeps, so no
+            # query of the next tick is in flight.
+            ticks = poller.ticks
+            while poller.ticks == ticks:
+                await asyncio.sleep(0.001)
             waiting_ticks, waiting_selects = poller.ticks, counter.selects
             for p in parents:
                 await asyncio.to_thread(store.record_success, p, DAY, run_id="r")
