@@ -158,18 +158,20 @@ class ParentIntervalSensor(BaseSensorOperator):
             meta = schedule_meta(meta_dag, consumer) if meta_dag is not None else None
             store.declare_parents(airflow_task(self.dag_id, consumer), meta, self.parents)
 
-    def _check(self, context) -> tuple[bool, GateOutcome]:
-        """Judge now; on admission record the decisions. Returns (admitted, outcome)."""
+    def _check(self, context) -> tuple[bool, dict]:
+        """Judge now; on admission record the decisions. Returns (admitted, the consumed revisions judged
+        against), so a deferral hands the trigger what was already read."""
         store = self._store()
         slot = self._slot(context)
-        outcome = self._evaluate(store, slot, self._consumed(store, slot))
+        consumed = self._consumed(store, slot)
+        outcome = self._evaluate(store, slot, consumed)
         admission = settle(store, self._attempt(context), outcome, downstream_slot=slot)
         if admission.admitted:
             self.log.info("admitted: %s", "; ".join(j.reason for j in outcome.judgements) or "no parents")
         else:
             self.log.info("not admitted yet: %s", "; ".join(outcome.waiting_reasons))
             self._maybe_fail(outcome.judgements)
-        return admission.admitted, outcome
+        return admission.admitted, consumed
 
     def _maybe_fail(self, judgements: Sequence[Judgement]) -> None:
         rejected = [j.reason for j in judgements if j.rejected]
@@ -182,19 +184,18 @@ class ParentIntervalSensor(BaseSensorOperator):
         self._declare(store)
         if not self.deferrable:
             return super().execute(context)
-        admitted, _ = self._check(context)
+        admitted, consumed = self._check(context)
         if not admitted:
-            self._defer(context, deadline=None)
+            self._defer(context, consumed, deadline=None)
         return None
 
     def poke(self, context) -> bool:
         return self._check(context)[0]
 
-    def _defer(self, context, deadline: dt.datetime | None) -> None:
+    def _defer(self, context, consumed: dict, deadline: dt.datetime | None) -> None:
         now = dt.datetime.now(dt.timezone.utc)
         deadline = deadline or now + dt.timedelta(seconds=self.timeout)
         slot = self._slot(context)
-        consumed = self._consumed(self._store(), slot)
         self.defer(
             trigger=ParentIntervalTrigger(
                 parents=[p.as_dict() for p in self.parents],
@@ -220,6 +221,6 @@ class ParentIntervalSensor(BaseSensorOperator):
         if status == "failed":
             raise ParentFailedError(f"task {self.task_id!r}: parent failed: {reasons}")
         # The trigger saw the parents satisfied; admission is decided here, on the worker, and recorded.
-        admitted, _ = self._check(context)
+        admitted, consumed = self._check(context)
         if not admitted:
-            self._defer(context, dt.datetime.fromisoformat(deadline) if deadline else None)
+            self._defer(context, consumed, dt.datetime.fromisoformat(deadline) if deadline else None)
