@@ -52,6 +52,22 @@ def host_path(spec: str) -> Path | None:
     return (DOCKER / source).resolve() if source.startswith((".", "/")) else None
 
 
+INIT_IN_IMAGE = "/opt/leastaction/airflow-init.sh"
+
+
+def image_copies() -> dict[str, Path]:
+    """Container path -> checkout path of every ``COPY`` in the Dockerfile (a file copied into a directory
+    is keyed by its full container path)."""
+    copies = {}
+    for line in (DOCKER / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY"):
+            *sources, target = [s for s in line.split()[1:] if not s.startswith("--")]
+            for source in sources:
+                key = target.rstrip("/") + "/" + Path(source).name if target.endswith("/") else target
+                copies[key] = DOCKER.parent / source
+    return copies
+
+
 class TestImage:
     def test_image_is_the_official_airflow_release_the_package_is_tested_with(self):
         dockerfile = (DOCKER / "Dockerfile").read_text()
@@ -89,12 +105,16 @@ class TestServices:
     def test_component_runs_its_airflow_command(self, services, name, command):
         assert services[name]["command"] == command
 
-    def test_init_migrates_airflow_then_the_catalog(self, services):
+    def test_init_migrates_airflow_then_the_catalog_then_deploys_the_dbt_project(self, services):
         init = services["airflow-init"]
-        script = init["command"][-1]
         assert init["entrypoint"] == "/bin/bash"
-        assert script.index("airflow db migrate") < script.index("airflow-leastaction db upgrade")
-        assert "&&" in script  # a failed Airflow migration must stop before the catalog's
+        assert init["command"] == [INIT_IN_IMAGE]
+        assert image_copies()[INIT_IN_IMAGE] == DOCKER / "airflow-init.sh"
+        lines = (DOCKER / "airflow-init.sh").read_text().splitlines()
+        script = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
+        assert "set -euo pipefail" in script  # a failed Airflow migration stops before the catalog's
+        assert script.index("airflow db migrate") < script.index("airflow-leastaction db upgrade") < script.index(
+            "dbt build")
         assert init["restart"] == "no"
 
     def test_components_start_after_a_successful_init_and_healthy_backends(self, services):
@@ -133,6 +153,16 @@ class TestServices:
             for spec in service.get("volumes", []):
                 path = host_path(spec)
                 assert path is None or path.exists(), f"{name} mounts missing {spec}"
+
+    def test_no_airflow_service_writes_into_the_checkout(self, services):
+        # DAGs and configuration are baked into the image; only read-only init files are bind-mounted.
+        for name, service in services.items():
+            for spec in service.get("volumes", []):
+                if host_path(spec) is not None:
+                    assert spec.endswith(":ro"), f"{name} bind-mounts {spec} writable"
+
+    def test_up_rebuilds_the_image_so_an_upgrade_needs_no_extra_flag(self, compose):
+        assert compose["x-airflow-common"]["pull_policy"] == "build"
 
     def test_named_volumes_are_declared(self, compose, services):
         declared = set(compose.get("volumes") or {})
@@ -186,20 +216,26 @@ class TestEnvironment:
         container_port = int(services["airflow-apiserver"]["ports"][0].split(":")[-1])
         assert (url.hostname, url.port, url.path) == ("airflow-apiserver", container_port, "/execution/")
 
-    def test_dags_folder_is_the_mounted_examples(self, services):
-        service = services["airflow-scheduler"]
-        folder = env_of(service)["AIRFLOW__CORE__DAGS_FOLDER"]
-        mounted = {spec.split(":")[1]: host_path(spec) for spec in service["volumes"] if host_path(spec)}
-        assert mounted[folder] == DOCKER.parent / "dags_examples"
+    def test_dags_folder_is_the_examples_copied_into_the_image(self, services):
+        folder = env_of(services["airflow-scheduler"])["AIRFLOW__CORE__DAGS_FOLDER"]
+        assert image_copies()[folder] == DOCKER.parent / "dags_examples"
 
     def test_every_configured_user_has_a_password(self, services):
         env = env_of(services["airflow-apiserver"])
         users = [u.split(":")[0] for u in env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].split(",")]
         container_file = Path(env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"])
-        mounted = {spec.split(":")[1]: host_path(spec) for spec in services["airflow-apiserver"]["volumes"]
-                   if host_path(spec)}
-        passwords = json.loads((mounted[str(container_file.parent)] / container_file.name).read_text())
+        source = image_copies()[str(container_file.parent)]
+        passwords = json.loads((source / container_file.name).read_text())
         assert set(users) <= set(passwords)
+
+    def test_dbt_project_and_its_sources_are_on_a_volume_every_airflow_service_mounts(self, services):
+        for name in AIRFLOW_SERVICES:
+            env, service = env_of(services[name]), services[name]
+            volumes = {spec.split(":")[1]: spec.split(":")[0] for spec in service["volumes"]}
+            for key in ("FIELD_OPS_DBT_PROJECT_DIR", "FIELD_OPS_DATA_DIR", "FIELD_OPS_DUCKDB_PATH"):
+                path = Path(env[key])
+                mount = next((m for m in volumes if path.is_relative_to(m)), None)
+                assert mount is not None and host_path(f"{volumes[mount]}:{mount}") is None, (name, key)
 
     def test_dbt_duckdb_file_is_on_a_volume_every_worker_mounts(self, services):
         worker = services["airflow-worker"]
