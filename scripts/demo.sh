@@ -51,7 +51,8 @@ export AIRFLOW__CORE__PARALLELISM=8
 # exit (likely when the machine is busy); one quick retry keeps the demo green.
 export AIRFLOW__CORE__DEFAULT_TASK_RETRIES=1
 export AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY=3
-# Runs come from the backfill window below, not from the wall clock: the demo is the same any day.
+# Runs come from the backfill window below, not from the scheduler's clock: Monday to Wednesday of the
+# previous calendar week unless DEMO_FROM / DEMO_TO fix it, so the runs are the same all week.
 export AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE=False
 export AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL=10
 export AIRFLOW__LEASTACTION__POLL_INTERVAL=2
