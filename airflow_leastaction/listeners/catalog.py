@@ -16,7 +16,7 @@ from airflow.listeners import hookimpl
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.refs import airflow_task, schedule_meta
-from airflow_leastaction.rows import take_reported
+from airflow_leastaction.rows import reported_rows
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def build_event(ti, state: str) -> SlotEvent | None:
         attempt=attempt,
     )
     if state == "success":
-        event.rows_written = take_reported(ti)
+        event.rows_written = reported_rows(ti)
         if not is_gate(task):  # a gate admits other tasks; they, not the gate, consume its decisions
             event.consumer = AttemptKey(ti.dag_id, ti.task_id, ti.run_id, map_index, attempt)
             event.gate_task_ids = admitting_gates(task)
