@@ -1,4 +1,4 @@
-"""Mirror Airflow task outcomes into the catalog: running, success and failure per slot.
+"""Mirror Airflow task outcomes into the catalog: running, success, up for retry and failure per slot.
 
 The slot is the run's data-interval start (the logical date, then ``run_after``, when a run has no data
 interval). Runs in the worker for task outcomes and in the API server for states set in the UI. Every
@@ -102,9 +102,19 @@ def on_task_instance_success(previous_state, task_instance):
     _record(task_instance, "success")
 
 
+def failed_state(ti) -> str:
+    """``up_for_retry`` or ``failed``: Airflow calls the failed hook for an attempt it will retry too.
+
+    The task runner sets ``ti.state`` to its decision (retries left, the retry policy) before it calls
+    the hook; only the last attempt, or a state set in the UI, is ``failed``.
+    """
+    state = getattr(ti, "state", None)
+    return "up_for_retry" if getattr(state, "value", state) == "up_for_retry" else "failed"
+
+
 @hookimpl
 def on_task_instance_failed(previous_state, task_instance, error):
-    _record(task_instance, "failed")
+    _record(task_instance, failed_state(task_instance))
 
 
 @hookimpl
