@@ -167,9 +167,8 @@ class CatalogStore(AuditRecords, RunReads):
                     repair_pending=False, rows_written=rows_written, completion_key=completion_key,
                     finished_at=now, updated_at=now,
                 ))
-            conn.execute(update(task).where(task.c.id == task_pk).values(
-                state="success", updated_at=now, prev_interval_start=_forward_only(slot),
-            ))
+            _update_task(conn, task_pk, run_pk, now, {"state": "success"},
+                         always={"prev_interval_start": _forward_only(slot)})
             if consumer is not None:
                 self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
             return SlotOutcome(task_pk, run_pk, "success", revision, True)
@@ -202,8 +201,7 @@ class CatalogStore(AuditRecords, RunReads):
                 repair = {"repair_pending": revision > 0} if started else {}
                 conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
                     state=state, attempt=attempt, run_id=run_id, updated_at=now, **times, **repair))
-            latest = {"logical_date": slot} if started else {}
-            conn.execute(update(task).where(task.c.id == task_pk).values(state=state, updated_at=now, **latest))
+            _update_task(conn, task_pk, run_pk, now, {"state": state, **({"logical_date": slot} if started else {})})
             return SlotOutcome(task_pk, run_pk, state, revision, True)
 
     def report_completion(
@@ -274,6 +272,19 @@ def _older_than_held(current, run_id: str | None, attempt: int, at: dt.datetime)
     if run_id is not None and current.run_id == run_id and current.attempt != attempt:
         return current.attempt > attempt
     return current.updated_at > at
+
+
+def _update_task(conn: Connection, task_pk: int, run_pk: int, now: dt.datetime, latest: dict,
+                 always: dict | None = None) -> None:
+    """Set the task row's current state (``latest``) unless another of its slots has a newer outcome: a
+    late replay of an older slot changes that slot's record, never the task's current state."""
+    newer = conn.execute(select(task_run.c.id).where(
+        task_run.c.task_pk == task_pk, task_run.c.id != run_pk, task_run.c.updated_at > now).limit(1)).first()
+    values = dict(always or {})
+    if newer is None:
+        values.update(latest, updated_at=now)
+    if values:
+        conn.execute(update(task).where(task.c.id == task_pk).values(**values))
 
 
 def _forward_only(slot: dt.datetime):

@@ -144,3 +144,19 @@ def test_any_replay_order_ends_in_the_newest_outcome_of_the_slot(store, history)
     assert tuple(held) == (newest.run_id, newest.attempt)
     if newest.state == "success":  # its output is the one published
         assert (row.output_revision >= 1, row.rows_written) == (True, newest.rows_written)
+
+
+class TestTheTasksCurrentState:
+    def test_a_late_failure_of_an_older_slot_does_not_become_the_tasks_current_state(self, store):
+        store.record_running(RAW, SLOT + dt.timedelta(days=1), meta=DAILY, run_id="next", at=at(20))
+        late = store.record_finished(RAW, SLOT, "failed", run_id="scheduled__2026-11-03", at=at(5))
+        assert late.applied  # the older slot's own record takes it
+        assert slot_row(store).state == "failed"
+        row = store.get_task(RAW)
+        assert (row["state"], row["logical_date"]) == ("running", SLOT + dt.timedelta(days=1))
+
+    def test_a_late_success_of_an_older_slot_still_moves_the_watermark_forward(self, store):
+        store.record_running(RAW, SLOT + dt.timedelta(days=1), meta=DAILY, run_id="next", at=at(20))
+        store.record_success(RAW, SLOT, run_id="scheduled__2026-11-03", at=at(5))
+        row = store.get_task(RAW)
+        assert (row["state"], row["prev_interval_start"]) == ("running", SLOT)
