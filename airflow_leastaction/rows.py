@@ -2,15 +2,20 @@
 
 Call :func:`report_rows_written` from inside a task with the rows it inserted, updated and deleted. The
 catalog listener, which runs in the same worker process right after the task, stores the count on the
-task's slot record. The count is also pushed as the XCom ``leastaction_rows_written`` so people can see
-it in the UI. A task that reports nothing has unknown rows written: it never satisfies HAS_DATA.
+task's slot record. The count is also pushed as the XCom ``leastaction_rows_written``; a task whose code
+runs in another process (a virtualenv, a container, a pod) pushes that XCom itself, and the listener
+reads it when no report was made in its own process. A task that reports nothing has unknown rows
+written: it never satisfies HAS_DATA.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 
 ROWS_WRITTEN_KEY = "leastaction_rows_written"
+
+log = logging.getLogger(__name__)
 
 _reported: dict[tuple[str, str, str, int], int] = {}
 _lock = threading.Lock()
@@ -49,3 +54,27 @@ def take_reported(ti) -> int | None:
     """The count the task reported in this process, once (None when it reported nothing)."""
     with _lock:
         return _reported.pop(_ti_key(ti), None)
+
+
+def pushed_rows(ti) -> int | None:
+    """The count in the task's XCom ``leastaction_rows_written`` (None when absent or not a count)."""
+    map_index = getattr(ti, "map_index", -1)
+    try:
+        value = ti.xcom_pull(task_ids=ti.task_id, key=ROWS_WRITTEN_KEY,
+                             map_indexes=-1 if map_index is None else map_index)
+    except Exception:
+        log.warning("leastaction: could not read XCom %s of %s", ROWS_WRITTEN_KEY, ti, exc_info=True)
+        return None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        log.warning("leastaction: XCom %s of %s.%s is %r, not a count of rows; rows written unknown",
+                    ROWS_WRITTEN_KEY, ti.dag_id, ti.task_id, value)
+        return None
+    return value
+
+
+def reported_rows(ti) -> int | None:
+    """Rows the task reported: in this process (:func:`report_rows_written`), else through the XCom."""
+    reported = take_reported(ti)
+    return reported if reported is not None else pushed_rows(ti)

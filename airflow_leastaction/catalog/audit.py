@@ -77,6 +77,13 @@ class AuditRecords:
             ))
         return len(rows)
 
+    def _consumed_by(self, conn: Connection, who: AttemptKey) -> bool:
+        """Has the attempt ``who`` already recorded consumption (a replayed success must not repeat it)?"""
+        c = consumption.c
+        return conn.execute(select(c.id).where(
+            c.dag_id == who.dag_id, c.task_id == who.task_id, c.run_id == who.run_id,
+            c.map_index == who.map_index, c.attempt == who.attempt).limit(1)).first() is not None
+
     def consume(self, who: AttemptKey, *, downstream_task_pk: int | None = None,
                 downstream_slot: dt.datetime | None = None, gate_task_ids: Sequence[str] = ()) -> int:
         """Write consumption for an attempt that succeeded outside the listener's success record."""

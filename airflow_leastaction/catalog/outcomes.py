@@ -4,8 +4,9 @@ The listener never writes the catalog directly: it builds a :class:`SlotEvent` a
 If the catalog is down, the event is appended (one JSON line, flushed and fsynced) to a spool file under
 ``[leastaction] spool_dir``; the next delivery from any process on that machine, or
 ``airflow-leastaction catalog replay``, applies spooled events first, oldest first. Applying is
-idempotent (a success carries its run and attempt; older events never undo newer ones), so a replay that
-is interrupted and repeated does no harm.
+idempotent (a success carries its run and attempt) and never goes backwards: the store applies an event
+only if it is at least as new as its slot's record (try number within a run, else time), so spools of
+several machines replayed in any order, or a replay interrupted and repeated, do no harm.
 """
 
 from __future__ import annotations

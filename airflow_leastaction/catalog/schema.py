@@ -66,6 +66,7 @@ class SlotState(str, enum.Enum):
     QUEUED = "queued"
     RUNNING = "running"
     SUCCESS = "success"
+    UP_FOR_RETRY = "up_for_retry"  # an attempt failed and Airflow will retry it: not final
     FAILED = "failed"
     SKIPPED = "skipped"
     UPSTREAM_FAILED = "upstream_failed"

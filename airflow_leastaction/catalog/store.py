@@ -146,6 +146,12 @@ class CatalogStore(AuditRecords, RunReads):
             current = _slot_row(conn, task_pk, slot)
             if current is not None and current.completion_key == completion_key and current.state == "success":
                 return SlotOutcome(task_pk, current.id, "success", current.output_revision, False)
+            if _older_than_held(current, run_id, attempt, now):
+                # A late replay: the slot keeps its newer outcome and publishes nothing, but what this
+                # attempt consumed is still a fact of its success.
+                if consumer is not None and not self._consumed_by(conn, consumer):
+                    self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
+                return SlotOutcome(task_pk, current.id, current.state, current.output_revision, False)
             if current is None:
                 revision = 1
                 run_pk = conn.execute(insert(task_run).values(
@@ -161,9 +167,8 @@ class CatalogStore(AuditRecords, RunReads):
                     repair_pending=False, rows_written=rows_written, completion_key=completion_key,
                     finished_at=now, updated_at=now,
                 ))
-            conn.execute(update(task).where(task.c.id == task_pk).values(
-                state="success", updated_at=now, prev_interval_start=_forward_only(slot),
-            ))
+            _update_task(conn, task_pk, run_pk, now, {"state": "success"},
+                         always={"prev_interval_start": _forward_only(slot)})
             if consumer is not None:
                 self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
             return SlotOutcome(task_pk, run_pk, "success", revision, True)
@@ -191,13 +196,12 @@ class CatalogStore(AuditRecords, RunReads):
                 )).inserted_primary_key[0]
             else:
                 run_pk, revision = current.id, current.output_revision
-                if current.updated_at > now:  # a late replay must not undo a newer outcome
+                if _older_than_held(current, run_id, attempt, now):  # a late replay never undoes a newer outcome
                     return SlotOutcome(task_pk, run_pk, current.state, revision, False)
                 repair = {"repair_pending": revision > 0} if started else {}
                 conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
                     state=state, attempt=attempt, run_id=run_id, updated_at=now, **times, **repair))
-            latest = {"logical_date": slot} if started else {}
-            conn.execute(update(task).where(task.c.id == task_pk).values(state=state, updated_at=now, **latest))
+            _update_task(conn, task_pk, run_pk, now, {"state": state, **({"logical_date": slot} if started else {})})
             return SlotOutcome(task_pk, run_pk, state, revision, True)
 
     def report_completion(
@@ -254,6 +258,33 @@ class CatalogStore(AuditRecords, RunReads):
 def _slot_row(conn: Connection, task_pk: int, slot: dt.datetime):
     return conn.execute(select(task_run).where(
         and_(task_run.c.task_pk == task_pk, task_run.c.slot == slot))).first()
+
+
+def _older_than_held(current, run_id: str | None, attempt: int, at: dt.datetime) -> bool:
+    """Is the outcome (``run_id``, ``attempt``, ``at``) older than the slot record ``current`` holds?
+
+    Within one run the try number orders attempts, whatever the clocks of the machines that reported them
+    say; within one attempt, and between different runs of the same slot, the time of the outcome does.
+    An outcome as new as the held one applies (a success replayed twice is caught by its completion key).
+    """
+    if current is None:
+        return False
+    if run_id is not None and current.run_id == run_id and current.attempt != attempt:
+        return current.attempt > attempt
+    return current.updated_at > at
+
+
+def _update_task(conn: Connection, task_pk: int, run_pk: int, now: dt.datetime, latest: dict,
+                 always: dict | None = None) -> None:
+    """Set the task row's current state (``latest``) unless another of its slots has a newer outcome: a
+    late replay of an older slot changes that slot's record, never the task's current state."""
+    newer = conn.execute(select(task_run.c.id).where(
+        task_run.c.task_pk == task_pk, task_run.c.id != run_pk, task_run.c.updated_at > now).limit(1)).first()
+    values = dict(always or {})
+    if newer is None:
+        values.update(latest, updated_at=now)
+    if values:
+        conn.execute(update(task).where(task.c.id == task_pk).values(**values))
 
 
 def _forward_only(slot: dt.datetime):

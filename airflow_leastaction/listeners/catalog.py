@@ -1,4 +1,4 @@
-"""Mirror Airflow task outcomes into the catalog: running, success and failure per slot.
+"""Mirror Airflow task outcomes into the catalog: running, success, up for retry and failure per slot.
 
 The slot is the run's data-interval start (the logical date, then ``run_after``, when a run has no data
 interval). Runs in the worker for task outcomes and in the API server for states set in the UI. Every
@@ -16,7 +16,7 @@ from airflow.listeners import hookimpl
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.refs import airflow_task, schedule_meta
-from airflow_leastaction.rows import take_reported
+from airflow_leastaction.rows import reported_rows
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def build_event(ti, state: str) -> SlotEvent | None:
         attempt=attempt,
     )
     if state == "success":
-        event.rows_written = take_reported(ti)
+        event.rows_written = reported_rows(ti)
         if not is_gate(task):  # a gate admits other tasks; they, not the gate, consume its decisions
             event.consumer = AttemptKey(ti.dag_id, ti.task_id, ti.run_id, map_index, attempt)
             event.gate_task_ids = admitting_gates(task)
@@ -102,9 +102,19 @@ def on_task_instance_success(previous_state, task_instance):
     _record(task_instance, "success")
 
 
+def failed_state(ti) -> str:
+    """``up_for_retry`` or ``failed``: Airflow calls the failed hook for an attempt it will retry too.
+
+    The task runner sets ``ti.state`` to its decision (retries left, the retry policy) before it calls
+    the hook; only the last attempt, or a state set in the UI, is ``failed``.
+    """
+    state = getattr(ti, "state", None)
+    return "up_for_retry" if getattr(state, "value", state) == "up_for_retry" else "failed"
+
+
 @hookimpl
 def on_task_instance_failed(previous_state, task_instance, error):
-    _record(task_instance, "failed")
+    _record(task_instance, failed_state(task_instance))
 
 
 @hookimpl
