@@ -48,7 +48,7 @@ def get_provider_info() -> dict:
                     },
                     "project": {
                         "description": "Catalog project of this deployment's Airflow tasks: their identity is "
-                        "(<dag_id>.<task_id>, project).",
+                        "(<dag_id>.<task_id>, project), <dag_id>:<task_id> when the DAG id has a dot.",
                         "version_added": "0.1.0", "type": "string", "example": "sales-airflow",
                         "default": "airflow",
                     },

@@ -50,6 +50,14 @@ class UnknownConnectionError(CatalogError, ConfigurationError):
         )
 
 
+class UnappliableOutcomeError(LeastActionError):
+    """A task outcome the catalog can never store (it is quarantined, not spooled or retried)."""
+
+    def __init__(self, outcome: str, why: str):
+        self.outcome = outcome
+        super().__init__(f"{outcome}: {why}")
+
+
 class ParentFailedError(LeastActionError):
     """A parent's covering slot failed and the sensor was told to fail rather than wait."""
 

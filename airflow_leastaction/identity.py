@@ -49,5 +49,18 @@ class TaskIdentity:
 
 
 def airflow_task_name(dag_id: str, task_id: str) -> str:
-    """The catalog name of an Airflow task: ``<dag_id>.<task_id>``."""
-    return f"{dag_id}.{task_id}"
+    """The catalog name of an Airflow task: ``<dag_id>.<task_id>``, or ``<dag_id>:<task_id>`` when the DAG id
+    itself contains a dot.
+
+    Airflow ids are letters, digits, ``_``, ``-`` and ``.`` (a task in a task group is ``group.task``),
+    so with a dot alone DAG ``a.b`` task ``c`` and DAG ``a`` task ``b.c`` would share the name ``a.b.c``.
+    A colon never occurs in an Airflow id: a name with one splits at it, a name without one at its first
+    dot, and every pair has its own name. DAG ids without a dot, the common case, keep ``<dag_id>.<task_id>``.
+    """
+    return f"{dag_id}{':' if '.' in dag_id else '.'}{task_id}"
+
+
+def airflow_task_ids(name: str) -> tuple[str, str] | None:
+    """The ``(dag_id, task_id)`` an Airflow task name was made from (None if it has no separator)."""
+    dag_id, sep, task_id = name.partition(":") if ":" in name else name.partition(".")
+    return (dag_id, task_id) if sep and dag_id and task_id else None

@@ -131,6 +131,9 @@ def judge_parent(
         if latest.state in REJECTING_STATES:
             return Judgement(dep, False, f"{label}: slot {slot_label} is {latest.state}; waiting for a retry or"
                              " repair", rejected=True, **base, **sel)
+        if latest.state == "skipped" and not latest.output_revision:
+            return Judgement(dep, False, f"{label}: slot {slot_label} was skipped; waiting for a run that "
+                             "completes it", **base, **sel)
         if latest.state == "success":
             min_revision = consumed.get(latest.slot, 0) + 1
             if latest.output_revision < min_revision:

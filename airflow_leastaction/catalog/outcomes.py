@@ -7,6 +7,8 @@ If the catalog is down, the event is appended (one JSON line, flushed and fsynce
 idempotent (a success carries its run and attempt) and never goes backwards: the store applies an event
 only if it is at least as new as its slot's record (try number within a run, else time), so spools of
 several machines replayed in any order, or a replay interrupted and repeated, do no harm.
+An event that can never be applied is quarantined, never spooled ahead of the others
+(:mod:`~airflow_leastaction.catalog.spool_check`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from airflow_leastaction.catalog.engine import airflow_home, setting
+from airflow_leastaction.catalog.spool_check import can_never_apply, check_outcome, quarantine
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore, SlotOutcome, TaskMeta
+from airflow_leastaction.exceptions import UnappliableOutcomeError
 from airflow_leastaction.identity import TaskIdentity
 
 log = logging.getLogger(__name__)
@@ -89,11 +93,13 @@ def spool(event: SlotEvent, directory: Path | None = None) -> Path:
     return path
 
 
-def replay(store: CatalogStore, directory: Path | None = None) -> int:
+def replay(store: CatalogStore, directory: Path | None = None, quarantined: list[str] | None = None) -> int:
     """Apply every spooled event, oldest first; returns how many were applied.
 
     Each spool file is first renamed to a name only this call knows, so two processes never replay the
-    same file. A file whose replay fails midway is renamed back for a later attempt.
+    same file. A file whose replay fails midway is renamed back for a later attempt. An event that can
+    never be applied is quarantined (see :mod:`~airflow_leastaction.catalog.spool_check`) and the replay
+    goes on; its reason is appended to ``quarantined`` when a list is given.
     """
     directory = directory or spool_dir()
     if not directory.is_dir():
@@ -106,15 +112,16 @@ def replay(store: CatalogStore, directory: Path | None = None) -> int:
         except FileNotFoundError:
             continue  # another process claimed it
         claimed.append(mine)
+    notes = quarantined if quarantined is not None else []
     events = []
     for path in claimed:
         with open(path, encoding="utf-8") as fh:
-            events.extend(SlotEvent.from_json(line) for line in fh if line.strip())
+            events.extend(e for e in (_read_spooled(line, directory, notes) for line in fh if line.strip()) if e)
     events.sort(key=lambda e: e.at)
-    done = 0
+    done = applied = 0
     try:
         for event in events:
-            apply(store, event)
+            applied += _apply_or_quarantine(store, event, directory, notes)
             done += 1
     except Exception:
         _requeue(directory, events[done:])
@@ -122,7 +129,37 @@ def replay(store: CatalogStore, directory: Path | None = None) -> int:
     finally:
         for path in claimed:
             path.unlink(missing_ok=True)
-    return done
+    return applied
+
+
+def _read_spooled(line: str, directory: Path, notes: list[str]) -> SlotEvent | None:
+    try:
+        event = SlotEvent.from_json(line)
+        check_outcome(event)
+        return event
+    except Exception as exc:  # a line cut short, an event no catalog can hold
+        notes.append(f"{exc}")
+        quarantine(directory, line, str(exc))
+        return None
+
+
+def _apply_or_quarantine(store: CatalogStore, event: SlotEvent, directory: Path, notes: list[str]) -> int:
+    """1 if applied, 0 if quarantined; a transient error propagates (the rest is requeued)."""
+    from sqlalchemy.exc import IntegrityError
+
+    try:
+        try:
+            apply(store, event)
+        except IntegrityError:  # two writers inserted the same task or slot at once: the second try sees it
+            apply(store, event)
+        return 1
+    except Exception as exc:
+        if not isinstance(exc, IntegrityError) and not can_never_apply(exc):
+            raise
+        reason = f"outcome of {event.identity} slot {event.slot.isoformat()}: {exc}"
+        notes.append(reason)
+        quarantine(directory, event.to_json(), reason)
+        return 0
 
 
 def _requeue(directory: Path, events: list[SlotEvent]) -> None:
@@ -140,11 +177,19 @@ def deliver(event: SlotEvent, store_factory=CatalogStore) -> SlotOutcome | None:
     Never raises: a catalog outage must not fail the user's task.
     """
     try:
+        check_outcome(event)
+    except UnappliableOutcomeError as exc:  # spooled, it would block every later outcome of this machine
+        _quarantine_quietly(event, str(exc))
+        return None
+    try:
         store = store_factory()
         if any(spool_dir().glob(f"pending-*{SPOOL_SUFFIX}")):
             replay(store)
         return apply(store, event)
     except Exception as exc:  # the catalog is down, misconfigured, locked...
+        if can_never_apply(exc):
+            _quarantine_quietly(event, f"outcome of {event.identity} slot {event.slot.isoformat()}: {exc}")
+            return None
         try:
             path = spool(event)
             log.warning("catalog unavailable (%s); outcome of %s slot %s spooled to %s", exc, event.identity,
@@ -153,3 +198,10 @@ def deliver(event: SlotEvent, store_factory=CatalogStore) -> SlotOutcome | None:
             log.exception("catalog unavailable and spooling failed; outcome of %s slot %s: %s",
                           event.identity, event.slot.isoformat(), event.to_json())
         return None
+
+
+def _quarantine_quietly(event: SlotEvent, reason: str) -> None:
+    try:
+        quarantine(spool_dir(), event.to_json(), reason)
+    except Exception:
+        log.exception("outcome can never be applied (%s) and quarantining failed: %s", reason, event.to_json())

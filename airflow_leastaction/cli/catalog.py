@@ -8,6 +8,7 @@ from pathlib import Path
 
 from airflow_leastaction.catalog.external import report_completion
 from airflow_leastaction.catalog.outcomes import replay, spool_dir
+from airflow_leastaction.catalog.spool_check import QUARANTINE_PREFIX, quarantined
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals import cron_granularity
@@ -64,6 +65,14 @@ def _show(args) -> int:
 
 def _replay(args) -> int:
     directory = Path(args.spool_dir) if args.spool_dir else spool_dir()
-    applied = replay(CatalogStore(conn_id=args.conn_id), directory)
+    set_aside: list[str] = []
+    applied = replay(CatalogStore(conn_id=args.conn_id), directory, set_aside)
     print(f"replayed {applied} spooled outcome(s) from {directory}")
-    return 0
+    for reason in set_aside:
+        print(f"quarantined (can never be applied): {reason}")
+    held = len(quarantined(directory))
+    if held:
+        print(f"{held} quarantined outcome(s) in {directory}/{QUARANTINE_PREFIX}*.jsonl: each gives its reason "
+              "and the outcome; once dealt with, delete the file")
+    # 1 when this replay set something aside, so a scheduled replay alerts someone.
+    return 1 if set_aside else 0

@@ -1,0 +1,59 @@
+"""DAGs for the run-end reconciliation tests (ids start with ``re_``): states Airflow sets without a worker,
+and a mapped parent named without a map index."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from airflow.sdk import DAG, task
+
+from airflow_leastaction.refs import airflow_task
+from airflow_leastaction.sensors import ParentIntervalSensor
+from airflow_leastaction.timetables import IntervalCronTimetable
+
+START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+DAILY = IntervalCronTimetable("0 0 * * *")
+
+with DAG("re_outcomes", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):
+
+    @task
+    def boom():
+        raise RuntimeError("this task fails on purpose")
+
+    @task
+    def after_boom():
+        return "never runs: upstream_failed"
+
+    @task.short_circuit
+    def gate_closed():
+        return False
+
+    @task
+    def cut():
+        return "never runs: skipped by the short circuit"
+
+    @task
+    def double(x):
+        return 2 * x
+
+    @task
+    def half(x):
+        if x == 3:
+            raise RuntimeError("map index 2 fails on purpose")
+        return x / 2
+
+    boom() >> after_boom()
+    gate_closed() >> cut()
+    double.expand(x=[1, 2, 3])
+    half.expand(x=[1, 2, 3])
+
+
+with DAG("re_mapped_child", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):
+    wait = ParentIntervalSensor(task_id="wait", parents=[airflow_task("re_outcomes", "double")],
+                                poke_interval=0.2, timeout=60)
+
+    @task
+    def use():
+        return "admitted"
+
+    wait >> use()
