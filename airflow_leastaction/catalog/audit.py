@@ -37,7 +37,11 @@ class AuditRecords:
         self, attempt: AttemptKey, judgements: Sequence[Judgement], *, downstream_slot: dt.datetime | None,
         bypass_reason: str | None = None, at: dt.datetime | None = None,
     ) -> list[int]:
-        """Append one decision per judged dependency of this attempt. ``bypass_reason`` records BYPASSED."""
+        """Append one decision per judged dependency of this attempt.
+
+        ``bypass_reason`` (a relaxed gate admitting anyway) records each *unsatisfied* dependency
+        BYPASSED with that reason; a satisfied one is SATISFIED all the same, and is consumed.
+        """
         now = at or utcnow()
         rows = [_decision_row(attempt, j, downstream_slot, now, bypass_reason) for j in judgements]
         if not rows:
@@ -139,7 +143,7 @@ class AuditRecords:
 
 
 def _decision_row(attempt: AttemptKey, j: Judgement, downstream_slot, now, bypass_reason):
-    if bypass_reason is not None:
+    if bypass_reason is not None and not j.satisfied:
         result, reason = DecisionResult.BYPASSED.value, f"{bypass_reason}: {j.reason}"
     else:
         result = (DecisionResult.SATISFIED if j.satisfied else DecisionResult.UNSATISFIED).value
