@@ -10,9 +10,10 @@ import datetime as dt
 import json
 from dataclasses import dataclass, field
 
-from sqlalchemy import Select, func, literal, select, tuple_
+from sqlalchemy import Select, case, func, literal, select, tuple_
 from sqlalchemy.engine import Engine
 
+from airflow_leastaction.catalog.audit import is_stale
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.identity import TaskIdentity
@@ -134,14 +135,16 @@ class CatalogReads:
         return _page(rows, limit, "decided_at")
 
     def consumption(self, f: ConsumptionFilter, cursor: Cursor | None, limit: int) -> Page:
-        """Consumption records with the upstream slot's current revision; older ones are stale."""
+        """Consumption records with the upstream slot's current revision, each flagged stale or not by the
+        same rule as ``airflow-leastaction stale`` (:func:`~airflow_leastaction.catalog.audit.is_stale`)."""
         c = consumption.c
         up = task_run.alias("up")
         ut = task.alias("ut")
         current = up.c.output_revision
+        stale = is_stale(current)
         stmt = (
             select(consumption, current.label("current_revision"), ut.c.name.label("upstream_name"),
-                   ut.c.project.label("upstream_project"))
+                   ut.c.project.label("upstream_project"), case((stale, True), else_=False).label("stale"))
             .select_from(consumption.outerjoin(up, up.c.id == c.upstream_run_pk)
                          .outerjoin(ut, ut.c.id == c.upstream_task_pk))
         )
@@ -152,13 +155,12 @@ class CatalogReads:
         if f.upstream_task_pk is not None:
             stmt = stmt.where(c.upstream_task_pk == f.upstream_task_pk)
         if f.stale_only:
-            stmt = stmt.where(c.upstream_revision < current)
+            stmt = stmt.where(stale)
         stmt = _newest_first(stmt, c.consumed_at, c.id, cursor, limit)
         with self.engine.connect() as conn:
             rows = [dict(r) for r in conn.execute(stmt).mappings()]
         for row in rows:
-            cur, got = row["current_revision"], row["upstream_revision"]
-            row["stale"] = cur is not None and got is not None and got < cur
+            row["stale"] = bool(row["stale"])
         return _page(rows, limit, "consumed_at")
 
     def catalog(self, f: CatalogFilter, after: str | None, limit: int) -> Page:

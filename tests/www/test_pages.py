@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import html
+import json
 
 import pytest
 
+from airflow_leastaction.cli import main
 from tests.www import scenario
 from tests.www.scenario import CRM, HOSTILE, LOAD, REPORT, ROLLUP
 
@@ -80,6 +82,30 @@ class TestConsumption:
     def test_stale_only_lists_just_the_stale_consumers(self, client, story):
         items = client.get(P + "/api/consumption", params={"stale": "true"}).json()["items"]
         assert [(i["task_id"], i["upstream_name"]) for i in items] == [("load_orders", "crm_export")]
+
+    def test_cli_and_ui_list_the_same_stale_consumers_after_re_runs(self, client, story, capsys):
+        # load_orders of the 2nd re-runs after the repair of crm_export: it consumes revision 2 and is no
+        # longer stale, but publishes revision 2 of its own slot, so build_report of the 2nd now is.
+        # load_orders of the 1st re-runs without a repair upstream: it consumes revision 1 again (fresh)
+        # and publishes revision 2 of its slot, so build_report of the 1st is stale as well.
+        # crm_export of the 3rd is repaired too, and nobody re-ran: load_orders of the 3rd is stale.
+        story.store.report_completion(CRM, scenario.day(3, 2), cron="0 2 * * *", rows_written=9,
+                                      run_id="crm-3-repair")
+        scenario.rerun(story.store, LOAD, [CRM], 2, attempt=2)
+        scenario.rerun(story.store, LOAD, [CRM], 1, attempt=2)
+        assert main(["stale", "--json"]) == 0
+        cli = {(r["dag_id"], r["task_id"], r["downstream_slot"][:10], r["dependency"])
+               for r in map(json.loads, capsys.readouterr().out.splitlines())}
+        ui = {(i["dag_id"], i["task_id"], i["downstream_slot"][:10], i["dependency"])
+              for i in client.get(P + "/api/consumption", params={"stale": "true"}).json()["items"]}
+        assert cli == ui == {("sales_daily", "load_orders", "2024-01-03", CRM.key),
+                             ("sales_daily", "build_report", "2024-01-01", LOAD.key),
+                             ("sales_daily", "build_report", "2024-01-02", LOAD.key)}
+        flagged = {(i["task_id"], i["downstream_slot"][:10], i["upstream_revision"], i["stale"])
+                   for i in client.get(P + "/api/consumption", params={"dag_id": "sales_daily",
+                                                                       "task_id": "load_orders"}).json()["items"]}
+        assert ("load_orders", "2024-01-02", 1, False) in flagged  # the row of the first run, re-run since
+        assert ("load_orders", "2024-01-02", 2, False) in flagged
 
     def test_by_downstream_shows_revisions_and_highlights_stale_rows(self, client, story):
         page = client.get(P + "/consumption", params={"dag_id": "sales_daily", "task_id": "load_orders"}).text
