@@ -62,6 +62,8 @@ class Page:
 class DecisionFilter:
     dag_id: str | None = None
     task_id: str | None = None
+    #: With ``task_id``: the task's run-condition gate, whose decisions are the task's admission too.
+    gate_task_id: str | None = None
     run_id: str | None = None
     map_index: int | None = None
     result: str | None = None
@@ -121,10 +123,12 @@ class CatalogReads:
     def decisions(self, f: DecisionFilter, cursor: Cursor | None, limit: int) -> Page:
         d = gate_decision.c
         stmt = select(gate_decision)
-        for col, value in ((d.dag_id, f.dag_id), (d.task_id, f.task_id), (d.run_id, f.run_id),
-                           (d.map_index, f.map_index), (d.result, f.result)):
+        for col, value in ((d.dag_id, f.dag_id), (d.run_id, f.run_id), (d.map_index, f.map_index),
+                           (d.result, f.result)):
             if value is not None:
                 stmt = stmt.where(col == value)
+        if f.task_id is not None:
+            stmt = stmt.where(d.task_id.in_([t for t in (f.task_id, f.gate_task_id) if t is not None]))
         if f.since is not None:
             stmt = stmt.where(d.decided_at >= f.since)
         if f.until is not None:
