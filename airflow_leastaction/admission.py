@@ -2,8 +2,9 @@
 
 ADMIT records one decision per judged dependency for this attempt and lets the task run. WAIT writes
 nothing (being blocked is the absence of a transition), unless the deployment relaxes its gates
-(``[leastaction] gates = warn | off``): then the task is admitted and every dependency is recorded
-BYPASSED with its reason. SKIP records the UNSATISFIED decisions the skip rests on.
+(``[leastaction] gates = warn | off``): then the task is admitted, every unsatisfied dependency is
+recorded BYPASSED with its reason and every satisfied one SATISFIED (consumed like any admission).
+SKIP records the UNSATISFIED decisions the skip rests on.
 """
 
 from __future__ import annotations

@@ -243,36 +243,47 @@ ACTIVE_STATES = frozenset({"scheduled", "queued", "running", "deferred", "up_for
 TERMINAL_STATES = frozenset({"success", "failed", "skipped", "removed", "upstream_failed"})
 
 
+def blocked_tasks(states: dict[str, str | None], upstream: dict[str, Iterable[str]],
+                  waiting: Iterable[str]) -> set[str]:
+    """Tasks that have not started and cannot start while the gates wait: an upstream is a waiting gate
+    that has not finished, or is itself a blocked task that has not started.
+
+    Spread downstream from the tasks right behind a waiting gate with a work list, not by recursion: a
+    run of thousands of chained tasks must not hit Python's recursion limit.
+    """
+    waiting = set(waiting)
+
+    def not_started(task_id: str) -> bool:
+        return states.get(task_id) in (None, "none")
+
+    downstream: dict[str, list[str]] = {}
+    for task_id, ups in upstream.items():
+        for up in ups:
+            downstream.setdefault(up, []).append(task_id)
+    todo = [t for t, ups in upstream.items()
+            if not_started(t) and any(u in waiting and states.get(u) not in TERMINAL_STATES for u in ups)]
+    blocked = set(todo)
+    while todo:
+        for down in downstream.get(todo.pop(), ()):
+            if down not in blocked and not_started(down):
+                blocked.add(down)
+                todo.append(down)
+    return blocked
+
+
 def run_settled(states: dict[str, str | None], upstream: dict[str, Iterable[str]], waiting: Iterable[str]) -> bool:
     """True when nothing else can start in the run: no task is active and none is about to be scheduled.
 
     ``waiting`` are the gates (and the run-outcome task): they wait on others and start nothing by
     themselves. A task that has not started is blocked when one of its upstreams is a waiting gate or is
-    itself blocked; otherwise the scheduler is about to look at it, so the run is not settled.
+    itself blocked (:func:`blocked_tasks`); otherwise the scheduler is about to look at it, so the run is
+    not settled.
     """
     waiting = set(waiting)
-    blocked: dict[str, bool] = {}
-
-    def is_blocked(task_id: str, seen: frozenset = frozenset()) -> bool:
-        if task_id in blocked:
-            return blocked[task_id]
-        result = False
-        for up in upstream.get(task_id, ()):
-            up_state = states.get(up)
-            if up in waiting and up_state not in TERMINAL_STATES:
-                result = True
-            elif up_state in (None, "none") and up not in seen and is_blocked(up, seen | {task_id}):
-                result = True
-            if result:
-                break
-        blocked[task_id] = result
-        return result
-
-    for task_id, state in states.items():
-        if task_id in waiting:
-            continue
-        if state in ACTIVE_STATES:
-            return False
-        if state in (None, "none") and not is_blocked(task_id):
-            return False
-    return True
+    others = {t: s for t, s in states.items() if t not in waiting}
+    if any(s in ACTIVE_STATES for s in others.values()):
+        return False
+    if not any(s in (None, "none") for s in others.values()):
+        return True
+    blocked = blocked_tasks(states, upstream, waiting)
+    return all(t in blocked for t, s in others.items() if s in (None, "none"))

@@ -10,7 +10,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Sequence
 
-from sqlalchemy import and_, func, insert, select
+from sqlalchemy import and_, exists, func, insert, select
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task_run, utcnow
@@ -37,7 +38,11 @@ class AuditRecords:
         self, attempt: AttemptKey, judgements: Sequence[Judgement], *, downstream_slot: dt.datetime | None,
         bypass_reason: str | None = None, at: dt.datetime | None = None,
     ) -> list[int]:
-        """Append one decision per judged dependency of this attempt. ``bypass_reason`` records BYPASSED."""
+        """Append one decision per judged dependency of this attempt.
+
+        ``bypass_reason`` (a relaxed gate admitting anyway) records each *unsatisfied* dependency
+        BYPASSED with that reason; a satisfied one is SATISFIED all the same, and is consumed.
+        """
         now = at or utcnow()
         rows = [_decision_row(attempt, j, downstream_slot, now, bypass_reason) for j in judgements]
         if not rows:
@@ -126,7 +131,8 @@ class AuditRecords:
         return out
 
     def stale_consumers(self, dag_id: str | None = None) -> list[dict]:
-        """Consumers whose consumed revision of an upstream slot is older than its current revision.
+        """Consumers whose latest consumed revision of an upstream slot is older than its current one
+        (:func:`is_stale`).
 
         One row per (consumer task, downstream slot, dependency, upstream slot): what to re-run after a
         repair of the upstream.
@@ -136,8 +142,8 @@ class AuditRecords:
         query = (select(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, consumed,
                         r.output_revision.label("current_revision"), func.max(c.run_id).label("run_id"))
                  .join(task_run, r.id == c.upstream_run_pk)
+                 .where(is_stale(r.output_revision))
                  .group_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, r.output_revision)
-                 .having(func.max(c.upstream_revision) < r.output_revision)
                  .order_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency))
         if dag_id:
             query = query.where(c.dag_id == dag_id)
@@ -145,8 +151,29 @@ class AuditRecords:
             return [dict(row) for row in conn.execute(query).mappings()]
 
 
+def is_stale(current_revision) -> ColumnElement:
+    """The one meaning of "stale", for a ``la_consumption`` row, as a SQL condition.
+
+    A consumption is stale when the upstream slot it selected now has a higher revision (a repair) and
+    the same consumer (DAG, task, downstream slot) has not consumed that revision or a later one of the
+    same dependency and slot since: a consumer that re-ran after the repair is no longer stale.
+
+    :param current_revision: the selected upstream slot record's current ``output_revision`` (a column
+        of ``la_task_run`` joined on ``upstream_run_pk``).
+    """
+    c = consumption.c
+    since = consumption.alias("since")
+    s = since.c
+    caught_up = exists().where(
+        s.dag_id == c.dag_id, s.task_id == c.task_id, s.downstream_slot.is_not_distinct_from(c.downstream_slot),
+        s.dependency == c.dependency, s.upstream_run_pk == c.upstream_run_pk,
+        s.upstream_revision >= current_revision,
+    )
+    return and_(c.upstream_revision < current_revision, ~caught_up)
+
+
 def _decision_row(attempt: AttemptKey, j: Judgement, downstream_slot, now, bypass_reason):
-    if bypass_reason is not None:
+    if bypass_reason is not None and not j.satisfied:
         result, reason = DecisionResult.BYPASSED.value, f"{bypass_reason}: {j.reason}"
     else:
         result = (DecisionResult.SATISFIED if j.satisfied else DecisionResult.UNSATISFIED).value

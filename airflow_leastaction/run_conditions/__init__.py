@@ -20,7 +20,7 @@ from typing import Any
 
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition
-from airflow_leastaction.graph import Node, check_condition, check_type, check_upstreams, validate
+from airflow_leastaction.graph import Node, check_condition, check_type, check_upstreams, validate_addition
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 
@@ -115,8 +115,8 @@ def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: 
     if others:
         raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: it already has upstream tasks {others}; declare "
                                  "all its dependencies in run_condition() instead of with >>")
-    validate(dag_id, {**dag_nodes(dag), task_id: Node(task_id, tuple(d.upstream for d in deps if d.in_run), kind,
-                                                       active)})
+    new = Node(task_id, tuple(d.upstream for d in deps if d.in_run), kind, active)
+    validate_addition(dag_id, new, lambda t: task_node(dag, t), lambda t: dependents(dag, t))
     mapped = sorted(d.upstream for d in deps if d.in_run and getattr(dag.get_task(d.upstream), "is_mapped", False))
     if mapped or getattr(operator, "is_mapped", False):
         raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: run conditions do not apply to mapped tasks "
@@ -141,23 +141,41 @@ def gate_specs(dag) -> dict[str, GateSpec]:
 
 
 def dag_nodes(dag) -> dict[str, Node]:
-    """The DAG's tasks as graph nodes: a gated task's upstreams are its declared same-run dependencies,
-    any other task's are its Airflow upstreams; gates and the run-outcome task are left out."""
+    """The DAG's tasks as graph nodes (see :func:`task_node`); gates and the run-outcome task are left out."""
     from airflow_leastaction.operators.run_condition import _Waiting
 
-    specs = gate_specs(dag)
-    helpers = {t.task_id for t in dag.tasks if isinstance(t, _Waiting)}
-    nodes = {}
-    for t in dag.tasks:
-        if t.task_id in helpers:
-            continue
-        spec = specs.get(t.task_id)
-        if spec is not None:
-            nodes[t.task_id] = Node(t.task_id, tuple(d.upstream for d in spec.in_run), str(spec.condition),
-                                    spec.active, tuple(d.label for d in spec.elsewhere))
-        else:
-            nodes[t.task_id] = Node(t.task_id, tuple(sorted(set(t.upstream_task_ids) - helpers)))
-    return nodes
+    return {t.task_id: task_node(dag, t.task_id) for t in dag.tasks if not isinstance(t, _Waiting)}
+
+
+def task_node(dag, task_id: str) -> Node | None:
+    """One task as a graph node: a gated task's upstreams are its declared same-run dependencies, any
+    other task's are its Airflow upstreams; None for a gate or the run-outcome task."""
+    from airflow_leastaction.operators.run_condition import GATE_SUFFIX, RunConditionGate, _Waiting
+
+    task = dag.task_dict[task_id]
+    if isinstance(task, _Waiting):
+        return None
+    gate = dag.task_dict.get(task_id + GATE_SUFFIX)
+    if isinstance(gate, RunConditionGate) and gate.gated_task_id == task_id:
+        spec = gate.spec
+        return Node(task_id, tuple(d.upstream for d in spec.in_run), str(spec.condition), spec.active,
+                    tuple(d.label for d in spec.elsewhere))
+    ups = (u for u in task.upstream_task_ids if not isinstance(dag.task_dict[u], _Waiting))
+    return Node(task_id, tuple(sorted(ups)))
+
+
+def dependents(dag, task_id: str) -> list[str]:
+    """The tasks that depend directly on ``task_id``, as graph nodes (a gate stands for its task)."""
+    from airflow_leastaction.operators.run_condition import RunConditionGate, _Waiting
+
+    out = []
+    for down in dag.task_dict[task_id].downstream_task_ids:
+        task = dag.task_dict[down]
+        if isinstance(task, RunConditionGate):
+            out.append(task.gated_task_id)
+        elif not isinstance(task, _Waiting):
+            out.append(down)
+    return sorted(out)
 
 
 __all__ = [

@@ -10,9 +10,10 @@ import datetime as dt
 import json
 from dataclasses import dataclass, field
 
-from sqlalchemy import Select, func, literal, select, tuple_
+from sqlalchemy import Select, case, func, literal, select, tuple_
 from sqlalchemy.engine import Engine
 
+from airflow_leastaction.catalog.audit import is_stale
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.identity import TaskIdentity
@@ -61,6 +62,8 @@ class Page:
 class DecisionFilter:
     dag_id: str | None = None
     task_id: str | None = None
+    #: With ``task_id``: the task's run-condition gate, whose decisions are the task's admission too.
+    gate_task_id: str | None = None
     run_id: str | None = None
     map_index: int | None = None
     result: str | None = None
@@ -120,10 +123,12 @@ class CatalogReads:
     def decisions(self, f: DecisionFilter, cursor: Cursor | None, limit: int) -> Page:
         d = gate_decision.c
         stmt = select(gate_decision)
-        for col, value in ((d.dag_id, f.dag_id), (d.task_id, f.task_id), (d.run_id, f.run_id),
-                           (d.map_index, f.map_index), (d.result, f.result)):
+        for col, value in ((d.dag_id, f.dag_id), (d.run_id, f.run_id), (d.map_index, f.map_index),
+                           (d.result, f.result)):
             if value is not None:
                 stmt = stmt.where(col == value)
+        if f.task_id is not None:
+            stmt = stmt.where(d.task_id.in_([t for t in (f.task_id, f.gate_task_id) if t is not None]))
         if f.since is not None:
             stmt = stmt.where(d.decided_at >= f.since)
         if f.until is not None:
@@ -134,14 +139,16 @@ class CatalogReads:
         return _page(rows, limit, "decided_at")
 
     def consumption(self, f: ConsumptionFilter, cursor: Cursor | None, limit: int) -> Page:
-        """Consumption records with the upstream slot's current revision; older ones are stale."""
+        """Consumption records with the upstream slot's current revision, each flagged stale or not by the
+        same rule as ``airflow-leastaction stale`` (:func:`~airflow_leastaction.catalog.audit.is_stale`)."""
         c = consumption.c
         up = task_run.alias("up")
         ut = task.alias("ut")
         current = up.c.output_revision
+        stale = is_stale(current)
         stmt = (
             select(consumption, current.label("current_revision"), ut.c.name.label("upstream_name"),
-                   ut.c.project.label("upstream_project"))
+                   ut.c.project.label("upstream_project"), case((stale, True), else_=False).label("stale"))
             .select_from(consumption.outerjoin(up, up.c.id == c.upstream_run_pk)
                          .outerjoin(ut, ut.c.id == c.upstream_task_pk))
         )
@@ -152,13 +159,12 @@ class CatalogReads:
         if f.upstream_task_pk is not None:
             stmt = stmt.where(c.upstream_task_pk == f.upstream_task_pk)
         if f.stale_only:
-            stmt = stmt.where(c.upstream_revision < current)
+            stmt = stmt.where(stale)
         stmt = _newest_first(stmt, c.consumed_at, c.id, cursor, limit)
         with self.engine.connect() as conn:
             rows = [dict(r) for r in conn.execute(stmt).mappings()]
         for row in rows:
-            cur, got = row["current_revision"], row["upstream_revision"]
-            row["stale"] = cur is not None and got is not None and got < cur
+            row["stale"] = bool(row["stale"])
         return _page(rows, limit, "consumed_at")
 
     def catalog(self, f: CatalogFilter, after: str | None, limit: int) -> Page:

@@ -55,6 +55,18 @@ class TestDecisionsAndConsumption:
         assert [d["result"] for d in store.decisions_for(gate_attempt(1))] == ["BYPASSED"]
         assert consumed(store, "rc_audit") == []
 
+    def test_under_relaxed_gates_satisfied_dependencies_are_recorded_satisfied_and_consumed(self, store):
+        up = store.record_success(UP, day(1), meta=TaskMeta(cron="0 0 * * *"), run_id="u1")
+        store.record_decisions(gate_attempt(1), [judged(UP.key, True, up, day(1), 1), judged("task:b", False)],
+                               downstream_slot=day(1), bypass_reason="gates=off")
+        store.record_success(DOWN, day(1), run_id="run-1", consumer=AttemptKey("rc_audit", "report", "run-1"),
+                             gate_task_ids=["report__gate"])
+        rows = store.decisions_for(gate_attempt(1))
+        assert [(d["dependency"], d["result"]) for d in rows] == [(UP.key, "SATISFIED"), ("task:b", "BYPASSED")]
+        assert rows[0]["reason"] == f"{UP.key}: ok" and rows[1]["reason"] == "gates=off: task:b: not yet"
+        [row] = consumed(store, "rc_audit")
+        assert (row["dependency"], row["upstream_revision"]) == (UP.key, 1)
+
     def test_stale_lists_consumers_of_a_slot_that_was_repaired_since(self, store, catalog_url, use_catalog, capsys):
         up = store.record_success(UP, day(1), meta=TaskMeta(cron="0 0 * * *"), run_id="u1")
         store.record_decisions(gate_attempt(1), [judged(UP.key, True, up, day(1), 1)], downstream_slot=day(1))
@@ -87,16 +99,20 @@ class TestDecisionsAndConsumption:
 @pytest.mark.integration
 class TestRelaxedGates:
     @pytest.mark.parametrize("mode", ["warn", "off"])
-    def test_warn_and_off_admit_the_task_and_record_bypassed_decisions_with_the_reason(
+    def test_warn_and_off_admit_the_task_record_the_unsatisfied_bypassed_and_consume_the_satisfied(
         self, rc_catalog, run_dag, monkeypatch, mode
     ):
         monkeypatch.setenv("AIRFLOW__LEASTACTION__GATES", mode)
-        run = run_dag("rc_type_failure_success", day(20))
+        run = run_dag("rc_condition_all", day(20))  # a succeeds, b fails, c succeeds; ALL of them
         assert states(run)["child"] == "success"
-        [decision] = decisions(rc_catalog, "rc_type_failure_success", "child__gate")
-        assert decision["result"] == "BYPASSED"
-        assert decision["reason"].startswith(f"gates={mode}: up (FAILURE)")
-        assert consumed(rc_catalog, "rc_type_failure_success") == []
+        rows = {r["dependency"]: r for r in decisions(rc_catalog, "rc_condition_all", "child__gate")}
+        assert {d: r["result"] for d, r in rows.items()} == {
+            "task:a": "SATISFIED", "task:b": "BYPASSED", "task:c": "SATISFIED"}
+        assert rows["task:b"]["reason"].startswith(f"gates={mode}: b (SUCCESS): upstream failed")
+        assert not rows["task:a"]["reason"].startswith("gates=")
+        eaten = consumed(rc_catalog, "rc_condition_all")
+        assert sorted((r["dependency"], r["decision_id"]) for r in eaten) == [
+            ("task:a", rows["task:a"]["id"]), ("task:c", rows["task:c"]["id"])]
 
     def test_a_run_records_decisions_and_consumes_them_on_each_backend(self, rc_catalog_any, run_dag):
         assert states(run_dag("rc_condition_n2", day(21)))["child"] == "success"

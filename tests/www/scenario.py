@@ -53,6 +53,16 @@ def _run(store: CatalogStore, child: TaskIdentity, parents: list[TaskIdentity], 
         store.record_success(child, day(n), meta=meta, run_id=who.run_id, at=day(n, 5), consumer=who)
 
 
+def rerun(store: CatalogStore, child: TaskIdentity, parents: list[TaskIdentity], n: int, *, attempt: int) -> None:
+    """``child``'s slot of the ``n``-th runs again (a clear): judged again, succeeds, consumes again."""
+    meta = airflow_meta(child)
+    who = AttemptKey(meta.dag_id, meta.task_id, f"scheduled__2024-01-{n:02d}T03:00:00+00:00", -1, attempt)
+    store.record_running(child, day(n), meta=meta, run_id=who.run_id, attempt=attempt, at=day(n, 10 + attempt))
+    gate(store, who, parents, day(n), day(n, 10 + attempt))
+    store.record_success(child, day(n), meta=meta, run_id=who.run_id, attempt=attempt, at=day(n, 11 + attempt),
+                         consumer=who)
+
+
 def build(store: CatalogStore) -> Scenario:
     store.declare_parents(LOAD, airflow_meta(LOAD), [CRM])
     store.declare_parents(REPORT, airflow_meta(REPORT), [LOAD])

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import html
+import json
+import re
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
+from airflow_leastaction.catalog.store import AttemptKey
+from airflow_leastaction.cli import main
+from airflow_leastaction.gate import Judgement
 from tests.www import scenario
 from tests.www.scenario import CRM, HOSTILE, LOAD, REPORT, ROLLUP
 
 P = "/leastaction"
+
+
+def decision_links(page: str) -> list[dict]:
+    """The query of every link of ``page`` to the decisions page, as a dict."""
+    hrefs = (html.unescape(h) for h in re.findall(r'href="([^"]+)"', page))
+    return [dict(parse_qsl(urlsplit(h).query)) for h in hrefs if urlsplit(h).path.endswith("/decisions")]
 
 
 @pytest.fixture
@@ -57,6 +69,33 @@ class TestDecisions:
         assert page.text.count("<tr>") == 2  # header + the one decision of that attempt
         assert "completed up to 2024-01-03" in page.text
 
+    def test_a_gated_tasks_own_tab_shows_its_gate_decisions_and_links_gate_and_task(self, client, story):
+        run = "scheduled__2024-01-02T03:00:00+00:00"
+        gate = AttemptKey("sales_daily", "publish__gate", run, -1, 1)
+        story.store.record_decisions(gate, [
+            Judgement("task:build_report", True, "build_report (SUCCESS): upstream succeeded"),
+            Judgement("task:<b>load</b>", False, "<b>load</b> (FAILURE): upstream succeeded; never met", final=True),
+        ], downstream_slot=scenario.day(2), at=scenario.day(2, 6))
+        # The task-instance tab of the gated task, as Airflow fills in its link.
+        tab = {"dag_id": "sales_daily", "task_id": "publish", "run_id": run, "map_index": "{MAP_INDEX}"}
+        items = client.get(P + "/api/decisions", params=tab).json()["items"]
+        assert sorted((i["task_id"], i["dependency"], i["result"]) for i in items) == [
+            ("publish__gate", "task:<b>load</b>", "UNSATISFIED"), ("publish__gate", "task:build_report", "SATISFIED")]
+        page = client.get(P + "/decisions", params=tab).text
+        assert page.count("<tr>") == 3  # header + the gate's two decisions
+        assert "&lt;b&gt;load&lt;/b&gt; (FAILURE): upstream succeeded; never met" in page and "<b>load</b>" not in page
+        assert "only the gate publish__gate" in page
+        expected = {"dag_id": "sales_daily", "run_id": run, "map_index": "{MAP_INDEX}"}
+        assert {**expected, "task_id": "publish__gate"} in decision_links(page)
+        assert 'class="gated-task"' in page  # each gate row links to the task it gates
+        # The gate's own view links back to the task it admits, within the same DAG and run.
+        back = client.get(P + "/decisions", params={**tab, "task_id": "publish__gate"}).text
+        assert "is the run-condition gate of" in back
+        assert {**expected, "task_id": "publish"} in decision_links(back)
+        # Another task's filter does not pick up this gate.
+        other = client.get(P + "/api/decisions", params={**tab, "task_id": "build_report"}).json()["items"]
+        assert all(i["task_id"] == "build_report" for i in other) and other
+
     def test_a_cursor_this_ui_did_not_produce_is_a_clear_400(self, client, story):
         response = client.get(P + "/api/decisions", params={"cursor": "yesterday"})
         assert response.status_code == 400
@@ -80,6 +119,30 @@ class TestConsumption:
     def test_stale_only_lists_just_the_stale_consumers(self, client, story):
         items = client.get(P + "/api/consumption", params={"stale": "true"}).json()["items"]
         assert [(i["task_id"], i["upstream_name"]) for i in items] == [("load_orders", "crm_export")]
+
+    def test_cli_and_ui_list_the_same_stale_consumers_after_re_runs(self, client, story, capsys):
+        # load_orders of the 2nd re-runs after the repair of crm_export: it consumes revision 2 and is no
+        # longer stale, but publishes revision 2 of its own slot, so build_report of the 2nd now is.
+        # load_orders of the 1st re-runs without a repair upstream: it consumes revision 1 again (fresh)
+        # and publishes revision 2 of its slot, so build_report of the 1st is stale as well.
+        # crm_export of the 3rd is repaired too, and nobody re-ran: load_orders of the 3rd is stale.
+        story.store.report_completion(CRM, scenario.day(3, 2), cron="0 2 * * *", rows_written=9,
+                                      run_id="crm-3-repair")
+        scenario.rerun(story.store, LOAD, [CRM], 2, attempt=2)
+        scenario.rerun(story.store, LOAD, [CRM], 1, attempt=2)
+        assert main(["stale", "--json"]) == 0
+        cli = {(r["dag_id"], r["task_id"], r["downstream_slot"][:10], r["dependency"])
+               for r in map(json.loads, capsys.readouterr().out.splitlines())}
+        ui = {(i["dag_id"], i["task_id"], i["downstream_slot"][:10], i["dependency"])
+              for i in client.get(P + "/api/consumption", params={"stale": "true"}).json()["items"]}
+        assert cli == ui == {("sales_daily", "load_orders", "2024-01-03", CRM.key),
+                             ("sales_daily", "build_report", "2024-01-01", LOAD.key),
+                             ("sales_daily", "build_report", "2024-01-02", LOAD.key)}
+        flagged = {(i["task_id"], i["downstream_slot"][:10], i["upstream_revision"], i["stale"])
+                   for i in client.get(P + "/api/consumption", params={"dag_id": "sales_daily",
+                                                                       "task_id": "load_orders"}).json()["items"]}
+        assert ("load_orders", "2024-01-02", 1, False) in flagged  # the row of the first run, re-run since
+        assert ("load_orders", "2024-01-02", 2, False) in flagged
 
     def test_by_downstream_shows_revisions_and_highlights_stale_rows(self, client, story):
         page = client.get(P + "/consumption", params={"dag_id": "sales_daily", "task_id": "load_orders"}).text

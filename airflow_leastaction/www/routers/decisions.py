@@ -1,10 +1,16 @@
-"""Gate decisions: why a task attempt was (not) admitted, newest first."""
+"""Gate decisions: why a task attempt was (not) admitted, newest first.
+
+A run-condition gate records its decisions under its own task id (``<task>__gate``); they are the
+admission of the task it gates, so filtering by a task also shows its gate's decisions, and each
+page links the gate and its task both ways.
+"""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
+from airflow_leastaction.operators.run_condition import GATE_SUFFIX
 from airflow_leastaction.www.access import READ_TASK_INSTANCES
 from airflow_leastaction.www.params import blank, one_of, optional_int, parse_time
 from airflow_leastaction.www.reads import CatalogReads, Cursor, DecisionFilter, Page
@@ -24,11 +30,26 @@ def decision_filter(
 ) -> DecisionFilter:
     if map_index == "{MAP_INDEX}":
         map_index = None  # the UI leaves the placeholder as is for a task instance that is not mapped
+    task_id = blank(task_id)
     return DecisionFilter(
-        dag_id=blank(dag_id), task_id=blank(task_id), run_id=blank(run_id),
+        dag_id=blank(dag_id), task_id=task_id, gate_task_id=gate_of(task_id), run_id=blank(run_id),
         map_index=optional_int(map_index, "map_index"), result=one_of(result, RESULTS, "result"),
         since=parse_time(since, "since"), until=parse_time(until, "until"),
     )
+
+
+def gate_of(task_id: str | None) -> str | None:
+    """The run-condition gate that records ``task_id``'s decisions (None for a gate itself)."""
+    if task_id is None or task_id.endswith(GATE_SUFFIX):
+        return None
+    return task_id + GATE_SUFFIX
+
+
+def gated_by(task_id: str | None) -> str | None:
+    """The task a run-condition gate admits, for a gate's task id (else None)."""
+    if task_id is None or not task_id.endswith(GATE_SUFFIX) or task_id == GATE_SUFFIX:
+        return None
+    return task_id[: -len(GATE_SUFFIX)]
 
 
 def decision_page(
@@ -48,4 +69,5 @@ def list_decisions(page: tuple[DecisionFilter, Page] = Depends(decision_page)):
 @router.get("/decisions", response_class=HTMLResponse, name="decisions_page")
 def decisions_page(request: Request, page: tuple[DecisionFilter, Page] = Depends(decision_page)):
     f, result = page
-    return render(request, "decisions.html", "decisions", f=f, page=result, results=RESULTS)
+    return render(request, "decisions.html", "decisions", f=f, page=result, results=RESULTS,
+                  gated_task_id=gated_by(f.task_id), gated_by=gated_by)
