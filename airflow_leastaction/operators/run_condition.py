@@ -10,7 +10,7 @@ from airflow.sdk import BaseOperator, TriggerRule
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 
 from airflow_leastaction.admission import gate_mode, settle
-from airflow_leastaction.catalog.engine import DEFAULT_CONN_ID, setting
+from airflow_leastaction.catalog.engine import setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict
 from airflow_leastaction.refs import airflow_task
@@ -84,7 +84,7 @@ class RunConditionGate(_Waiting):
     :param max_wait: how long one check waits for a run in progress in another DAG (default
         ``[leastaction] gate_wait_minutes``, 60; 0 judges at once).
     :param max_looks: how many times one check looks at runs in progress elsewhere (default 30).
-    :param catalog_conn_id: connection of the catalog.
+    :param catalog_conn_id: connection of the catalog (default ``[leastaction] catalog_conn_id``).
     :param poll_interval: seconds between looks at the run (default ``[leastaction] poll_interval``).
     :param deferrable: wait in the triggerer (default) rather than by rescheduling.
     """
@@ -94,7 +94,7 @@ class RunConditionGate(_Waiting):
 
     def __init__(self, *, gated_task_id: str, dependencies: Sequence[Dependency | dict], condition: str = "ALL",
                  count: int | None = None, active: bool = True, max_wait: dt.timedelta | float | None = None,
-                 max_looks: int = 30, catalog_conn_id: str = DEFAULT_CONN_ID, poll_interval: float | None = None,
+                 max_looks: int = 30, catalog_conn_id: str | None = None, poll_interval: float | None = None,
                  deferrable: bool = True, **kwargs):
         kwargs["trigger_rule"] = TriggerRule.ALWAYS
         # A gate fails only when it cannot read (catalog or API down): try again rather than lose the path.

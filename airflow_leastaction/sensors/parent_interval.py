@@ -10,7 +10,7 @@ from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout
 
 from airflow_leastaction.admission import settle
-from airflow_leastaction.catalog.engine import DEFAULT_CONN_ID, setting
+from airflow_leastaction.catalog.engine import setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, MissingDataIntervalError, ParentFailedError
 from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
@@ -59,7 +59,8 @@ class ParentIntervalSensor(BaseSensorOperator):
         ``fail`` (fail this sensor at once).
     :param wait_for_new_output: when this run's slot already consumed a parent slot (a re-run, a
         backfill), wait for a newer revision of that parent slot (the parent re-run first).
-    :param catalog_conn_id: connection of the catalog (type ``leastaction_catalog``).
+    :param catalog_conn_id: connection of the catalog (type ``leastaction_catalog``; default
+        ``[leastaction] catalog_conn_id``, resolved where the check runs).
     :param poll_interval: seconds between catalog polls while deferred (default ``[leastaction]
         poll_interval``). In poke/reschedule mode ``poke_interval`` applies.
     :param consumer_task_ids: tasks that consume what this sensor admits (default: its direct
@@ -77,7 +78,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         child_interval: str | dt.datetime | None = None,
         on_parent_failure: str = "wait",
         wait_for_new_output: bool = False,
-        catalog_conn_id: str = DEFAULT_CONN_ID,
+        catalog_conn_id: str | None = None,
         poll_interval: float | None = None,
         consumer_task_ids: Sequence[str] | None = None,
         deferrable: bool = True,
@@ -94,8 +95,8 @@ class ParentIntervalSensor(BaseSensorOperator):
             raise ConfigurationError(
                 f"task {self.task_id!r}: on_parent_failure={on_parent_failure!r}; expected 'wait' or 'fail'"
             )
-        if not catalog_conn_id:
-            raise ConfigurationError(f"task {self.task_id!r}: catalog_conn_id must be a connection id")
+        if catalog_conn_id is not None and not str(catalog_conn_id).strip():
+            raise ConfigurationError(f"task {self.task_id!r}: catalog_conn_id must be a connection id or None")
         self.parents = identities
         self.child_interval = child_interval
         self.on_parent_failure = on_parent_failure
