@@ -153,6 +153,20 @@ def resolve_url(conn_id: str | None = None) -> str:
     return _remember(conn_id, _lookup_connection(conn_id))
 
 
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` means the catalog cannot be reached right now (server down or restarting, network,
+    connections refused or exhausted): waiting cures it. Schema errors and bugs are not outages."""
+    from sqlalchemy import exc as sa_exc
+
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    if not isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)):
+        return False
+    # SQLite reports a missing table or column as an OperationalError too; waiting does not cure those.
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    return not ("no such table" in text or "no such column" in text)
+
+
 def _on_sqlite_connect(dbapi_conn, _record):
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")

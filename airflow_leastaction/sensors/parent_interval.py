@@ -9,8 +9,8 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout
 
-from airflow_leastaction.admission import settle
-from airflow_leastaction.catalog.engine import setting
+from airflow_leastaction.admission import gate_mode, settle
+from airflow_leastaction.catalog.engine import is_outage, setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, MissingDataIntervalError, ParentFailedError
 from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
@@ -159,14 +159,37 @@ class ParentIntervalSensor(BaseSensorOperator):
             meta = schedule_meta(meta_dag, consumer) if meta_dag is not None else None
             store.declare_parents(airflow_task(self.dag_id, consumer), meta, self.parents)
 
-    def _check(self, context) -> tuple[bool, dict]:
+    def _check(self, context, mode: str | None = None) -> tuple[bool, dict]:
         """Judge now; on admission record the decisions. Returns (admitted, the consumed revisions judged
-        against), so a deferral hands the trigger what was already read."""
-        store = self._store()
+        against), so a deferral hands the trigger what was already read. While the catalog is
+        unreachable nothing is judged: (False, {}) and the sensor keeps waiting, unless gates are relaxed.
+        ``mode``: the gate mode to apply (default ``[leastaction] gates`` of this process)."""
         slot = self._slot(context)
+        mode = mode or gate_mode()
+        try:
+            return self._check_slot(context, slot, mode)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            return self._catalog_unreachable(exc, mode), {}
+
+    def _catalog_unreachable(self, exc: Exception, mode: str) -> bool:
+        """Whether to run the task although the catalog cannot be read: only when gates are relaxed."""
+        if mode == "enforce":
+            self.log.warning("catalog unreachable, waiting for it (judging nothing meanwhile): %s", exc)
+            return False
+        self.log.warning("admitted without judging or recording ([leastaction] gates = %s): catalog "
+                         "unreachable: %s", mode, exc)
+        return True
+
+    def _check_slot(self, context, slot: dt.datetime, mode: str) -> tuple[bool, dict]:
+        store = self._store()
+        if not getattr(self, "_declared", False):  # once per task instance object, once the catalog answers
+            self._declare(store)
+            self._declared = True
         consumed = self._consumed(store, slot)
         outcome = self._evaluate(store, slot, consumed)
-        admission = settle(store, self._attempt(context), outcome, downstream_slot=slot)
+        admission = settle(store, self._attempt(context), outcome, downstream_slot=slot, mode=mode)
         if admission.admitted:
             self.log.info("admitted: %s", "; ".join(j.reason for j in outcome.judgements) or "no parents")
         else:
@@ -181,8 +204,6 @@ class ParentIntervalSensor(BaseSensorOperator):
 
     # -- Airflow entry points -----------------------------------------------------------------------
     def execute(self, context) -> Any:
-        store = self._store()
-        self._declare(store)
         if not self.deferrable:
             return super().execute(context)
         admitted, consumed = self._check(context)
@@ -221,7 +242,8 @@ class ParentIntervalSensor(BaseSensorOperator):
             raise AirflowSensorTimeout(f"task {self.task_id!r}: parents not satisfied in time: {reasons}")
         if status == "failed":
             raise ParentFailedError(f"task {self.task_id!r}: parent failed: {reasons}")
-        # The trigger saw the parents satisfied; admission is decided here, on the worker, and recorded.
-        admitted, consumed = self._check(context)
+        # The trigger saw the parents satisfied (or the gates relaxed, in the triggerer's configuration);
+        # admission is decided here, on the worker, and recorded.
+        admitted, consumed = self._check(context, event.get("mode") if status == "relaxed" else None)
         if not admitted:
             self._defer(context, consumed, dt.datetime.fromisoformat(deadline) if deadline else None)
