@@ -83,3 +83,42 @@ def test_a_run_waits_through_a_catalog_outage_and_succeeds_when_it_returns(
     assert decided == {("wait", "SATISFIED"), ("load__gate", "SATISFIED")}
     assert {finished.get(f"pis_outage.{t}") for t in ("wait", "extract", "load")} == {"success"}
     assert not any(spool.glob(f"*{SPOOL_SUFFIX}"))  # every spooled outcome was replayed
+
+
+def test_relaxed_gates_admit_unrecorded_while_the_catalog_is_down(server, use_catalog, run_dag, tmp_path,
+                                                                 monkeypatch):
+    """``[leastaction] gates = warn`` is the emergency switch: with the catalog down the sensor and the
+    gate admit (after the gate's same-run upstreams finished) and nothing is recorded for them."""
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(tmp_path / "spool"))
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__GATES", "warn")
+    url = server.create_database("la_outage_warn")
+    get_engine(url, migrate=True)
+    use_catalog(url)
+    server.stop()
+    run = run_dag("pis_outage", SLOT)
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert run.state == "success", states
+    server.start()
+    with CatalogStore(get_engine(url)).engine.connect() as conn:
+        assert conn.execute(select(gate_decision.c.id)).all() == []
+
+
+def test_a_stopped_server_is_an_outage_and_schema_errors_and_bugs_are_not(server, sqlite_url):
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    from airflow_leastaction.catalog.engine import is_outage
+
+    engine = get_engine(sqlite_url)
+    with pytest.raises(OperationalError) as missing_table, engine.connect() as conn:
+        conn.execute(text("SELECT * FROM la_no_such_table"))
+    assert not is_outage(missing_table.value)
+    assert not is_outage(ValueError("a bug"))
+    stopped = get_engine(server.create_database("la_outage_kinds"))
+    server.stop()
+    try:
+        with pytest.raises(OperationalError) as refused, stopped.connect():
+            pass
+        assert is_outage(refused.value)
+    finally:
+        server.start()
