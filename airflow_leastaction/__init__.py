@@ -41,10 +41,18 @@ def get_provider_info() -> dict:
                 "description": "airflow-leastaction: the task catalog and its gates.",
                 "options": {
                     "catalog_conn_id": {
-                        "description": "Connection (type leastaction_catalog) of the catalog database. When "
-                        "the default id is not defined, an embedded SQLite file under AIRFLOW_HOME is used.",
+                        "description": "Connection (type leastaction_catalog) of the catalog database, used "
+                        "by every component. When it is the default id and that connection is not defined, "
+                        "catalog_url (or an embedded SQLite file under AIRFLOW_HOME) is used; any other "
+                        "undefined id is an error.",
                         "version_added": "0.1.0", "type": "string", "example": None,
                         "default": "leastaction_catalog_default",
+                    },
+                    "catalog_url": {
+                        "description": "SQLAlchemy URL of the catalog of a deployment that defines no catalog "
+                        "connection (empty: the embedded SQLite file). Ignored when the connection exists.",
+                        "version_added": "0.1.0", "type": "string", "example": "sqlite:////data/catalog.db",
+                        "default": "",
                     },
                     "project": {
                         "description": "Catalog project of this deployment's Airflow tasks: their identity is "

@@ -41,12 +41,15 @@ class CatalogError(LeastActionError):
 
 
 class UnknownConnectionError(CatalogError, ConfigurationError):
-    def __init__(self, conn_id: str, detail: str = ""):
+    def __init__(self, conn_id: str, detail: str = "", configured: str | None = None):
         self.conn_id = conn_id
         extra = f": {detail}" if detail else ""
+        setting = f" ([leastaction] catalog_conn_id = {configured!r})" if configured else ""
         super().__init__(
-            f"catalog connection {conn_id!r} is not defined{extra}; create it (type 'leastaction_catalog') "
-            "or leave catalog_conn_id at its default to use the embedded SQLite catalog"
+            f"catalog connection {conn_id!r} is not defined{extra}{setting}; create it (type "
+            "'leastaction_catalog'), or set [leastaction] catalog_conn_id to the catalog every component "
+            "uses; only a deployment that names no catalog connection uses [leastaction] catalog_url or the "
+            "embedded SQLite catalog"
         )
 
 

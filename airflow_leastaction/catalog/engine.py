@@ -6,6 +6,13 @@
   ``leastaction_catalog``. Its extra ``{"url": "..."}`` wins; otherwise host, port, login, password and
   schema (the database name) build a ``postgresql+psycopg2`` URL.
 
+Every component (listener, sensors, gates, triggers, hook, CLI, UI, dbt queue) finds the catalog through
+:func:`resolve_url` / :func:`aresolve_url`, so one deployment has one catalog. A connection id of
+``None`` means ``[leastaction] catalog_conn_id``. Only a deployment that configures nothing (the id in
+use is ``leastaction_catalog_default``, the option names no other, and no such connection exists) falls
+back to ``[leastaction] catalog_url`` or, when that is empty, the embedded SQLite file; any other
+connection id that is not defined is an error naming the setting.
+
 Engines are cached per URL for the life of the process; connection look-ups per connection id.
 """
 
@@ -53,7 +60,14 @@ def setting(key: str, fallback: str) -> str:
 
 
 def default_conn_id() -> str:
-    return setting("catalog_conn_id", DEFAULT_CONN_ID)
+    """``[leastaction] catalog_conn_id``: the catalog connection of every component not told otherwise."""
+    return setting("catalog_conn_id", DEFAULT_CONN_ID).strip() or DEFAULT_CONN_ID
+
+
+def fallback_url() -> str:
+    """The catalog of a deployment that defines no catalog connection: ``[leastaction] catalog_url``
+    (config file or ``AIRFLOW__LEASTACTION__CATALOG_URL``), else the embedded SQLite file."""
+    return setting("catalog_url", "").strip() or embedded_url()
 
 
 def url_from_connection(conn) -> str:
@@ -114,10 +128,12 @@ async def aresolve_url(conn_id: str | None = None) -> str:
 
 def _remember(conn_id: str, conn) -> str:
     if conn is None:
-        if conn_id != DEFAULT_CONN_ID:
-            raise UnknownConnectionError(conn_id)
-        # AIRFLOW__LEASTACTION__CATALOG_URL moves the embedded default without defining a connection.
-        url = os.environ.get("AIRFLOW__LEASTACTION__CATALOG_URL") or embedded_url()
+        configured = default_conn_id()
+        # Falling back is for a deployment that configures nothing; a component asking for the default id
+        # while the option names another connection would otherwise write to a second catalog.
+        if conn_id != DEFAULT_CONN_ID or configured != DEFAULT_CONN_ID:
+            raise UnknownConnectionError(conn_id, configured=configured)
+        url = fallback_url()
     else:
         url = url_from_connection(conn)
     _urls[conn_id] = url
@@ -127,13 +143,28 @@ def _remember(conn_id: str, conn) -> str:
 def resolve_url(conn_id: str | None = None) -> str:
     """The catalog URL for ``conn_id`` (default: ``[leastaction] catalog_conn_id``).
 
-    The default connection id falls back to the embedded SQLite file when it is not defined; any other
-    connection id that is not defined raises :class:`UnknownConnectionError`.
+    When neither the option nor ``conn_id`` names a connection other than ``leastaction_catalog_default``
+    and that connection is not defined, :func:`fallback_url`; any other undefined connection id raises
+    :class:`UnknownConnectionError` naming the option.
     """
     conn_id = conn_id or default_conn_id()
     if conn_id in _urls:
         return _urls[conn_id]
     return _remember(conn_id, _lookup_connection(conn_id))
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` means the catalog cannot be reached right now (server down or restarting, network,
+    connections refused or exhausted): waiting cures it. Schema errors and bugs are not outages."""
+    from sqlalchemy import exc as sa_exc
+
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    if not isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)):
+        return False
+    # SQLite reports a missing table or column as an OperationalError too; waiting does not cure those.
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    return not ("no such table" in text or "no such column" in text)
 
 
 def _on_sqlite_connect(dbapi_conn, _record):

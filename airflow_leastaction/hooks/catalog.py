@@ -14,10 +14,10 @@ class CatalogHook(BaseHook):
     """Reach the LeastAction catalog through an Airflow connection of type ``leastaction_catalog``.
 
     Put a full SQLAlchemy URL in the extra field (``{"url": "postgresql+psycopg2://..."}``) or fill
-    host, port, login, password and schema (the database). When the default connection id is not defined
-    the embedded SQLite catalog under ``AIRFLOW_HOME`` is used.
+    host, port, login, password and schema (the database). The catalog is resolved like every other
+    component's (:func:`~airflow_leastaction.catalog.engine.resolve_url`).
 
-    :param catalog_conn_id: the connection id.
+    :param catalog_conn_id: the connection id (default: ``[leastaction] catalog_conn_id``).
     """
 
     conn_name_attr = "catalog_conn_id"
@@ -25,7 +25,7 @@ class CatalogHook(BaseHook):
     conn_type = "leastaction_catalog"
     hook_name = "LeastAction Catalog"
 
-    def __init__(self, catalog_conn_id: str = DEFAULT_CONN_ID, **kwargs):
+    def __init__(self, catalog_conn_id: str | None = None, **kwargs):
         super().__init__(**kwargs)
         self.catalog_conn_id = catalog_conn_id
 

@@ -10,11 +10,11 @@ from airflow.sdk import BaseOperator, TriggerRule
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 
 from airflow_leastaction.admission import gate_mode, settle
-from airflow_leastaction.catalog.engine import DEFAULT_CONN_ID, setting
+from airflow_leastaction.catalog.engine import is_outage, setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict
 from airflow_leastaction.refs import airflow_task
-from airflow_leastaction.run_conditions.judging import RunView, evaluate
+from airflow_leastaction.run_conditions.judging import RunView, evaluate, in_run_pending, in_run_unfinished
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger, RunOutcomeTrigger
@@ -84,7 +84,7 @@ class RunConditionGate(_Waiting):
     :param max_wait: how long one check waits for a run in progress in another DAG (default
         ``[leastaction] gate_wait_minutes``, 60; 0 judges at once).
     :param max_looks: how many times one check looks at runs in progress elsewhere (default 30).
-    :param catalog_conn_id: connection of the catalog.
+    :param catalog_conn_id: connection of the catalog (default ``[leastaction] catalog_conn_id``).
     :param poll_interval: seconds between looks at the run (default ``[leastaction] poll_interval``).
     :param deferrable: wait in the triggerer (default) rather than by rescheduling.
     """
@@ -94,7 +94,7 @@ class RunConditionGate(_Waiting):
 
     def __init__(self, *, gated_task_id: str, dependencies: Sequence[Dependency | dict], condition: str = "ALL",
                  count: int | None = None, active: bool = True, max_wait: dt.timedelta | float | None = None,
-                 max_looks: int = 30, catalog_conn_id: str = DEFAULT_CONN_ID, poll_interval: float | None = None,
+                 max_looks: int = 30, catalog_conn_id: str | None = None, poll_interval: float | None = None,
                  deferrable: bool = True, **kwargs):
         kwargs["trigger_rule"] = TriggerRule.ALWAYS
         # A gate fails only when it cannot read (catalog or API down): try again rather than lose the path.
@@ -154,38 +154,61 @@ class RunConditionGate(_Waiting):
         self._step(context, None)
 
     def execute_complete(self, context, event: dict[str, Any] | None = None) -> None:
-        # The trigger saw ADMIT or SKIP; decide again here, on the worker, and record it.
-        self._step(context, (event or {}).get("clock"))
+        # The trigger saw ADMIT or SKIP (or the gates relaxed, in the triggerer's configuration); decide
+        # again here, on the worker, and record it.
+        event = event or {}
+        self._step(context, event.get("clock"), event.get("mode") if event.get("status") == "relaxed" else None)
 
-    def _step(self, context, carried: dict | None) -> None:
-        store = CatalogStore(conn_id=self.catalog_conn_id)
-        outcome, clock = self._judge(context, store, self._clock(context, carried))
-        in_run_pending = any(not j.final for j in outcome.judgements if j.dependency.startswith("task:"))
-        if outcome.verdict is Verdict.WAIT and (gate_mode() == "enforce" or in_run_pending):
+    def _step(self, context, carried: dict | None, mode: str | None = None) -> None:
+        mode = mode or gate_mode()
+        clock = self._clock(context, carried)
+        try:
+            store = CatalogStore(conn_id=self.catalog_conn_id)
+            outcome, clock = self._judge(context, store, clock)
+            pending = in_run_pending(outcome)
             # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
+            waits = outcome.verdict is Verdict.WAIT and (mode == "enforce" or pending)
+            consumed = self._consumed(store) if waits else {}
+            admission = None if waits else settle(store, self._attempt(context), outcome,
+                                                  downstream_slot=run_slot(context), mode=mode)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            return self._catalog_unreachable(context, clock, mode, exc)
+        if admission is None:
             self.log.info("%s waits: %s", self.gated_task_id, outcome.summary())
-            return self._wait(context, clock, in_run_pending)
-        admission = settle(store, self._attempt(context), outcome, downstream_slot=run_slot(context))
+            return self._wait(context, clock, pending, consumed)
         for j in outcome.judgements:
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         if admission.admitted:
-            note = f" (gate bypassed: [leastaction] gates = {gate_mode()})" if admission.bypassed else ""
+            note = f" (gate bypassed: [leastaction] gates = {mode})" if admission.bypassed else ""
             self.log.info("%s admitted%s: %s", self.gated_task_id, note, outcome.summary())
             return None
         raise AirflowSkipException(f"{self.gated_task_id} can never start in this run: {outcome.summary()}")
 
-    def _wait(self, context, clock: WaitClock, in_run_pending: bool) -> None:
+    def _catalog_unreachable(self, context, clock: WaitClock, mode: str, exc: Exception) -> None:
+        """Keep waiting while the catalog cannot be read: a run never fails because its audit store
+        blinked. Relaxed gates admit (unrecorded) once no same-run upstream is still running."""
+        unfinished = in_run_unfinished(self.spec, task_states(self.dag_id, context["run_id"]))
+        if mode != "enforce" and not unfinished:
+            self.log.warning("%s admitted without judging or recording ([leastaction] gates = %s): catalog "
+                             "unreachable: %s", self.gated_task_id, mode, exc)
+            return None
+        self.log.warning("%s cannot be judged, waiting for the catalog: %s", self.gated_task_id, exc)
+        return self._wait(context, clock, bool(unfinished), {})
+
+    def _wait(self, context, clock: WaitClock, in_run_pending: bool,
+              consumed: dict[str, tuple[dt.datetime, int]]) -> None:
         if not self.deferrable or (in_run_pending and _triggers_run_inline()):
             self._reschedule()
         upstream, waiting = self._run_structure()
         slot = run_slot(context)
-        consumed = {k: [s.isoformat(), rev] for k, (s, rev) in self._consumed(CatalogStore(
-            conn_id=self.catalog_conn_id)).items()}
         self.defer(trigger=RunConditionTrigger(
             dag_id=self.dag_id, run_id=context["run_id"], task_id=self.gated_task_id,
             dependencies=[d.as_dict() for d in self.dependencies], condition=self.condition.kind,
             count=self.condition.count, slot_requests={t: i.as_dict() for t, i in self._identities().items()},
-            slot=slot.isoformat(), upstream=upstream, waiting=waiting, consumed=consumed, clock=clock.as_dict(),
+            slot=slot.isoformat(), upstream=upstream, waiting=waiting,
+            consumed={k: [s.isoformat(), rev] for k, (s, rev) in consumed.items()}, clock=clock.as_dict(),
             max_wait=self.max_wait, max_looks=self.policy.max_looks, catalog_conn_id=self.catalog_conn_id,
             poll_interval=self.poll_interval,
         ), method_name="execute_complete")

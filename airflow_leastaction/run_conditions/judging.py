@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from airflow_leastaction.gate import (
     DependencyType,
+    TERMINAL_STATES,
     GateOutcome,
     Judgement,
     Verdict,
@@ -97,3 +98,14 @@ def evaluate(spec: GateSpec, run: RunView, latest: Mapping, consumed: Mapping[st
     if outcome.verdict is Verdict.SKIP and any(not j.final for j in in_run):
         outcome = GateOutcome(Verdict.WAIT, outcome.condition, outcome.judgements)
     return outcome, clock
+
+
+def in_run_unfinished(spec: GateSpec, states: Mapping[str, str | None]) -> list[str]:
+    """Same-run upstreams not yet in a terminal Airflow state. What a relaxed gate (``gates = warn|off``)
+    still waits for when the catalog cannot be read: relaxing never reorders a run."""
+    return [d.upstream for d in spec.in_run if states.get(d.upstream) not in TERMINAL_STATES]
+
+
+def in_run_pending(outcome: GateOutcome) -> bool:
+    """Whether a same-run dependency is not final yet: a relaxed gate still waits for it."""
+    return any(not j.final for j in outcome.judgements if j.dependency.startswith("task:"))

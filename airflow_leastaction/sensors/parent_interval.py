@@ -9,8 +9,8 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout
 
-from airflow_leastaction.admission import settle
-from airflow_leastaction.catalog.engine import DEFAULT_CONN_ID, setting
+from airflow_leastaction.admission import gate_mode, settle
+from airflow_leastaction.catalog.engine import is_outage, setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, MissingDataIntervalError, ParentFailedError
 from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
@@ -59,7 +59,8 @@ class ParentIntervalSensor(BaseSensorOperator):
         ``fail`` (fail this sensor at once).
     :param wait_for_new_output: when this run's slot already consumed a parent slot (a re-run, a
         backfill), wait for a newer revision of that parent slot (the parent re-run first).
-    :param catalog_conn_id: connection of the catalog (type ``leastaction_catalog``).
+    :param catalog_conn_id: connection of the catalog (type ``leastaction_catalog``; default
+        ``[leastaction] catalog_conn_id``, resolved where the check runs).
     :param poll_interval: seconds between catalog polls while deferred (default ``[leastaction]
         poll_interval``). In poke/reschedule mode ``poke_interval`` applies.
     :param consumer_task_ids: tasks that consume what this sensor admits (default: its direct
@@ -77,7 +78,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         child_interval: str | dt.datetime | None = None,
         on_parent_failure: str = "wait",
         wait_for_new_output: bool = False,
-        catalog_conn_id: str = DEFAULT_CONN_ID,
+        catalog_conn_id: str | None = None,
         poll_interval: float | None = None,
         consumer_task_ids: Sequence[str] | None = None,
         deferrable: bool = True,
@@ -94,8 +95,8 @@ class ParentIntervalSensor(BaseSensorOperator):
             raise ConfigurationError(
                 f"task {self.task_id!r}: on_parent_failure={on_parent_failure!r}; expected 'wait' or 'fail'"
             )
-        if not catalog_conn_id:
-            raise ConfigurationError(f"task {self.task_id!r}: catalog_conn_id must be a connection id")
+        if catalog_conn_id is not None and not str(catalog_conn_id).strip():
+            raise ConfigurationError(f"task {self.task_id!r}: catalog_conn_id must be a connection id or None")
         self.parents = identities
         self.child_interval = child_interval
         self.on_parent_failure = on_parent_failure
@@ -158,14 +159,37 @@ class ParentIntervalSensor(BaseSensorOperator):
             meta = schedule_meta(meta_dag, consumer) if meta_dag is not None else None
             store.declare_parents(airflow_task(self.dag_id, consumer), meta, self.parents)
 
-    def _check(self, context) -> tuple[bool, dict]:
+    def _check(self, context, mode: str | None = None) -> tuple[bool, dict]:
         """Judge now; on admission record the decisions. Returns (admitted, the consumed revisions judged
-        against), so a deferral hands the trigger what was already read."""
-        store = self._store()
+        against), so a deferral hands the trigger what was already read. While the catalog is
+        unreachable nothing is judged: (False, {}) and the sensor keeps waiting, unless gates are relaxed.
+        ``mode``: the gate mode to apply (default ``[leastaction] gates`` of this process)."""
         slot = self._slot(context)
+        mode = mode or gate_mode()
+        try:
+            return self._check_slot(context, slot, mode)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            return self._catalog_unreachable(exc, mode), {}
+
+    def _catalog_unreachable(self, exc: Exception, mode: str) -> bool:
+        """Whether to run the task although the catalog cannot be read: only when gates are relaxed."""
+        if mode == "enforce":
+            self.log.warning("catalog unreachable, waiting for it (judging nothing meanwhile): %s", exc)
+            return False
+        self.log.warning("admitted without judging or recording ([leastaction] gates = %s): catalog "
+                         "unreachable: %s", mode, exc)
+        return True
+
+    def _check_slot(self, context, slot: dt.datetime, mode: str) -> tuple[bool, dict]:
+        store = self._store()
+        if not getattr(self, "_declared", False):  # once per task instance object, once the catalog answers
+            self._declare(store)
+            self._declared = True
         consumed = self._consumed(store, slot)
         outcome = self._evaluate(store, slot, consumed)
-        admission = settle(store, self._attempt(context), outcome, downstream_slot=slot)
+        admission = settle(store, self._attempt(context), outcome, downstream_slot=slot, mode=mode)
         if admission.admitted:
             self.log.info("admitted: %s", "; ".join(j.reason for j in outcome.judgements) or "no parents")
         else:
@@ -180,8 +204,6 @@ class ParentIntervalSensor(BaseSensorOperator):
 
     # -- Airflow entry points -----------------------------------------------------------------------
     def execute(self, context) -> Any:
-        store = self._store()
-        self._declare(store)
         if not self.deferrable:
             return super().execute(context)
         admitted, consumed = self._check(context)
@@ -220,7 +242,8 @@ class ParentIntervalSensor(BaseSensorOperator):
             raise AirflowSensorTimeout(f"task {self.task_id!r}: parents not satisfied in time: {reasons}")
         if status == "failed":
             raise ParentFailedError(f"task {self.task_id!r}: parent failed: {reasons}")
-        # The trigger saw the parents satisfied; admission is decided here, on the worker, and recorded.
-        admitted, consumed = self._check(context)
+        # The trigger saw the parents satisfied (or the gates relaxed, in the triggerer's configuration);
+        # admission is decided here, on the worker, and recorded.
+        admitted, consumed = self._check(context, event.get("mode") if status == "relaxed" else None)
         if not admitted:
             self._defer(context, consumed, dt.datetime.fromisoformat(deadline) if deadline else None)

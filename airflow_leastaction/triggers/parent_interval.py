@@ -7,11 +7,12 @@ from typing import Any, AsyncIterator
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_leastaction.admission import gate_mode
 from airflow_leastaction.catalog.engine import aresolve_url
 from airflow_leastaction.gate import ALL, Verdict, decide
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.parents import judge_parents
-from airflow_leastaction.triggers.poller import CatalogPoller
+from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
 
 
 def encode_consumed(consumed: dict[str, dict[dt.datetime, int]] | None) -> dict[str, dict[str, int]]:
@@ -28,7 +29,9 @@ class ParentIntervalTrigger(BaseTrigger):
     All instances in one triggerer share one catalog poll per tick (see
     :class:`~airflow_leastaction.triggers.poller.CatalogPoller`). Fires ``admitted`` when the parents
     are satisfied, ``failed`` when a parent is in a failed state and ``on_parent_failure == "fail"``,
-    and ``timeout`` at ``deadline``, each with the per-parent reasons.
+    ``relaxed`` when ``[leastaction] gates`` is no longer ``enforce``, and ``timeout`` at ``deadline``
+    (whether or not the catalog answers), each with the per-parent reasons. While the catalog cannot be
+    reached it keeps waiting and says so once.
 
     :param parents: parent identities, as dicts (``TaskIdentity.as_dict()``).
     :param child_interval: ISO-8601 start of the child's interval.
@@ -78,14 +81,19 @@ class ParentIntervalTrigger(BaseTrigger):
         consumed = decode_consumed(self.consumed)
         deadline = dt.datetime.fromisoformat(self.deadline) if self.deadline else None
         poller = CatalogPoller.shared(await aresolve_url(self.catalog_conn_id), self.poll_interval)
-        last_reasons: list[str] | None = None
+        last_state: tuple | None = None
+        reasons: list[str] = []
+        judgements: list = []
         async with poller.subscribe([(p, child) for p in parents]) as sub:
             while True:
                 try:
-                    snapshot = await sub.next()
-                except Exception as exc:
-                    reasons = [f"catalog unreachable: {exc}"]
-                    judgements = []
+                    snapshot = await next_until(sub, deadline)
+                except DeadlineReached:
+                    yield TriggerEvent(self._event("timeout", judgements, reasons))
+                    return
+                except Exception as exc:  # the catalog is down: keep waiting, judge nothing
+                    reasons, judgements = [f"catalog unreachable: {exc}"], []
+                    state: tuple = ("catalog unreachable",)
                 else:
                     judgements = judge_parents(parents, child, snapshot, consumed)
                     outcome = decide(ALL, judgements)
@@ -93,14 +101,18 @@ class ParentIntervalTrigger(BaseTrigger):
                         yield TriggerEvent(self._event("admitted", judgements))
                         return
                     reasons = outcome.waiting_reasons
-                if reasons != last_reasons:
+                    state = tuple(reasons)
+                if state != last_state:  # once per change, whatever the poll interval
                     self.log.info("not admitted yet: %s", "; ".join(reasons))
-                    last_reasons = reasons
+                    last_state = state
+                mode = gate_mode()
+                if mode != "enforce":
+                    # The deployment relaxed its gates after this wait began: the worker admits and
+                    # records BYPASSED decisions.
+                    yield TriggerEvent({**self._event("relaxed", judgements, reasons), "mode": mode})
+                    return
                 if self.on_parent_failure == "fail" and any(j.rejected for j in judgements):
                     yield TriggerEvent(self._event("failed", judgements))
-                    return
-                if deadline is not None and dt.datetime.now(dt.timezone.utc) >= deadline:
-                    yield TriggerEvent(self._event("timeout", judgements, reasons))
                     return
 
     def _event(self, status: str, judgements, reasons: list[str] | None = None) -> dict[str, Any]:

@@ -5,6 +5,9 @@ catalog and poll interval reads one :meth:`CatalogStore.snapshot` for the union 
 (two queries, whatever the number of triggers) in a worker thread, so the event loop never blocks, and
 hands the same snapshot to every subscriber. ``read`` names the store method that reads the union
 (``snapshot`` by default; run-condition gates also share ``slot_records`` and ``latest_runs``).
+
+While the catalog cannot be reached the poller keeps polling, backing off up to
+:data:`OUTAGE_BACKOFF_CAP`, and hands each subscriber the error instead of a snapshot.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from airflow_leastaction.identity import TaskIdentity
 log = logging.getLogger(__name__)
 
 Request = tuple[TaskIdentity, dt.datetime]
+
+#: Longest pause between two polls of an unreachable catalog: 12 poll intervals, at most 60 seconds
+#: (never less than one interval), so a catalog that returns is seen soon after.
+OUTAGE_BACKOFF_CAP = 60.0
+OUTAGE_BACKOFF_INTERVALS = 12
 
 
 class Subscription:
@@ -43,6 +51,24 @@ class Subscription:
         if self._error is not None:
             raise self._error
         return self._latest
+
+
+class DeadlineReached(Exception):
+    """Raised by :func:`next_until` when the deadline passes before the next snapshot."""
+
+
+async def next_until(sub: Subscription, deadline: dt.datetime | None):
+    """``sub.next()``, unless ``deadline`` passes first: a wait's deadline never depends on the catalog
+    answering (during an outage polls back off and may be a minute apart)."""
+    if deadline is None:
+        return await sub.next()
+    remaining = (deadline - dt.datetime.now(dt.timezone.utc)).total_seconds()
+    if remaining <= 0:
+        raise DeadlineReached()
+    try:
+        return await asyncio.wait_for(sub.next(), remaining)
+    except asyncio.TimeoutError:
+        raise DeadlineReached() from None
 
 
 class CatalogPoller:
@@ -86,24 +112,49 @@ class CatalogPoller:
         finally:
             self._subs.pop(id(sub), None)
 
-    async def _run(self) -> None:
-        try:
+    def _delay(self, failures: int) -> float:
+        """Seconds to the next poll: the interval, doubled per failed poll in a row up to a cap, so an
+        outage costs a few connection attempts a minute, not one per tick per triggerer."""
+        if not failures:
+            return self.interval
+        cap = max(self.interval, min(OUTAGE_BACKOFF_CAP, OUTAGE_BACKOFF_INTERVALS * self.interval))
+        return min(self.interval * 2 ** min(failures, 16), cap)
+
+    async def _poll(self, store: CatalogStore | None, requests: list[Request]):
+        """(store, snapshot): the engine is created (and its schema checked) on the first poll that can."""
+        if store is None:
             store = CatalogStore(await asyncio.to_thread(get_engine, self.url))
+        return store, await asyncio.to_thread(getattr(store, self.read), requests)
+
+    async def _run(self) -> None:
+        # Never gives up while anyone waits: an unreachable catalog (engine creation, schema check or a
+        # read failing) is delivered to every subscriber and polled again with back-off until it returns.
+        store, failures = None, 0
+        try:
             while self._subs:
                 subs = list(self._subs.values())
                 requests = [r for s in subs for r in s.requests]
                 try:
-                    snapshot, error = await asyncio.to_thread(getattr(store, self.read), requests), None
+                    store, snapshot = await self._poll(store, requests)
+                    error = None
                 except Exception as exc:  # catalog down: every subscriber hears about it and keeps waiting
                     snapshot, error = None, exc
-                    log.warning("catalog poll failed: %s", exc)
+                if error is not None and not failures:
+                    log.warning("catalog %s unreachable (%s poll), polling again with back-off: %s",
+                                self._name(), self.read, error)
+                elif error is None and failures:
+                    log.warning("catalog %s reachable again (%s poll) after %d failed polls", self._name(),
+                                self.read, failures)
+                failures = failures + 1 if error is not None else 0
                 self.ticks += 1
                 for sub in subs:
                     sub.deliver(snapshot, error)
-                await asyncio.sleep(self.interval)
-        except Exception as exc:  # engine creation failed: tell everyone, then let them resubscribe
-            for sub in list(self._subs.values()):
-                sub.deliver(None, exc)
+                await asyncio.sleep(self._delay(failures))
         finally:
             if not self._subs and self._shared.get(self._key) is self:
                 del self._shared[self._key]
+
+    def _name(self) -> str:
+        from sqlalchemy.engine import make_url
+
+        return make_url(self.url).render_as_string(hide_password=True)

@@ -14,7 +14,8 @@ from asgiref.sync import sync_to_async
 from airflow_leastaction.catalog.engine import aresolve_url
 from airflow_leastaction.gate import TERMINAL_STATES, Verdict
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.run_conditions.judging import RunView, evaluate
+from airflow_leastaction.admission import gate_mode
+from airflow_leastaction.run_conditions.judging import RunView, evaluate, in_run_pending, in_run_unfinished
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
 from airflow_leastaction.triggers.poller import CatalogPoller
@@ -38,7 +39,9 @@ class RunConditionTrigger(BaseTrigger):
     Same-run upstream states come from Airflow through the supervisor each tick; catalog reads (slot
     records of same-run upstreams, latest runs of tasks in other DAGs) are shared with every other gate
     in the triggerer, one poll per tick per kind. Upstreams in other DAGs are looked at on the wait
-    rule's schedule only.
+    rule's schedule only. While the catalog cannot be read the trigger keeps waiting (and says so once);
+    when ``[leastaction] gates`` is no longer ``enforce`` it fires ``relaxed`` as soon as no same-run
+    upstream is still running, so the worker can admit and record BYPASSED decisions.
 
     :param dag_id: the DAG of the gate.
     :param run_id: the run.
@@ -104,14 +107,25 @@ class RunConditionTrigger(BaseTrigger):
                 runs_sub = await stack.enter_async_context(
                     CatalogPoller.shared(url, self.poll_interval, "latest_runs").subscribe(
                         [d.upstream for d in spec.elsewhere]))
+            blind = False
             while True:
                 try:
                     found = await slots_sub.next()
                     fresh_runs = await runs_sub.next() if runs_sub is not None else {}
                     states = await run_states(self.dag_id, self.run_id) if spec.in_run else {}
-                except Exception as exc:  # catalog or API down: keep waiting, say why
-                    self.log.warning("gate %s cannot look yet: %s", self.task_id, exc)
+                except Exception as exc:  # catalog or API down: keep waiting, say why once
+                    if not blind:
+                        self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.task_id, exc)
+                    blind = True
+                    mode = gate_mode()
+                    if mode != "enforce" and await self._in_run_finished(spec):
+                        yield TriggerEvent({"status": "relaxed", "mode": mode, "clock": clock.as_dict(),
+                                            "summary": f"catalog unreachable: {exc}"})
+                        return
                     continue
+                if blind:
+                    self.log.warning("gate %s can look again", self.task_id)
+                    blind = False
                 now = dt.datetime.now(dt.timezone.utc)
                 if due(clock, now) or not latest:
                     latest = fresh_runs
@@ -122,9 +136,25 @@ class RunConditionTrigger(BaseTrigger):
                     yield TriggerEvent({"status": outcome.verdict.value, "summary": outcome.summary(),
                                         "clock": clock.as_dict()})
                     return
+                mode = gate_mode()
+                if mode != "enforce" and not in_run_pending(outcome):
+                    # The deployment relaxed its gates after this wait began: the worker admits and
+                    # records BYPASSED decisions.
+                    yield TriggerEvent({"status": "relaxed", "mode": mode, "summary": outcome.summary(),
+                                        "clock": clock.as_dict()})
+                    return
                 if outcome.waiting_reasons != last_reasons:
                     last_reasons = outcome.waiting_reasons
                     self.log.info("%s waiting: %s", self.task_id, outcome.summary())
+
+
+    async def _in_run_finished(self, spec: GateSpec) -> bool:
+        """Whether every same-run upstream is finished, from Airflow alone (the catalog is down)."""
+        try:
+            states = await run_states(self.dag_id, self.run_id) if spec.in_run else {}
+        except Exception:  # the API is down too: nothing is known to be finished
+            return False
+        return not in_run_unfinished(spec, states)
 
 
 class RunOutcomeTrigger(BaseTrigger):

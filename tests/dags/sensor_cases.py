@@ -49,3 +49,20 @@ with DAG("pis_sensor_then_gate", schedule=DAILY, start_date=START, catchup=False
         return "loaded"
 
     run_condition(load(), success(wait_raw), success(extract()), poll_interval=0.2)
+
+
+# A sensor and a gate that wait through a catalog outage (tests/integration/test_catalog_outage_runs.py).
+with DAG("pis_outage", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):
+    from airflow_leastaction.run_conditions import run_condition, success
+
+    outage_wait = ParentIntervalSensor(task_id="wait", parents=[RAW], poke_interval=0.2, poll_interval=0.2)
+
+    @task
+    def extract():
+        return "extracted"
+
+    @task
+    def load():
+        return "loaded"
+
+    run_condition(load(), success(outage_wait), success(extract()), poll_interval=0.2)
