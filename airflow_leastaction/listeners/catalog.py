@@ -36,6 +36,12 @@ def slot_of(ti) -> dt.datetime | None:
     return None
 
 
+def run_type_of(dag_run) -> str | None:
+    """Airflow's run type of ``dag_run`` (``scheduled``, ``manual``, ``backfill``...), as plain text."""
+    value = getattr(dag_run, "run_type", None)
+    return None if value is None else str(getattr(value, "value", value))
+
+
 def is_gate(task) -> bool:
     """Gate tasks (sensors, run-condition gates) say so with ``consumes_own_decisions = False``."""
     return task is not None and getattr(task, "consumes_own_decisions", True) is False
@@ -73,6 +79,7 @@ def build_event(ti, state: str) -> SlotEvent | None:
         meta=schedule_meta(dag, ti.task_id) if dag is not None else None,
         run_id=ti.run_id,
         attempt=attempt,
+        run_type=run_type_of(_dag_run(ti)),
     )
     if state == "success":
         event.rows_written = take_reported(ti)
