@@ -51,3 +51,11 @@ class TaskIdentity:
 def airflow_task_name(dag_id: str, task_id: str) -> str:
     """The catalog name of an Airflow task: ``<dag_id>.<task_id>``."""
     return f"{dag_id}.{task_id}"
+
+
+def airflow_dag_name(dag_id: str) -> str:
+    """The catalog name of an Airflow DAG's runs: ``<dag_id>::run``.
+
+    ``:`` cannot appear in a DAG or task id, so no task's catalog name can take this form.
+    """
+    return f"{dag_id}::run"

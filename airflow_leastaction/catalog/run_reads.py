@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Iterable
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 
 from airflow_leastaction.catalog.schema import IN_CHUNK, identity_clause, in_chunks, task, task_run
 from airflow_leastaction.identity import TaskIdentity
@@ -69,6 +69,13 @@ class RunReads:
                 out[identity] = LatestRuns(task_pk, latest and _run_record(latest),
                                            finished and _run_record(finished), average)
         return out
+
+    def run_rows_written(self, dag_id: str, run_id: str) -> int | None:
+        """Rows the tasks of one DAG run reported writing, summed (None: none of them reported any)."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.sum(task_run.c.rows_written)).join(task, task.c.id == task_run.c.task_pk)
+                                .where(task.c.dag_id == dag_id, task.c.task_id.is_not(None),
+                                       task_run.c.run_id == run_id, task_run.c.state == "success")).scalar()
 
 
 def _run_columns():

@@ -28,7 +28,11 @@ def _dag_run(ti):
 
 
 def slot_of(ti) -> dt.datetime | None:
-    dag_run = _dag_run(ti)
+    return run_slot_of(_dag_run(ti))
+
+
+def run_slot_of(dag_run) -> dt.datetime | None:
+    """The catalog slot of a DAG run: its data-interval start, else its logical date, else ``run_after``."""
     for attr in ("data_interval_start", "logical_date", "run_after"):
         value = getattr(dag_run, attr, None) if dag_run is not None else None
         if value is not None:
