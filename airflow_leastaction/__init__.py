@@ -27,7 +27,8 @@ def get_provider_info() -> dict:
         "hooks": [{"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.hooks.catalog"]}],
         "operators": [
             {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.operators.dbt_queue",
-                                                               "airflow_leastaction.operators.run_condition"]}
+                                                               "airflow_leastaction.operators.run_condition",
+                                                               "airflow_leastaction.operators.dag_run_condition"]}
         ],
         "connection-types": [
             {

@@ -64,3 +64,11 @@ def airflow_task_ids(name: str) -> tuple[str, str] | None:
     """The ``(dag_id, task_id)`` an Airflow task name was made from (None if it has no separator)."""
     dag_id, sep, task_id = name.partition(":") if ":" in name else name.partition(".")
     return (dag_id, task_id) if sep and dag_id and task_id else None
+
+
+def airflow_dag_name(dag_id: str) -> str:
+    """The catalog name of an Airflow DAG's runs: ``<dag_id>::run``.
+
+    ``:`` cannot appear in a DAG or task id, so no task's catalog name can take this form.
+    """
+    return f"{dag_id}::run"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from airflow_leastaction.catalog.engine import setting
 from airflow_leastaction.catalog.store import TaskMeta
-from airflow_leastaction.identity import TaskIdentity, airflow_task_name
+from airflow_leastaction.identity import TaskIdentity, airflow_dag_name, airflow_task_name
 
 
 def deployment_project() -> str:
@@ -16,6 +16,12 @@ def airflow_task(dag_id: str, task_id: str, *, project: str | None = None, map_i
     """Task ``task_id`` of DAG ``dag_id``, in this deployment unless ``project`` names another one."""
     partition = str(map_index) if map_index is not None and map_index >= 0 else ""
     return TaskIdentity(airflow_task_name(dag_id, task_id), project or deployment_project(), "", partition)
+
+
+def airflow_dag(dag_id: str, *, project: str | None = None) -> TaskIdentity:
+    """The runs of DAG ``dag_id`` (one slot record per DAG run, written by the catalog listener), in this
+    deployment unless ``project`` names another one."""
+    return TaskIdentity(airflow_dag_name(dag_id), project or deployment_project())
 
 
 def external_task(name: str, project: str, *, account: str = "", partition: str = "") -> TaskIdentity:

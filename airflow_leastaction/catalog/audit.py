@@ -114,6 +114,19 @@ class AuditRecords:
                 gate_decision.c.attempt == attempt.attempt,
             ).order_by(gate_decision.c.id)).mappings().all()
 
+    def run_decisions(self, dag_id: str, task_id: str, run_id: str):
+        """The decisions of the latest attempt of ``task_id`` in run ``run_id`` that recorded any (empty:
+        none recorded yet). A DAG's run gate resumes with them when its run is retried or cleared."""
+        d = gate_decision.c
+        with self.engine.connect() as conn:
+            attempt = conn.execute(select(func.max(d.attempt)).where(
+                d.dag_id == dag_id, d.task_id == task_id, d.run_id == run_id)).scalar()
+            if attempt is None:
+                return []
+            return conn.execute(select(gate_decision).where(
+                d.dag_id == dag_id, d.task_id == task_id, d.run_id == run_id, d.attempt == attempt,
+            ).order_by(d.id)).mappings().all()
+
     def last_consumed(self, dag_id: str, task_id: str, dependencies: Sequence[str]) -> dict:
         """Per dependency, the (upstream slot, revision) this task consumed last, across all its runs."""
         c = consumption.c

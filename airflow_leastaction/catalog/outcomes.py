@@ -47,6 +47,7 @@ class SlotEvent:
     consumer: AttemptKey | None = None
     gate_task_ids: list[str] = field(default_factory=list)
     consume_own: bool = True
+    run_type: str | None = None  # Airflow's run type: backfill runs are told apart by it
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -66,7 +67,7 @@ class SlotEvent:
 
 
 def apply(store: CatalogStore, event: SlotEvent) -> SlotOutcome:
-    common = dict(meta=event.meta, run_id=event.run_id, attempt=event.attempt, at=event.at)
+    common = dict(meta=event.meta, run_id=event.run_id, attempt=event.attempt, at=event.at, run_type=event.run_type)
     if event.state == "running":
         return store.record_running(event.identity, event.slot, **common)
     if event.state == "success":

@@ -8,11 +8,15 @@ from __future__ import annotations
 import datetime as dt
 from typing import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 
 from airflow_leastaction.catalog.schema import IN_CHUNK, identity_clause, in_chunks, task, task_run
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.parents import IN_FLIGHT_STATES, LatestRuns, RunRecord
+
+#: Airflow's run type of a backfill. A backfill re-runs history: it never counts as a task's latest run,
+#: so it neither satisfies nor blocks a dependency on that task, and no gate waits for it.
+BACKFILL_RUN_TYPE = "backfill"
 
 
 class RunReads:
@@ -39,7 +43,8 @@ class RunReads:
 
     def latest_runs(self, identities: Iterable[TaskIdentity], history: int = 20) -> dict:
         """Per task: its latest run, latest finished run and average run length of its last ``history``
-        successes (what a gate on another DAG's task judges and times its looks by)."""
+        successes (what a gate on another DAG's task judges and times its looks by). Records of backfill
+        runs are never the latest run."""
         out = {}
         with self.engine.connect() as conn:
             for identity in sorted(set(identities)):
@@ -47,7 +52,8 @@ class RunReads:
                 if task_pk is None:
                     out[identity] = LatestRuns(None, None, None, None)
                     continue
-                base = select(*_run_columns()).where(task_run.c.task_pk == task_pk)
+                base = select(*_run_columns()).where(task_run.c.task_pk == task_pk, or_(
+                    task_run.c.run_type.is_(None), task_run.c.run_type != BACKFILL_RUN_TYPE))
                 order = (task_run.c.started_at.desc(), task_run.c.id.desc())
                 latest = conn.execute(base.order_by(*order).limit(1)).first()
                 finished = conn.execute(base.where(task_run.c.finished_at.is_not(None),
@@ -63,6 +69,13 @@ class RunReads:
                 out[identity] = LatestRuns(task_pk, latest and _run_record(latest),
                                            finished and _run_record(finished), average)
         return out
+
+    def run_rows_written(self, dag_id: str, run_id: str) -> int | None:
+        """Rows the tasks of one DAG run reported writing, summed (None: none of them reported any)."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.sum(task_run.c.rows_written)).join(task, task.c.id == task_run.c.task_pk)
+                                .where(task.c.dag_id == dag_id, task.c.task_id.is_not(None),
+                                       task_run.c.run_id == run_id, task_run.c.state == "success")).scalar()
 
 
 def _run_columns():

@@ -112,6 +112,9 @@ task_run = Table(
     Column("state", String(20), nullable=False),
     Column("attempt", Integer, nullable=False, default=1),
     Column("run_id", String(250), nullable=True),  # the Airflow run (or external run) it came from
+    # Airflow's run type (scheduled, manual, backfill...); None for external systems. Backfill runs never
+    # count as another pipeline's latest run.
+    Column("run_type", String(30), nullable=True),
     Column("output_revision", Integer, nullable=False, default=0),  # 0 = never completed
     Column("repair_pending", Boolean, nullable=False, default=False),
     Column("rows_written", BigInteger, nullable=True),

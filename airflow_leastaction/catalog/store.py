@@ -122,16 +122,16 @@ class CatalogStore(AuditRecords, RunReads):
     # -- slots --------------------------------------------------------------------------------------
     def record_running(
         self, identity: TaskIdentity, slot: dt.datetime, *, meta: TaskMeta | None = None,
-        run_id: str | None = None, attempt: int = 1, at: dt.datetime | None = None,
+        run_id: str | None = None, attempt: int = 1, at: dt.datetime | None = None, run_type: str | None = None,
     ) -> SlotOutcome:
         """A slot started (or restarted). A completed slot that runs again stops satisfying children."""
-        return self._record_unpublished(identity, slot, "running", meta, run_id, attempt, at)
+        return self._record_unpublished(identity, slot, "running", meta, run_id, attempt, at, run_type)
 
     def record_success(
         self, identity: TaskIdentity, slot: dt.datetime, *, meta: TaskMeta | None = None,
         run_id: str | None = None, attempt: int = 1, rows_written: int | None = None,
         at: dt.datetime | None = None, consumer: AttemptKey | None = None,
-        gate_task_ids: Sequence[str] = (), consume_own: bool = True,
+        gate_task_ids: Sequence[str] = (), consume_own: bool = True, run_type: str | None = None,
     ) -> SlotOutcome:
         """A slot completed: revision 1 the first time, +1 on each re-completion (a repair).
 
@@ -156,14 +156,14 @@ class CatalogStore(AuditRecords, RunReads):
                 revision = 1
                 run_pk = conn.execute(insert(task_run).values(
                     task_pk=task_pk, slot=slot, state="success", attempt=attempt, run_id=run_id,
-                    output_revision=1, repair_pending=False, rows_written=rows_written,
+                    run_type=run_type, output_revision=1, repair_pending=False, rows_written=rows_written,
                     completion_key=completion_key, started_at=now, finished_at=now, updated_at=now,
                 )).inserted_primary_key[0]
             else:
                 revision = current.output_revision + 1
                 run_pk = current.id
                 conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
-                    state="success", attempt=attempt, run_id=run_id, output_revision=revision,
+                    state="success", attempt=attempt, run_id=run_id, run_type=run_type, output_revision=revision,
                     repair_pending=False, rows_written=rows_written, completion_key=completion_key,
                     finished_at=now, updated_at=now,
                 ))
@@ -175,12 +175,12 @@ class CatalogStore(AuditRecords, RunReads):
 
     def record_finished(
         self, identity: TaskIdentity, slot: dt.datetime, state: str, *, meta: TaskMeta | None = None,
-        run_id: str | None = None, attempt: int = 1, at: dt.datetime | None = None,
+        run_id: str | None = None, attempt: int = 1, at: dt.datetime | None = None, run_type: str | None = None,
     ) -> SlotOutcome:
         """A slot ended without success (failed, skipped, cancelled...). It publishes no revision."""
-        return self._record_unpublished(identity, slot, state, meta, run_id, attempt, at)
+        return self._record_unpublished(identity, slot, state, meta, run_id, attempt, at, run_type)
 
-    def _record_unpublished(self, identity, slot, state, meta, run_id, attempt, at) -> SlotOutcome:
+    def _record_unpublished(self, identity, slot, state, meta, run_id, attempt, at, run_type=None) -> SlotOutcome:
         # Running and unsuccessful endings share one shape: they never touch the revision or watermark.
         now = at or utcnow()
         started = state == "running"
@@ -191,7 +191,8 @@ class CatalogStore(AuditRecords, RunReads):
             if current is None:
                 revision = 0
                 run_pk = conn.execute(insert(task_run).values(
-                    task_pk=task_pk, slot=slot, state=state, attempt=attempt, run_id=run_id, output_revision=0,
+                    task_pk=task_pk, slot=slot, state=state, attempt=attempt, run_id=run_id, run_type=run_type,
+                    output_revision=0,
                     repair_pending=False, updated_at=now, **{"started_at": now, **times},
                 )).inserted_primary_key[0]
             else:
@@ -200,7 +201,8 @@ class CatalogStore(AuditRecords, RunReads):
                     return SlotOutcome(task_pk, run_pk, current.state, revision, False)
                 repair = {"repair_pending": revision > 0} if started else {}
                 conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
-                    state=state, attempt=attempt, run_id=run_id, updated_at=now, **times, **repair))
+                    state=state, attempt=attempt, run_id=run_id, run_type=run_type, updated_at=now, **times,
+                    **repair))
             _update_task(conn, task_pk, run_pk, now, {"state": state, **({"logical_date": slot} if started else {})})
             return SlotOutcome(task_pk, run_pk, state, revision, True)
 

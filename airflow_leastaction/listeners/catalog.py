@@ -32,12 +32,18 @@ def slot_of(ti) -> dt.datetime | None:
 
 
 def run_slot_of(dag_run) -> dt.datetime | None:
-    """The slot of a run: its data-interval start, else its logical date, else ``run_after``."""
+    """The catalog slot of a DAG run: its data-interval start, else its logical date, else ``run_after``."""
     for attr in ("data_interval_start", "logical_date", "run_after"):
         value = getattr(dag_run, attr, None) if dag_run is not None else None
         if value is not None:
             return value.astimezone(dt.timezone.utc)
     return None
+
+
+def run_type_of(dag_run) -> str | None:
+    """Airflow's run type of ``dag_run`` (``scheduled``, ``manual``, ``backfill``...), as plain text."""
+    value = getattr(dag_run, "run_type", None)
+    return None if value is None else str(getattr(value, "value", value))
 
 
 def is_gate(task) -> bool:
@@ -77,6 +83,7 @@ def build_event(ti, state: str) -> SlotEvent | None:
         meta=schedule_meta(dag, ti.task_id) if dag is not None else None,
         run_id=ti.run_id,
         attempt=attempt,
+        run_type=run_type_of(_dag_run(ti)),
     )
     if state == "success":
         event.rows_written = reported_rows(ti)

@@ -87,6 +87,9 @@ class RunConditionGate(_Waiting):
     :param catalog_conn_id: connection of the catalog (default ``[leastaction] catalog_conn_id``).
     :param poll_interval: seconds between looks at the run (default ``[leastaction] poll_interval``).
     :param deferrable: wait in the triggerer (default) rather than by rescheduling.
+    :param run_gate: the DAG's run gate (set by
+        :func:`~airflow_leastaction.run_conditions.dag_run_condition`): nothing is judged before it
+        admitted the run.
     """
 
     ui_color = "#fff1c2"
@@ -95,7 +98,7 @@ class RunConditionGate(_Waiting):
     def __init__(self, *, gated_task_id: str, dependencies: Sequence[Dependency | dict], condition: str = "ALL",
                  count: int | None = None, active: bool = True, max_wait: dt.timedelta | float | None = None,
                  max_looks: int = 30, catalog_conn_id: str | None = None, poll_interval: float | None = None,
-                 deferrable: bool = True, **kwargs):
+                 deferrable: bool = True, run_gate: str | None = None, **kwargs):
         kwargs["trigger_rule"] = TriggerRule.ALWAYS
         # A gate fails only when it cannot read (catalog or API down): try again rather than lose the path.
         kwargs.setdefault("retries", 2)
@@ -113,10 +116,12 @@ class RunConditionGate(_Waiting):
         self.policy = WaitPolicy(dt.timedelta(seconds=self.max_wait), int(max_looks),
                                  dt.timedelta(seconds=self.poll_interval))
         self.deferrable = deferrable
+        self.run_gate = run_gate
 
     @property
     def spec(self) -> GateSpec:
-        return GateSpec(self.gated_task_id, tuple(self.dependencies), self.condition, self.active, self.task_id)
+        return GateSpec(self.gated_task_id, tuple(self.dependencies), self.condition, self.active, self.task_id,
+                        run_gate=self.run_gate)
 
     # -- reading and judging ------------------------------------------------------------------------
     def _attempt(self, context) -> AttemptKey:
@@ -134,7 +139,7 @@ class RunConditionGate(_Waiting):
     def _judge(self, context, store: CatalogStore, clock: WaitClock) -> tuple[GateOutcome, WaitClock]:
         slot, run_id = run_slot(context), context["run_id"]
         upstream, waiting = self._run_structure()
-        states = task_states(self.dag_id, run_id) if self.spec.in_run else {}
+        states = task_states(self.dag_id, run_id) if self.spec.in_run or self.run_gate else {}
         found = store.slot_records([(i, slot) for i in self._identities().values()])
         records = {tid: found[(i, slot)] for tid, i in self._identities().items() if (i, slot) in found}
         latest = store.latest_runs([d.upstream for d in self.spec.elsewhere]) if self.spec.elsewhere else {}
@@ -210,7 +215,7 @@ class RunConditionGate(_Waiting):
             slot=slot.isoformat(), upstream=upstream, waiting=waiting,
             consumed={k: [s.isoformat(), rev] for k, (s, rev) in consumed.items()}, clock=clock.as_dict(),
             max_wait=self.max_wait, max_looks=self.policy.max_looks, catalog_conn_id=self.catalog_conn_id,
-            poll_interval=self.poll_interval,
+            poll_interval=self.poll_interval, run_gate=self.run_gate,
         ), method_name="execute_complete")
 
 

@@ -11,6 +11,9 @@ Each declaration is checked at DAG parse time (see :mod:`airflow_leastaction.gra
 ``<task_id>__gate`` between the dependencies and the task, so the graph view shows every dependency as
 an edge and the waiting as a deferred gate with its reasons in the log. The first declaration in a DAG
 also adds ``leastaction_run_outcome``, which ends the run FAILED when a task of it failed.
+
+A whole DAG may depend on other pipelines with :func:`dag_run_condition`: judged once per run, before
+any of its tasks starts.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition
 from airflow_leastaction.graph import Node, check_condition, check_type, check_upstreams, validate_addition
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.run_conditions.model import Dependency, GateSpec
+from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, GateSpec
 
 SUCCESS, FAILURE, ALWAYS, HAS_DATA = (DependencyType.SUCCESS, DependencyType.FAILURE, DependencyType.ALWAYS,
                                       DependencyType.HAS_DATA)
@@ -111,6 +114,11 @@ def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: 
     gate_id = task_id + GATE_SUFFIX
     if gate_id in dag.task_dict:
         raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: its run condition is already declared")
+    run_gate = dag.task_dict.get(DAG_GATE_TASK_ID)
+    if run_gate is not None and operator.task_id in run_gate.downstream_task_ids:
+        # A root the run gate holds: from now on its own gate holds it, and the run gate holds that gate.
+        run_gate.downstream_task_ids.discard(operator.task_id)
+        operator.upstream_task_ids.discard(DAG_GATE_TASK_ID)
     others = sorted(operator.upstream_task_ids)
     if others:
         raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: it already has upstream tasks {others}; declare "
@@ -128,8 +136,64 @@ def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: 
         if dep.in_run:
             dag.get_task(dep.upstream) >> gate
     gate >> operator
+    if run_gate is not None:
+        gate.run_gate = DAG_GATE_TASK_ID
+        if not gate.upstream_task_ids:
+            run_gate >> gate
     if RUN_OUTCOME_TASK_ID not in dag.task_dict:
         RunOutcome(task_id=RUN_OUTCOME_TASK_ID, dag=dag, poll_interval=gate_kwargs.get("poll_interval"))
+    return gate
+
+
+def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", count: int | None = None,
+                      **gate_kwargs):
+    """Declare the DAG's dependencies on other pipelines: judged once per run, before any task starts.
+
+    Adds the run gate ``leastaction_dag_gate`` (a
+    :class:`~airflow_leastaction.operators.dag_run_condition.DagRunGate`) upstream of every task declared so
+    far that has no upstream, and holds every run-condition gate of the DAG until it admitted the run:
+    declare it after the DAG's tasks. When the dependencies can never be met, every task of the run is
+    skipped and the run gate's decisions say why. A retried or cleared run resumes with its decisions.
+
+    :param dag: the DAG.
+    :param dependencies: :func:`success`, :func:`failure`, :func:`always`, :func:`has_data` or
+        :func:`depends_on` of another DAG (:func:`~airflow_leastaction.refs.airflow_dag`) or a catalog task
+        (:func:`~airflow_leastaction.refs.airflow_task`, :func:`~airflow_leastaction.refs.external_task`);
+        a bare identity means SUCCESS.
+    :param when: ``ALL``, ``ANY`` or ``N``.
+    :param count: with ``N``: how many dependencies must be satisfied.
+    :param gate_kwargs: passed to the run gate (``max_wait``, ``max_looks``, ``poll_interval``,
+        ``catalog_conn_id``, ``deferrable``...).
+    :return: the run gate.
+    """
+    from airflow_leastaction.exceptions import RunConditionError
+    from airflow_leastaction.operators.dag_run_condition import DagRunGate
+    from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID, RunConditionGate
+
+    dag_id = dag.dag_id
+    declared = [d if isinstance(d, Declared) else Declared(d) for d in dependencies]
+    if not declared:
+        raise RunConditionError(dag_id, DAG_GATE_TASK_ID, "dag_run_condition() needs at least one dependency")
+    for d in declared:
+        if not isinstance(d.upstream, TaskIdentity):
+            raise RunConditionError(dag_id, DAG_GATE_TASK_ID, f"{_upstream_key(d.upstream)!r} is a task of this DAG, "
+                                    "not another pipeline: a DAG run "
+                                    "condition names other DAGs (airflow_dag) or catalog tasks (airflow_task, "
+                                    "external_task); declare dependencies on this DAG's tasks with run_condition()")
+    types = [check_type(dag_id, DAG_GATE_TASK_ID, d.type) for d in declared]
+    kind = when.kind if isinstance(when, RunCondition) else when
+    count = when.count if isinstance(when, RunCondition) else count
+    kind, count = check_condition(dag_id, DAG_GATE_TASK_ID, kind, count, len(declared))
+    if DAG_GATE_TASK_ID in dag.task_dict:
+        raise RunConditionError(dag_id, DAG_GATE_TASK_ID, "the DAG's run condition is already declared")
+    deps = tuple(Dependency(d.upstream, t, d.consume_repairs) for d, t in zip(declared, types))
+    roots = [t for t in dag.tasks if not t.upstream_task_ids and t.task_id != RUN_OUTCOME_TASK_ID]
+    gate = DagRunGate(dependencies=deps, condition=kind, count=count, dag=dag, **gate_kwargs)
+    for task in roots:
+        gate >> task
+    for task in dag.tasks:
+        if isinstance(task, RunConditionGate) and task is not gate:
+            task.run_gate = DAG_GATE_TASK_ID
     return gate
 
 
@@ -190,6 +254,7 @@ __all__ = [
     "RunCondition",
     "always",
     "dag_nodes",
+    "dag_run_condition",
     "depends_on",
     "failure",
     "gate_specs",

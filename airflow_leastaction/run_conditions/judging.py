@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from airflow_leastaction.gate import (
+    UNFINISHED_STATES,
     DependencyType,
     TERMINAL_STATES,
     GateOutcome,
@@ -85,13 +86,36 @@ def judge_elsewhere(spec: GateSpec, latest: Mapping, consumed: Mapping[str, tupl
     return out, clock
 
 
+def held_by_run_gate(spec: GateSpec, run: RunView) -> GateOutcome | None:
+    """WAIT while the DAG's run gate judges the run's dependencies on other pipelines, SKIP when it did not
+    admit the run; None once it admitted it (or the DAG has none)."""
+    if spec.run_gate is None:
+        return None
+    state = run.states.get(spec.run_gate)
+    state = None if state in (None, "none") else str(state)
+    if state == "success":
+        return None
+    dependency = f"task:{spec.run_gate}"
+    if state in UNFINISHED_STATES:
+        held = Judgement(dependency, False, f"{spec.run_gate}: the run's dependencies on other pipelines are not "
+                         "judged yet; waiting", final=False)
+        return GateOutcome(Verdict.WAIT, spec.condition, (held,))
+    held = Judgement(dependency, False, f"{spec.run_gate} is {state}: the run's dependencies on other pipelines "
+                     "are not met, so no task of this run starts", final=True)
+    return GateOutcome(Verdict.SKIP, spec.condition, (held,))
+
+
 def evaluate(spec: GateSpec, run: RunView, latest: Mapping, consumed: Mapping[str, tuple[dt.datetime, int]],
              clock: WaitClock, policy: WaitPolicy, now: dt.datetime) -> tuple[GateOutcome, WaitClock]:
     """Judge every dependency and decide ADMIT, WAIT or SKIP.
 
     A task is never skipped while one of its upstreams in its own run has not finished: dependencies on
-    other DAGs alone do not skip it before it could have started.
+    other DAGs alone do not skip it before it could have started. Nothing is judged before the DAG's run
+    gate (if any) admitted the run.
     """
+    held = held_by_run_gate(spec, run)
+    if held is not None:
+        return held, clock
     in_run = judge_in_run(spec, run)
     elsewhere, clock = judge_elsewhere(spec, latest, consumed, clock, policy, now)
     outcome = decide(spec.condition, in_run + elsewhere)

@@ -8,6 +8,10 @@ from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gate import ALL, DependencyType, RunCondition
 from airflow_leastaction.identity import TaskIdentity
 
+#: The task id of a DAG's run gate: it judges the DAG's dependencies on other pipelines once per run, and
+#: its decisions are the run's (see :func:`airflow_leastaction.run_conditions.dag_run_condition`).
+DAG_GATE_TASK_ID = "leastaction_dag_gate"
+
 
 @dataclass(frozen=True)
 class Dependency:
@@ -62,6 +66,8 @@ class GateSpec:
     active: bool = True
     gate_task_id: str | None = None
     extra: dict = field(default_factory=dict, compare=False)
+    #: The DAG's run gate, when the DAG has one: nothing is judged before it admitted the run.
+    run_gate: str | None = None
 
     @property
     def in_run(self) -> tuple[Dependency, ...]:

@@ -59,15 +59,17 @@ class RunConditionTrigger(BaseTrigger):
     :param max_looks: looks one check may take.
     :param catalog_conn_id: catalog connection id.
     :param poll_interval: seconds between ticks.
+    :param run_gate: the DAG's run gate, if it has one: the gate waits until it admitted the run.
     """
 
     def __init__(self, dag_id: str, run_id: str, task_id: str, dependencies: list[dict], condition: str,
                  count: int | None, slot_requests: dict[str, dict], slot: str, upstream: dict[str, list[str]],
                  waiting: list[str], consumed: dict[str, list] | None = None, clock: dict | None = None,
                  max_wait: float = 3600.0, max_looks: int = 30, catalog_conn_id: str | None = None,
-                 poll_interval: float = 5.0):
+                 poll_interval: float = 5.0, run_gate: str | None = None):
         super().__init__()
         self.dag_id, self.run_id, self.task_id = dag_id, run_id, task_id
+        self.run_gate = run_gate
         self.dependencies, self.condition, self.count = dependencies, condition, count
         self.slot_requests, self.slot, self.upstream, self.waiting = slot_requests, slot, upstream, waiting
         self.consumed = consumed or {}
@@ -78,14 +80,14 @@ class RunConditionTrigger(BaseTrigger):
     def serialize(self) -> tuple[str, dict[str, Any]]:
         keys = ("dag_id", "run_id", "task_id", "dependencies", "condition", "count", "slot_requests", "slot",
                 "upstream", "waiting", "consumed", "clock", "max_wait", "max_looks", "catalog_conn_id",
-                "poll_interval")
+                "poll_interval", "run_gate")
         return _classpath(self), {k: getattr(self, k) for k in keys}
 
     def spec(self) -> GateSpec:
         from airflow_leastaction.gate import RunCondition
 
         deps = tuple(Dependency.from_dict(d) for d in self.dependencies)
-        return GateSpec(self.task_id, deps, RunCondition(self.condition, self.count))
+        return GateSpec(self.task_id, deps, RunCondition(self.condition, self.count), run_gate=self.run_gate)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         spec = self.spec()
@@ -112,7 +114,7 @@ class RunConditionTrigger(BaseTrigger):
                 try:
                     found = await slots_sub.next()
                     fresh_runs = await runs_sub.next() if runs_sub is not None else {}
-                    states = await run_states(self.dag_id, self.run_id) if spec.in_run else {}
+                    states = await run_states(self.dag_id, self.run_id) if spec.in_run or spec.run_gate else {}
                 except Exception as exc:  # catalog or API down: keep waiting, say why once
                     if not blind:
                         self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.task_id, exc)

@@ -1,0 +1,80 @@
+"""The run gate of a DAG (see :func:`airflow_leastaction.run_conditions.dag_run_condition`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowSkipException
+
+from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.gate import DecisionResult, DependencyType, Judgement, Verdict, decide
+from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID, RunConditionGate
+from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
+
+
+class DagRunGate(RunConditionGate):
+    """Admit a DAG run once its dependencies on other DAGs or catalog tasks hold under ALL, ANY or N;
+    when they never can, skip every task of the run.
+
+    Created by :func:`~airflow_leastaction.run_conditions.dag_run_condition`, which makes it the upstream
+    of the DAG's root tasks. It judges once per run, when the run starts, waiting (deferred) for upstream
+    runs in progress as every gate does, and records its decisions as the run's, under the task id
+    ``leastaction_dag_gate``. A retried or cleared run resumes with those decisions: it never judges again.
+    The catalog listener consumes the SATISFIED ones when the run succeeds.
+
+    Takes the options of :class:`~airflow_leastaction.operators.run_condition.RunConditionGate`, but no
+    ``gated_task_id``: the gate admits the whole run.
+    """
+
+    ui_color = "#ffd866"
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("task_id", DAG_GATE_TASK_ID)
+        super().__init__(gated_task_id=DAG_GATE_TASK_ID, **kwargs)
+
+    def execute(self, context) -> None:
+        store = CatalogStore(conn_id=self.catalog_conn_id)
+        recorded = store.run_decisions(self.dag_id, self.task_id, context["run_id"])
+        if recorded:
+            return self._resume(context, recorded)
+        unheld = sorted(t.task_id for t in self.dag.tasks
+                        if not t.upstream_task_ids and t.task_id not in (self.task_id, RUN_OUTCOME_TASK_ID))
+        if unheld:
+            self.log.warning("tasks %s were declared after dag_run_condition(): they do not wait for the run's "
+                             "dependencies on other pipelines", ", ".join(unheld))
+        return self._judge_run(context, None)
+
+    def execute_complete(self, context, event: dict[str, Any] | None = None) -> None:
+        return self._judge_run(context, (event or {}).get("clock"))
+
+    def _judge_run(self, context, carried: dict | None) -> None:
+        try:
+            self._step(context, carried)
+        except AirflowSkipException:
+            self._skip_run()
+            raise
+
+    def _resume(self, context, recorded) -> None:
+        """Decide as the run's recorded decisions did, without judging again."""
+        judgements = [Judgement(r["dependency"], r["result"] != DecisionResult.UNSATISFIED.value, r["reason"],
+                                DependencyType(r["dependency_type"]), final=True) for r in recorded]
+        outcome = decide(self.condition, judgements)
+        bypassed = any(r["result"] == DecisionResult.BYPASSED.value for r in recorded)
+        attempt = recorded[0]["attempt"]
+        for r in recorded:
+            self.log.info("  %s %s", r["result"], r["reason"])
+        if bypassed or outcome.verdict is Verdict.ADMIT:
+            self.log.info("run %s resumes with the decisions of attempt %s: admitted", context["run_id"], attempt)
+            return None
+        self._skip_run()
+        raise AirflowSkipException(f"run {context['run_id']} resumes with the decisions of attempt {attempt}: its "
+                                   f"dependencies on other pipelines are not met: {outcome.summary()}")
+
+    def _skip_run(self) -> None:
+        """Skip every task downstream of the gate, whatever its trigger rule: no task of the run starts."""
+        from airflow.sdk.execution_time.comms import SkipDownstreamTasks
+        from airflow.sdk.execution_time.task_runner import SUPERVISOR_COMMS
+
+        downstream = sorted(self.get_flat_relative_ids(upstream=False))
+        if downstream:
+            SUPERVISOR_COMMS.send(SkipDownstreamTasks(tasks=downstream))
