@@ -258,6 +258,9 @@ class QueueWorker:
             outcomes = model_outcomes(uids, results.statuses, results.tests_of)
             status, message = _batch_status(outcomes.values()), _failure_summary(last, results)
             if beat is not None and beat.lost.is_set():
+                # What did not succeed might have been retried had the lease held: it is not_run, and goes
+                # back to the queue (unless recovery took it back already). What was built stays built.
+                outcomes = {u: _unless_built(o) for u, o in outcomes.items()}
                 status, message = (
                     "abandoned",
                     f"lease lost after {len(steps)} dbt command(s); " + (message or ""),
@@ -337,6 +340,10 @@ class QueueWorker:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
+
+
+def _unless_built(outcome: ModelOutcome) -> ModelOutcome:
+    return outcome if outcome is ModelOutcome.SUCCESS else ModelOutcome.NOT_RUN
 
 
 def _has_errors(inv: Invocation, results: NodeResults) -> bool:
