@@ -92,6 +92,15 @@ class DbtProjectError(DbtQueueError, ConfigurationError):
         super().__init__(f"dbt project {str(path)!r}: {why}")
 
 
+class DbtLeaseLostError(DbtQueueError):
+    """A drain no longer owns its environment: another worker took the lease (or it could not be renewed)."""
+
+    def __init__(self, environment: str, owner: str):
+        self.environment = environment
+        self.owner = owner
+        super().__init__(f"dbt queue {environment!r}: worker {owner!r} no longer holds the environment's lease")
+
+
 class DbtBuildFailedError(DbtQueueError):
     """A drained batch left models failed; the queue has recorded each one's outcome."""
 

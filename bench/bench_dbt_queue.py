@@ -181,6 +181,7 @@ def replay(url: str, seed: int = 7, n_models: int = 480) -> dict:
     cycle, build = dt.timedelta(minutes=27), dt.timedelta(minutes=12)
     next_claim, batch, batch_ends = t0, None, None
     now, requests = t0, 0
+    queue.acquire_lease("replay", "replayer", dt.timedelta(days=2), now=t0)  # claims need the lease
     began = time.perf_counter()
     while now < t0 + dt.timedelta(hours=24):
         now += dt.timedelta(seconds=rnd.expovariate(1 / 4.32))

@@ -7,15 +7,18 @@ dialect's ``insert`` (``self._insert``).
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import Callable, Mapping
 
-from sqlalchemy import case, select, update
+from sqlalchemy import false, select, update
+from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.dbt.policy import ModelOutcome
 from airflow_leastaction.dbt.schema import dbt_batch, dbt_queue, dbt_worker_lease
 
 q = dbt_queue.c
+log = logging.getLogger(__name__)
 
 
 class QueueRecovery:
@@ -27,26 +30,33 @@ class QueueRecovery:
         grace: dt.timedelta,
         *,
         is_alive: Callable[[Mapping], bool | None] | None = None,
+        airflow_ti: str | None = None,
+        owner: str | None = None,
         now: dt.datetime | None = None,
     ) -> list[str]:
         """Return the rows of batches whose heartbeat is older than ``grace`` to pending.
 
-        ``is_alive(batch_row)`` may veto (True: the task running it is still alive, keep waiting).
-        Returns the unique ids requeued.
+        ``is_alive(batch_row)`` may veto (True: the task running it is still alive, keep waiting). A running
+        batch of the same Airflow task instance (``airflow_ti``) under another owner is an earlier try of
+        this task: it is requeued at once, whatever its heartbeat. Returns the unique ids requeued.
         """
         now = now or utcnow()
-        return self._retrying(lambda: self._requeue_stale(environment, grace, is_alive, now))
+        return self._retrying(
+            lambda: self._requeue_stale(environment, grace, is_alive, airflow_ti, owner, now)
+        )
 
-    def _requeue_stale(self, environment, grace, is_alive, now) -> list[str]:
+    def _requeue_stale(self, environment, grace, is_alive, airflow_ti, owner, now) -> list[str]:
+        b = dbt_batch.c
+        earlier_try = (b.airflow_ti == airflow_ti) & (b.owner != owner) if airflow_ti and owner else false()
         requeued: list[str] = []
         with self.write() as conn:
             stale = (
                 conn.execute(
                     select(dbt_batch)
                     .where(
-                        dbt_batch.c.environment == environment,
-                        dbt_batch.c.status == "running",
-                        dbt_batch.c.heartbeat_at < now - grace,
+                        b.environment == environment,
+                        b.status == "running",
+                        (b.heartbeat_at < now - grace) | earlier_try,
                     )
                     .with_for_update(skip_locked=True)
                 )
@@ -54,81 +64,84 @@ class QueueRecovery:
                 .all()
             )
             for batch in stale:
-                if is_alive is not None and is_alive(batch) is True:
+                mine = bool(airflow_ti) and batch["airflow_ti"] == airflow_ti
+                if not mine and is_alive is not None and is_alive(batch) is True:
                     continue
-                uids = (
-                    conn.execute(
-                        select(q.unique_id)
-                        .where(q.batch_id == batch["id"], q.status == "running")
-                        .order_by(q.unique_id)
-                        .with_for_update()
-                    )
-                    .scalars()
-                    .all()
-                )
-                conn.execute(
-                    update(dbt_queue)
-                    .where(q.batch_id == batch["id"], q.status == "running")
-                    .values(
-                        status="pending",
-                        batch_id=None,
-                        outcome=ModelOutcome.NOT_RUN.value,
-                        message=f"requeued: batch {batch['id']} of {batch['owner']} stopped heartbeating",
-                    )
-                )
-                conn.execute(
-                    update(dbt_batch)
-                    .where(dbt_batch.c.id == batch["id"])
-                    .values(
-                        status="abandoned",
-                        finished_at=now,
-                        message=f"heartbeat older than {grace}; {len(uids)} model(s) requeued",
-                    )
-                )
-                requeued.extend(uids)
+                why = f"an earlier try of {airflow_ti} stopped" if mine else f"heartbeat older than {grace}"
+                requeued.extend(_requeue_batch(conn, batch, why, now))
         return sorted(requeued)
 
     # -- worker lease -------------------------------------------------------------------------------
     def acquire_lease(
-        self, environment: str, owner: str, grace: dt.timedelta, *, now: dt.datetime | None = None
+        self,
+        environment: str,
+        owner: str,
+        grace: dt.timedelta,
+        *,
+        same_task: str | None = None,
+        is_alive: Callable[[Mapping], bool | None] | None = None,
+        now: dt.datetime | None = None,
     ) -> bool:
-        """Become the environment's single worker: the lease is free, ours, or silent for ``grace``."""
+        """Become the environment's single worker. The lease is taken when it is free or ours; when its
+        owner's name starts with ``same_task`` (an earlier try of the same Airflow task instance); or when
+        its owner has been silent for ``grace`` and ``is_alive`` (asked about each of the silent owner's
+        running batches) does not say its task is still alive."""
         now = now or utcnow()
         lease = dbt_worker_lease.c
         with self.write() as conn:
             conn.execute(
                 self._insert(dbt_worker_lease)
-                .values(
-                    environment=environment,
-                    owner=owner,
-                    acquired_at=now,
-                    heartbeat_at=now,
-                )
+                .values(environment=environment, owner=owner, acquired_at=now, heartbeat_at=now)
                 .on_conflict_do_nothing(index_elements=["environment"])
             )
-            res = conn.execute(
-                update(dbt_worker_lease)
-                .where(
-                    lease.environment == environment,
-                    (lease.owner == owner) | (lease.heartbeat_at < now - grace),
+            holder = (
+                conn.execute(
+                    select(dbt_worker_lease).where(lease.environment == environment).with_for_update()
                 )
+                .mappings()
+                .one()
+            )
+            if not _may_take(conn, holder, owner, grace, same_task, is_alive, now):
+                return False
+            if holder["owner"] != owner:
+                log.warning("environment %r: taking the lease over from %r", environment, holder["owner"])
+            conn.execute(
+                update(dbt_worker_lease)
+                .where(lease.environment == environment)
                 .values(
                     owner=owner,
                     heartbeat_at=now,
-                    acquired_at=case((lease.owner == owner, lease.acquired_at), else_=now),
+                    acquired_at=holder["acquired_at"] if holder["owner"] == owner else now,
                 )
             )
-            return res.rowcount == 1
+            return True
 
-    def renew_lease(self, environment: str, owner: str, *, now: dt.datetime | None = None) -> bool:
-        lease = dbt_worker_lease.c
+    def renew_lease(
+        self,
+        environment: str,
+        owner: str,
+        *,
+        batch_id: str | None = None,
+        now: dt.datetime | None = None,
+    ) -> bool:
+        """Refresh the lease, and the running batch's heartbeat when ``batch_id`` is given, in one
+        transaction. False when the lease is another worker's or recovery took the batch back (it is
+        ``abandoned``): the worker must stop. A batch this worker already settled is not a loss."""
+        now = now or utcnow()
         with self.write() as conn:
+            held = hold_lease(conn, environment, owner, now)
+            if not held or batch_id is None:
+                return held
+            b = dbt_batch.c
             res = conn.execute(
-                update(dbt_worker_lease)
-                .where(lease.environment == environment, lease.owner == owner)
-                .values(heartbeat_at=now or utcnow())
+                update(dbt_batch)
+                .where(b.id == batch_id, b.owner == owner, b.status == "running")
+                .values(heartbeat_at=now)
             )
-            return res.rowcount == 1
+            if res.rowcount == 1:
+                return True
+            status = conn.execute(select(b.status).where(b.id == batch_id)).scalar()
+            return status != "abandoned"
 
     def release_lease(self, environment: str, owner: str) -> None:
         lease = dbt_worker_lease.c
@@ -136,3 +149,66 @@ class QueueRecovery:
             conn.execute(
                 dbt_worker_lease.delete().where(lease.environment == environment, lease.owner == owner)
             )
+
+
+def hold_lease(conn: Connection, environment: str, owner: str, now: dt.datetime) -> bool:
+    """Refresh the lease inside the caller's transaction; False when another worker owns it.
+
+    The update locks the lease row until the transaction ends, so a takeover cannot interleave with it.
+    """
+    lease = dbt_worker_lease.c
+    res = conn.execute(
+        update(dbt_worker_lease)
+        .where(lease.environment == environment, lease.owner == owner)
+        .values(heartbeat_at=now)
+    )
+    return res.rowcount == 1
+
+
+def _may_take(conn, holder, owner, grace, same_task, is_alive, now) -> bool:
+    if holder["owner"] == owner or (same_task and holder["owner"].startswith(same_task)):
+        return True
+    if holder["heartbeat_at"] >= now - grace:
+        return False
+    if is_alive is None:
+        return True
+    # The silent owner's running batches carry the Airflow task that claimed them: ask Airflow, as the
+    # requeue does, before taking the environment from a task that may only be slow to heartbeat.
+    b = dbt_batch.c
+    running = conn.execute(
+        select(dbt_batch).where(b.environment == holder["environment"], b.owner == holder["owner"],
+                                b.status == "running")
+    ).mappings().all()  # fmt: skip
+    alive = [r["id"] for r in running if is_alive(r) is True]
+    if alive:
+        log.info("lease owner %r is silent but Airflow says batch(es) %s are alive", holder["owner"], alive)
+    return not alive
+
+
+def _requeue_batch(conn: Connection, batch: Mapping, why: str, now: dt.datetime) -> list[str]:
+    uids = (
+        conn.execute(
+            select(q.unique_id)
+            .where(q.batch_id == batch["id"], q.status == "running")
+            .order_by(q.unique_id)
+            .with_for_update()
+        )
+        .scalars()
+        .all()
+    )
+    conn.execute(
+        update(dbt_queue)
+        .where(q.batch_id == batch["id"], q.status == "running")
+        .values(
+            status="pending",
+            batch_id=None,
+            outcome=ModelOutcome.NOT_RUN.value,
+            message=f"requeued: batch {batch['id']} of {batch['owner']} abandoned ({why})",
+        )
+    )
+    conn.execute(
+        update(dbt_batch)
+        .where(dbt_batch.c.id == batch["id"])
+        .values(status="abandoned", finished_at=now, message=f"{why}; {len(uids)} model(s) requeued")
+    )
+    return list(uids)

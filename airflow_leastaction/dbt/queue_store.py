@@ -29,7 +29,7 @@ from airflow_leastaction.dbt.policy import (
     row_status_after,
 )
 from airflow_leastaction.dbt.queue_reads import QueueReads, summarize
-from airflow_leastaction.dbt.queue_recovery import QueueRecovery
+from airflow_leastaction.dbt.queue_recovery import QueueRecovery, hold_lease
 from airflow_leastaction.dbt.queue_sql import (
     PG_ENQUEUE,
     event_rows,
@@ -39,11 +39,13 @@ from airflow_leastaction.dbt.queue_sql import (
 )
 from airflow_leastaction.dbt.queue_transactions import QueueTransactions
 from airflow_leastaction.dbt.schema import (
+    ACTIVE_STATUSES,
     dbt_batch,
     dbt_queue,
     dbt_request,
     dbt_request_event,
 )
+from airflow_leastaction.exceptions import DbtLeaseLostError
 
 q = dbt_queue.c
 #: Candidates the claim looks at per call; the rest wait for the next claim.
@@ -159,13 +161,18 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
 
     # -- claims -------------------------------------------------------------------------------------
     def candidates(self, conn: Connection, environment: str) -> list[Candidate]:
-        """Pending rows as the batch planner sees them (read without locks)."""
+        """Pending rows as the batch planner sees them (read without locks).
+
+        A model's last build is its newest done row, or the build an active row owed a follow-up pass has
+        just had (its ``finished_at``): the tier's minimum interval counts from either.
+        """
         done = dbt_queue.alias("done")
+        built = (done.c.status == "done") | (
+            done.c.status.in_(ACTIVE_STATUSES) & done.c.finished_at.isnot(None)
+        )
         last_built = (
             select(func.max(done.c.finished_at))
-            .where(
-                done.c.environment == q.environment, done.c.unique_id == q.unique_id, done.c.status == "done"
-            )
+            .where(done.c.environment == q.environment, done.c.unique_id == q.unique_id, built)
             .scalar_subquery()
         )
         stmt = (
@@ -204,12 +211,19 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
         airflow_ti: str | None = None,
         now: dt.datetime | None = None,
     ) -> Batch | None:
-        """Claim one compatible batch of eligible pending rows; None when nothing is eligible."""
+        """Claim one compatible batch of eligible pending rows; None when nothing is eligible.
+
+        The claim refreshes ``owner``'s lease in its own transaction and raises
+        :class:`~airflow_leastaction.exceptions.DbtLeaseLostError` when another worker holds it: a worker
+        that lost the environment never claims next to its new owner.
+        """
         now = now or utcnow()
         return self._retrying(lambda: self._claim(environment, owner, policy, max_size, airflow_ti, now))
 
     def _claim(self, environment, owner, policy, max_size, airflow_ti, now) -> Batch | None:
         with self.write() as conn:
+            if not hold_lease(conn, environment, owner, now):
+                raise DbtLeaseLostError(environment, owner)
             chosen = policy.plan_batch(self.candidates(conn, environment), now, max_size)
             if not chosen:
                 return None
@@ -308,6 +322,8 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
                     # attempts counts claims in a row that ended unfinished; a finished pass resets it.
                     attempts = row.attempts if outcome is ModelOutcome.NOT_RUN else 0
                     values.update(batch_id=None, requested_while_running=False, attempts=attempts)
+                    if outcome is ModelOutcome.SUCCESS:  # a follow-up is owed: it waits out the tier
+                        values["finished_at"] = now
                 else:
                     values["finished_at"] = now
                 conn.execute(update(dbt_queue).where(q.id == row.id).values(**values))

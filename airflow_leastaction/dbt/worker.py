@@ -3,7 +3,10 @@
 Ownership is a lease row (``la_dbt_worker_lease``), refreshed by a heartbeat thread together with the
 running batch's heartbeat; a second worker finds the lease held and exits without claiming. A worker that
 dies stops heartbeating; once the grace period has passed the next worker takes the lease and returns
-the dead worker's rows to pending.
+the dead worker's rows to pending. A worker that finds its lease taken (it was paused or cut off past the
+grace period), or that cannot renew it for the grace period, has lost the environment: it stops its dbt
+process, runs no further dbt command, claims nothing more and ends its batch with the unfinished models
+``not_run``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -27,6 +31,7 @@ from airflow_leastaction.dbt.policy import (
 )
 from airflow_leastaction.dbt.queue_store import Batch, QueueStore
 from airflow_leastaction.dbt.runner import DbtRunner, DbtSession, Invocation, NodeResults
+from airflow_leastaction.exceptions import DbtLeaseLostError
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +64,7 @@ class DrainReport:
     environment: str
     owner: str
     owned: bool  # False: another worker holds the environment; nothing was claimed
+    lease_lost: bool = False  # True: another worker took the environment over during this drain
     requeued: list[str] = field(default_factory=list)
     batches: list[BatchReport] = field(default_factory=list)
     next_eligible_at: str | None = None
@@ -72,15 +78,31 @@ class DrainReport:
 
 
 class Heartbeat:
-    """Refreshes the batch heartbeat and the environment lease until stopped."""
+    """Refreshes the environment lease and the running batch's heartbeat until stopped.
 
-    def __init__(self, store: QueueStore, environment: str, owner: str, interval: float):
+    The environment is lost when a renewal finds the lease or the batch taken by another worker, or when no
+    renewal has succeeded for ``grace`` (another worker may take over from then on). Then ``lost`` is set
+    and ``on_lost()`` runs once.
+    """
+
+    def __init__(
+        self,
+        store: QueueStore,
+        environment: str,
+        owner: str,
+        interval: float,
+        grace: dt.timedelta,
+        on_lost: Callable[[], None] | None = None,
+    ):
         self.store, self.environment, self.owner, self.interval = store, environment, owner, interval
+        self.grace, self.on_lost = grace.total_seconds(), on_lost
         self.batch_id: str | None = None
+        self.lost = threading.Event()
+        self._renewed = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="leastaction-dbt-heartbeat", daemon=True)
 
-    def __enter__(self) -> "Heartbeat":
+    def __enter__(self) -> Heartbeat:
         self._thread.start()
         return self
 
@@ -88,18 +110,34 @@ class Heartbeat:
         self._stop.set()
         self._thread.join()
 
+    def confirm(self) -> bool:
+        """Renew now; False once the environment is lost (then it stays lost)."""
+        if self.lost.is_set():
+            return False
+        try:
+            held = self.store.renew_lease(self.environment, self.owner, batch_id=self.batch_id)
+        except Exception:  # a transient database error: keep going while the lease cannot have expired
+            log.exception("heartbeat failed; retrying in %ss", self.interval)
+            if time.monotonic() - self._renewed < self.grace:
+                return True
+            return self._lose(f"no renewal succeeded for {self.grace:.0f}s")
+        if held:
+            self._renewed = time.monotonic()
+            return True
+        return self._lose("another worker took the lease or the batch")
+
+    def _lose(self, why: str) -> bool:
+        if not self.lost.is_set():
+            self.lost.set()
+            log.error("worker %s lost environment %r: %s; stopping", self.owner, self.environment, why)
+            if self.on_lost is not None:
+                self.on_lost()
+        return False
+
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            try:
-                self.store.renew_lease(self.environment, self.owner)
-                if self.batch_id and not self.store.heartbeat(self.batch_id, self.owner):
-                    log.warning(
-                        "batch %s is no longer owned by %s (recovered by another worker)",
-                        self.batch_id,
-                        self.owner,
-                    )
-            except Exception:  # a transient database error must not kill the heartbeat
-                log.exception("heartbeat failed; retrying in %ss", self.interval)
+            if not self.confirm():
+                return
 
 
 class QueueWorker:
@@ -118,6 +156,8 @@ class QueueWorker:
     :param max_attempts: claims in a row a model may end unfinished before it is failed.
     :param airflow_ti: identity of the Airflow task instance running this worker, kept on its batches.
     :param is_alive: ``is_alive(batch_row)`` -> True when the task that owns a stale batch is still alive.
+    :param same_task: prefix of the owner names of every try of this worker's Airflow task instance: a lease
+        held under it is an earlier try's and is taken back at once.
     """
 
     def __init__(
@@ -136,6 +176,7 @@ class QueueWorker:
         max_attempts: int = 3,
         airflow_ti: str | None = None,
         is_alive: Callable[[Mapping], bool | None] | None = None,
+        same_task: str | None = None,
     ):
         if heartbeat_interval >= grace.total_seconds():
             raise ValueError(
@@ -147,58 +188,90 @@ class QueueWorker:
         self.grace, self.heartbeat_interval = grace, heartbeat_interval
         self.max_batch_size, self.max_attempts = max_batch_size, max_attempts
         self.conflict_retries, self.conflict_backoff = conflict_retries, conflict_backoff
-        self.airflow_ti, self.is_alive = airflow_ti, is_alive
+        self.airflow_ti, self.is_alive, self.same_task = airflow_ti, is_alive, same_task
+        self._dbt_pid: int | None = None
 
     def drain(self, max_batches: int | None = None) -> DrainReport:
-        """Claim and build batches until nothing is eligible (or ``max_batches``)."""
+        """Claim and build batches until nothing is eligible (or ``max_batches``, or the lease is lost)."""
         report = DrainReport(self.environment, self.owner, owned=False)
-        if not self.store.acquire_lease(self.environment, self.owner, self.grace):
+        acquired = self.store.acquire_lease(
+            self.environment, self.owner, self.grace, same_task=self.same_task, is_alive=self.is_alive
+        )
+        if not acquired:
             log.info("environment %r is owned by another worker; exiting without claiming", self.environment)
             return report
         report.owned = True
         try:
-            with Heartbeat(self.store, self.environment, self.owner, self.heartbeat_interval) as beat:
+            beat = Heartbeat(
+                self.store, self.environment, self.owner, self.heartbeat_interval, self.grace, self._stop_dbt
+            )
+            with beat:
                 report.requeued = self.store.requeue_stale(
-                    self.environment, self.grace, is_alive=self.is_alive
-                )
-                while max_batches is None or len(report.batches) < max_batches:
-                    batch = self.store.claim(
-                        self.environment,
-                        self.owner,
-                        self.policy,
-                        max_size=self.max_batch_size,
-                        airflow_ti=self.airflow_ti,
-                    )
-                    if batch is None:
-                        break
-                    beat.batch_id = batch.id
-                    report.batches.append(self.build(batch))
-                    beat.batch_id = None
-            nxt = self.store.next_eligible(self.environment, self.policy)
-            report.next_eligible_at = nxt.isoformat() if nxt else None
+                    self.environment, self.grace, is_alive=self.is_alive, airflow_ti=self.airflow_ti,
+                    owner=self.owner,
+                )  # fmt: skip
+                self._claim_and_build(report, beat, max_batches)
+            report.lease_lost = beat.lost.is_set()
+            if not report.lease_lost:
+                nxt = self.store.next_eligible(self.environment, self.policy)
+                report.next_eligible_at = nxt.isoformat() if nxt else None
         finally:
             self.store.release_lease(self.environment, self.owner)
         return report
 
-    def build(self, batch: Batch) -> BatchReport:
-        """Run one batch and settle its rows. Whatever did not finish goes back to the queue."""
+    def _claim_and_build(self, report: DrainReport, beat: Heartbeat, max_batches: int | None) -> None:
+        while (max_batches is None or len(report.batches) < max_batches) and not beat.lost.is_set():
+            try:
+                batch = self.store.claim(
+                    self.environment,
+                    self.owner,
+                    self.policy,
+                    max_size=self.max_batch_size,
+                    airflow_ti=self.airflow_ti,
+                )
+            except DbtLeaseLostError:
+                beat.lost.set()
+                log.error(
+                    "worker %s lost environment %r; claiming nothing more", self.owner, self.environment
+                )
+                return
+            if batch is None:
+                return
+            beat.batch_id = batch.id
+            report.batches.append(self.build(batch, beat))
+            beat.batch_id = None
+
+    def build(self, batch: Batch, beat: Heartbeat | None = None) -> BatchReport:
+        """Run one batch and settle its rows. Whatever did not finish goes back to the queue.
+
+        With ``beat``, every dbt command waits for a confirmed lease; once the lease is lost no further
+        command runs and the batch ends ``abandoned``, its unfinished models ``not_run``.
+        """
         log.info("batch %s: dbt build --select %s", batch.id, " ".join(batch.selection))
         steps: list[str] = []
         results, last = NodeResults(), None
         try:
             with self.runner.session() as session:
-                results, last = self._execute(session, batch, steps)
+                results, last = self._execute(session, batch, steps, beat)
         finally:
             uids = [r.unique_id for r in batch.rows]
             outcomes = model_outcomes(uids, results.statuses, results.tests_of)
-            status = _batch_status(outcomes.values())
+            status, message = _batch_status(outcomes.values()), _failure_summary(last, results)
+            if beat is not None and beat.lost.is_set():
+                # What did not succeed might have been retried had the lease held: it is not_run, and goes
+                # back to the queue (unless recovery took it back already). What was built stays built.
+                outcomes = {u: _unless_built(o) for u, o in outcomes.items()}
+                status, message = (
+                    "abandoned",
+                    f"lease lost after {len(steps)} dbt command(s); " + (message or ""),
+                )
             settled = self.store.finish(
                 batch,
                 outcomes,
                 status=status,
                 invocations=len(steps),
                 exit_code=last.exit_code if last else None,
-                message=_failure_summary(last, results),
+                message=message,
                 messages={u: results.messages.get(u, "") for u in uids},
                 max_attempts=self.max_attempts,
             )
@@ -212,32 +285,65 @@ class QueueWorker:
             last.exit_code if last else None,
         )
 
-    def _execute(self, session: DbtSession, batch: Batch, steps: list[str]) -> tuple[NodeResults, Invocation]:
-        inv = session.build(batch.selection)
-        steps.append("build")
-        results = inv.node_results()
-        reruns, retried = 0, False
-        while _has_errors(inv, results):
-            kind = classify_failure(results.failure_messages() + [inv.output])
-            if kind is FailureKind.CONFLICT and reruns < self.conflict_retries:
-                reruns += 1
-                wait = self.conflict_backoff * 2 ** (reruns - 1)
-                log.warning("batch %s hit a write conflict; rerunning the selection in %.1fs", batch.id, wait)
-                time.sleep(wait)
-                inv = session.build(batch.selection)
-                steps.append("rerun (conflict)")
-                results = results.merge(inv.node_results())
-            elif (
-                kind is FailureKind.OTHER and not retried and (inv.target_path / "run_results.json").exists()
-            ):
-                retried = True
-                log.warning("batch %s failed; dbt retry of the failed nodes", batch.id)
-                inv = session.retry(inv)
-                steps.append("retry")
-                results = results.merge(inv.node_results())
-            else:
+    def _execute(
+        self, session: DbtSession, batch: Batch, steps: list[str], beat: Heartbeat | None
+    ) -> tuple[NodeResults, Invocation | None]:
+        results, inv, step = NodeResults(), None, "build"
+        while step is not None:
+            # Confirmed here, in this thread, right before dbt starts: a worker resumed after losing the
+            # environment must not start one more command next to the new owner's.
+            if beat is not None and not beat.confirm():
+                log.warning("batch %s: the environment was lost; not running dbt %s", batch.id, step)
                 break
+            try:
+                if step == "retry":
+                    inv = session.retry(inv, on_start=self._started)
+                else:
+                    inv = session.build(batch.selection, on_start=self._started)
+            finally:
+                self._dbt_pid = None
+            steps.append(step)
+            results = results.merge(inv.node_results())
+            step = self._next_step(batch, inv, results, steps)
         return results, inv
+
+    def _next_step(self, batch: Batch, inv: Invocation, results: NodeResults, steps: list[str]) -> str | None:
+        """What to run after a failed command: a rerun on a write conflict, else one dbt retry."""
+        if not _has_errors(inv, results):
+            return None
+        kind = classify_failure(results.failure_messages() + [inv.output])
+        reruns = steps.count("rerun (conflict)")
+        if kind is FailureKind.CONFLICT and reruns < self.conflict_retries:
+            wait = self.conflict_backoff * 2**reruns
+            log.warning("batch %s hit a write conflict; rerunning the selection in %.1fs", batch.id, wait)
+            time.sleep(wait)
+            return "rerun (conflict)"
+        if (
+            kind is FailureKind.OTHER
+            and "retry" not in steps
+            and (inv.target_path / "run_results.json").exists()
+        ):
+            log.warning("batch %s failed; dbt retry of the failed nodes", batch.id)
+            return "retry"
+        return None
+
+    def _started(self, pid: int) -> None:
+        self._dbt_pid = pid
+
+    def _stop_dbt(self) -> None:
+        """Stop the running dbt command: the environment now belongs to another worker."""
+        pid = self._dbt_pid
+        if pid is None:
+            return
+        log.error("stopping dbt (pid %s): this worker no longer owns the environment", pid)
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def _unless_built(outcome: ModelOutcome) -> ModelOutcome:
+    return outcome if outcome is ModelOutcome.SUCCESS else ModelOutcome.NOT_RUN
 
 
 def _has_errors(inv: Invocation, results: NodeResults) -> bool:

@@ -16,6 +16,7 @@ from airflow_leastaction.catalog.schema import metadata
 from airflow_leastaction.dbt.planner import PlannedModel
 from airflow_leastaction.dbt.policy import BatchKey, ModelOutcome
 from airflow_leastaction.dbt.schema import dbt_queue, dbt_request_event
+from airflow_leastaction.exceptions import DbtLeaseLostError
 
 KEY = BatchKey("prod")
 T0 = dt.datetime(2026, 11, 29, 8, 0, tzinfo=dt.timezone.utc)
@@ -74,6 +75,7 @@ class TestEnqueue:
 
     def test_a_request_that_arrives_during_a_build_yields_exactly_one_follow_up(self, queue):
         queue.enqueue(KEY, REQUEST_A, "a")
+        assert queue.acquire_lease("prod", "w1", seconds(30))
         batch = queue.claim("prod", "w1", NO_WAIT)
         during = [queue.enqueue(KEY, REQUEST_B, "b").by_outcome() for _ in range(3)]
         assert names(during[0]["already_running"]) == ["dim_project", "fact_project_labor"]
@@ -107,6 +109,7 @@ class TestEnqueue:
 
 class TestClaim:
     def test_the_worker_claims_only_compatible_rows(self, queue):
+        assert queue.acquire_lease("prod", "w1", seconds(30))
         queue.enqueue(KEY, REQUEST_A, "a")
         queue.enqueue(BatchKey("prod", mode="full_refresh"), [model("agg_labor_history")], "agg")
         first = queue.claim("prod", "w1", NO_WAIT)
@@ -116,6 +119,7 @@ class TestClaim:
         assert queue.claim("prod", "w1", NO_WAIT) is None
 
     def test_a_claim_records_batch_owner_claim_time_and_heartbeat(self, queue):
+        assert queue.acquire_lease("prod", "w1", seconds(30), now=T0)
         queue.enqueue(KEY, REQUEST_A, "a")
         batch = queue.claim("prod", "w1", NO_WAIT, airflow_ti="worker|run|drain|-1", now=T0)
         row = queue.batches("prod")[0]
@@ -134,10 +138,27 @@ class TestClaim:
         from airflow_leastaction.dbt.policy import TierPolicy
 
         queue.enqueue(KEY, [model("fact_project_labor")], "a")
+        assert queue.acquire_lease("prod", "w1", seconds(30))
         succeed(queue, queue.claim("prod", "w1", NO_WAIT))
         queue.enqueue(KEY, [model("fact_project_labor")], "a")
         assert queue.claim("prod", "w1", TierPolicy()) is None  # standard tier: 5 minutes between builds
         assert queue.next_eligible("prod", TierPolicy()) is not None
+
+    def test_a_follow_up_owed_waits_the_tiers_minimum_interval_from_the_build_it_just_had(self, queue):
+        from airflow_leastaction.dbt.policy import TierPolicy
+
+        queue.enqueue(KEY, [model("fact_project_labor")], "a", now=T0)
+        assert queue.acquire_lease("prod", "w1", seconds(30), now=T0)
+        batch = queue.claim("prod", "w1", TierPolicy(), now=T0)
+        queue.enqueue(KEY, [model("fact_project_labor")], "a", now=T0 + seconds(10))  # during the build
+        assert succeed(queue, batch, now=T0 + seconds(60)) == {
+            "model.field_ops.fact_project_labor": "pending"
+        }
+        built = T0 + seconds(60)
+        assert queue.claim("prod", "w1", TierPolicy(), now=built + seconds(299)) is None
+        with queue.engine.connect() as conn:
+            assert TierPolicy().next_eligible(queue.candidates(conn, "prod"), built) == built + seconds(300)
+        assert queue.claim("prod", "w1", TierPolicy(), now=built + seconds(300)) is not None
 
 
 class TestLeaseAndRecovery:
@@ -155,6 +176,7 @@ class TestLeaseAndRecovery:
 
     def test_stale_rows_are_requeued_after_grace_unless_their_task_is_alive(self, queue):
         queue.enqueue(KEY, REQUEST_A, "a", now=T0)
+        assert queue.acquire_lease("prod", "w1", seconds(60), now=T0)
         batch = queue.claim("prod", "w1", NO_WAIT, now=T0)
         assert queue.requeue_stale("prod", seconds(60), now=T0 + seconds(59)) == []
         assert queue.requeue_stale("prod", seconds(60), is_alive=lambda b: True, now=T0 + seconds(61)) == []
@@ -164,6 +186,56 @@ class TestLeaseAndRecovery:
         # The dead worker's late finish changes nothing: the rows are no longer its.
         assert succeed(queue, batch) == {}
         assert {r["status"] for r in queue.active_rows("prod")} == {"pending"}
+
+    def test_a_claim_by_a_worker_that_lost_its_lease_raises_and_claims_nothing(self, queue):
+        queue.enqueue(KEY, REQUEST_A, "a", now=T0)
+        assert queue.acquire_lease("prod", "paused", seconds(30), now=T0)
+        assert queue.acquire_lease("prod", "new-owner", seconds(30), now=T0 + seconds(31))
+        with pytest.raises(DbtLeaseLostError, match="'paused' no longer holds"):
+            queue.claim("prod", "paused", NO_WAIT, now=T0 + seconds(32))
+        assert {r["status"] for r in queue.active_rows("prod")} == {"pending"}
+        assert queue.batches("prod") == []
+
+    def test_renewing_a_lost_lease_or_a_batch_taken_back_reports_false(self, queue):
+        queue.enqueue(KEY, REQUEST_A, "a", now=T0)
+        assert queue.acquire_lease("prod", "w1", seconds(30), now=T0)
+        batch = queue.claim("prod", "w1", NO_WAIT, now=T0)
+        assert queue.renew_lease("prod", "w1", batch_id=batch.id, now=T0 + seconds(5))
+        assert queue.requeue_stale("prod", seconds(30), now=T0 + seconds(40))  # the batch is taken back
+        assert not queue.renew_lease("prod", "w1", batch_id=batch.id, now=T0 + seconds(41))
+        assert queue.acquire_lease("prod", "w2", seconds(30), now=T0 + seconds(80))
+        assert not queue.renew_lease("prod", "w1", now=T0 + seconds(81))
+
+    def test_a_retry_of_the_same_task_instance_reacquires_its_lease_and_its_earlier_batch_at_once(
+        self, queue
+    ):
+        queue.enqueue(KEY, REQUEST_A, "a", now=T0)
+        ti = "worker|run|drain|-1"
+        assert queue.acquire_lease("prod", "ti-abc:try1:host:1", seconds(300), now=T0)
+        queue.claim("prod", "ti-abc:try1:host:1", NO_WAIT, airflow_ti=ti, now=T0)
+        later = T0 + seconds(10)  # well within the grace period
+        assert not queue.acquire_lease("prod", "someone-else", seconds(300), now=later)
+        assert queue.acquire_lease("prod", "ti-abc:try2:host:2", seconds(300), same_task="ti-abc:", now=later)
+        requeued = queue.requeue_stale(
+            "prod", seconds(300), airflow_ti=ti, owner="ti-abc:try2:host:2", now=later
+        )
+        assert names(requeued) == ["dim_project", "fact_project_labor", "stg_field_ops__work_orders"]
+        assert "earlier try" in queue.batches("prod")[0]["message"]
+
+    def test_a_takeover_after_grace_asks_airflow_about_the_silent_owners_batches(self, queue):
+        queue.enqueue(KEY, REQUEST_A, "a", now=T0)
+        assert queue.acquire_lease("prod", "w1", seconds(30), now=T0)
+        queue.claim("prod", "w1", NO_WAIT, airflow_ti="worker|run|drain|-1", now=T0)
+        asked = []
+
+        def alive(batch):
+            asked.append(batch["airflow_ti"])
+            return True
+
+        late = T0 + seconds(31)
+        assert not queue.acquire_lease("prod", "w2", seconds(30), is_alive=alive, now=late)
+        assert asked == ["worker|run|drain|-1"]
+        assert queue.acquire_lease("prod", "w2", seconds(30), is_alive=lambda b: None, now=late)
 
 
 MODELS = [model(f"m{i:02d}") for i in range(12)]
@@ -180,6 +252,7 @@ def produce(queue, n: int, seed: int, errors: list) -> None:
 
 def drain_concurrently(queue, stop: threading.Event, errors: list) -> None:
     try:
+        assert queue.acquire_lease("prod", "w1", seconds(30))
         while not stop.is_set():
             batch = queue.claim("prod", "w1", NO_WAIT, max_size=5)
             if batch is not None:

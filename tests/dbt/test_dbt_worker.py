@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import threading
 import time
@@ -11,6 +12,7 @@ import pytest
 from dbt_queue_helpers import NO_WAIT, names, seconds
 
 from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.dbt.policy import BatchKey
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.dbt.worker import QueueWorker
@@ -176,6 +178,34 @@ class TestCollisions:
         batch = report.batches[0]
         assert batch.invocations == ["build", "rerun (conflict)"]
         assert batch.status == "success" and batch.failed == []
+
+    def test_a_worker_whose_lease_is_taken_mid_batch_runs_no_further_dbt_command_and_ends_it_not_run(
+        self, sqlite_queue, runner, plans, dbt_project
+    ):
+        holder = duckdb.connect(str(dbt_project / "field_ops.duckdb"))  # the first build hits a conflict
+
+        class TakeTheLease(logging.Handler):
+            def emit(self, record):
+                if "write conflict" in record.getMessage():
+                    later = utcnow() + dt.timedelta(hours=1)  # the worker looks silent for an hour
+                    assert sqlite_queue.acquire_lease("field_ops", "new-owner", seconds(30), now=later)
+
+        handler = TakeTheLease()
+        logging.getLogger("airflow_leastaction.dbt.worker").addHandler(handler)
+        try:
+            enqueue(sqlite_queue, plans["A"])
+            enqueue(sqlite_queue, plans["B"])
+            report = make_worker(sqlite_queue, runner, conflict_backoff=0.1, max_batch_size=3).drain()
+        finally:
+            logging.getLogger("airflow_leastaction.dbt.worker").removeHandler(handler)
+            holder.close()
+        assert report.lease_lost and report.next_eligible_at is None
+        assert len(report.batches) == 1  # it claimed nothing more
+        batch = report.batches[0]
+        assert batch.invocations == ["build"]  # no rerun after the lease was lost
+        assert batch.status == "abandoned" and set(batch.outcomes.values()) == {"not_run"}
+        assert set(batch.settled.values()) == {"pending"}
+        assert sqlite_queue.batches("field_ops")[0]["status"] == "abandoned"
 
 
 class TestFailures:

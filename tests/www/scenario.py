@@ -94,6 +94,7 @@ def build_queue(engine, environment: str = "analytics") -> str:
     key = BatchKey(environment)
     daily = [model("orders"), model("customers"), model("revenue")]
     queue.enqueue(key, daily, "tag:daily", requested_by="sales_daily/enqueue_models", now=day(5, 6))
+    queue.acquire_lease(environment, "worker-1", dt.timedelta(minutes=5), now=day(5, 8))
     batch = queue.claim(environment, "worker-1", TierPolicy(), now=day(5, 8))
     assert batch is not None, "the scenario expects the first request to be claimed"
     queue.enqueue(key, daily[:2] + [model("<b>margins</b>")], "tag:daily", requested_by="finance/enqueue",
