@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from airflow_leastaction.exceptions import InvalidCronError, InvalidTimezoneError
 
@@ -43,6 +43,7 @@ _HASHED = re.compile(r"^[hr](\(\d+-\d+\))?(/\d+)?$", re.IGNORECASE)
 #: Larger than any DST change: a slot's wall-clock time and its instant disagree by at most this much
 #: around a change, so the search for the latest slot looks this far on either side of the child.
 _SHIFT = dt.timedelta(hours=3)
+_PROBE = dt.datetime(2026, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,13 @@ def normalize_cron(cron: str) -> str:
         raise InvalidCronError(cron, "croniter cannot parse it")
     if not croniter.is_valid(text, strict=True):
         raise InvalidCronError(cron, "it names a day that never occurs in its months")
+    try:
+        # Some combinations parse but croniter finds no slot of them, e.g. "0 0 L * 0#1".
+        croniter(text, _PROBE).get_next(dt.datetime)
+        croniter(text, _PROBE).get_prev(dt.datetime)
+    except CroniterBadDateError as exc:
+        raise InvalidCronError(cron, "croniter finds no slot of it; combine day-of-month and day-of-week "
+                                     "forms differently") from exc
     return text
 
 

@@ -129,6 +129,10 @@ class TestCronGranularity:
             ("0 0 * * 5L", "croniter cannot parse"),
             ("0 0 L-3 * *", "croniter cannot parse"),
             ("0 0 * * 1#6", "croniter cannot parse"),
+            # Found by the property tests: croniter parses these mixes of day forms but finds no slot.
+            ("0 0 L * 0#1", "finds no slot"),
+            ("0 * 1W * 7", "finds no slot"),
+            ("0 0 1 * L5", "finds no slot"),
         ],
     )
     def test_forms_without_fixed_slots_are_rejected_saying_why(self, cron, why):
