@@ -17,11 +17,12 @@ covers mine", never "did you run today".
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from airflow_leastaction.exceptions import InvalidCronError, InvalidTimezoneError
 
@@ -38,6 +39,11 @@ _MACROS = {
 }
 
 UTC = dt.timezone.utc
+_HASHED = re.compile(r"^[hr](\(\d+-\d+\))?(/\d+)?$", re.IGNORECASE)
+#: Larger than any DST change: a slot's wall-clock time and its instant disagree by at most this much
+#: around a change, so the search for the latest slot looks this far on either side of the child.
+_SHIFT = dt.timedelta(hours=3)
+_PROBE = dt.datetime(2026, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -61,8 +67,20 @@ def normalize_cron(cron: str) -> str:
     fields = text.split(" ")
     if len(fields) != 5:
         raise InvalidCronError(cron, f"expected 5 fields (minute hour day month weekday), got {len(fields)}")
+    if any(_HASHED.match(field) for field in fields):
+        # croniter draws H/R fields from a hash id or at random: the slots would differ per reader.
+        raise InvalidCronError(cron, "hashed (H) and random (R) fields have no fixed slots; name the values")
     if not croniter.is_valid(text):
         raise InvalidCronError(cron, "croniter cannot parse it")
+    if not croniter.is_valid(text, strict=True):
+        raise InvalidCronError(cron, "it names a day that never occurs in its months")
+    try:
+        # Some combinations parse but croniter finds no slot of them, e.g. "0 0 L * 0#1".
+        croniter(text, _PROBE).get_next(dt.datetime)
+        croniter(text, _PROBE).get_prev(dt.datetime)
+    except CroniterBadDateError as exc:
+        raise InvalidCronError(cron, "croniter finds no slot of it; combine day-of-month and day-of-week "
+                                     "forms differently") from exc
     return text
 
 
@@ -83,32 +101,34 @@ def _zone(name: str) -> dt.tzinfo:
         raise InvalidTimezoneError(name) from exc
 
 
-def _is_fixed(field: str) -> bool:
-    # A field is fixed only when it names exactly one value: "5" or "MON", never "*/15", "1-5" or "1,3".
-    return not any(ch in field for ch in "*,-/?LW#")
+def _one_value(values: list) -> bool:
+    return len(values) == 1 and values[0] != "*"
 
 
 @lru_cache(maxsize=4096)
 def cron_granularity(cron: str) -> str:
     """The coarsest calendar unit a parent's slots are distinct in.
 
-    ``year`` if month and day-of-month are fixed; ``month`` if day-of-month is fixed and day-of-week is
-    ``*``; ``week`` if day-of-week is fixed; ``day`` if the hour is fixed; ``hour`` if the minute is
-    fixed; otherwise ``minute``. A field counts as fixed only when it names exactly one value, so
-    ``*/15 * * * *`` is minute-grained (a child is never admitted on data up to 45 minutes stale).
+    Read from the fields as croniter expands them, so a field is *fixed* when it names exactly one
+    value, whatever its spelling (``3``, ``WED``, ``wed``, ``*/31``, ``L``, ``15W``, ``FRI#3``), and
+    ``*`` and ``?`` name every value. From the finest unit up: ``minute`` unless the minute is fixed;
+    ``hour`` unless the hour is fixed; ``day`` unless exactly one of day-of-month and day-of-week is
+    restricted; ``week`` when day-of-week is fixed and day-of-month is ``*``; ``year`` when
+    day-of-month and month are fixed and day-of-week is ``*``; ``month`` when day-of-month is fixed
+    and day-of-week is ``*``. So ``*/15 * * * *`` is minute-grained (a child is never admitted on data
+    up to 45 minutes stale), and ``0 0 1 * MON``, which cron reads as "the 1st or any Monday", is
+    day-grained: two of its slots can fall in one week.
     """
-    minute, hour, dom, month, dow = normalize_cron(cron).split(" ")
-    if _is_fixed(month) and _is_fixed(dom):
-        return "year"
-    if _is_fixed(dom) and dow == "*":
-        return "month"
-    if _is_fixed(dow):
-        return "week"
-    if _is_fixed(hour):
-        return "day"
-    if _is_fixed(minute):
+    minute, hour, dom, month, dow = croniter(normalize_cron(cron)).expanded
+    if not _one_value(minute):
+        return "minute"
+    if not _one_value(hour):
         return "hour"
-    return "minute"
+    if dow == ["*"] and _one_value(dom):
+        return "year" if _one_value(month) else "month"
+    if dom == ["*"] and _one_value(dow):
+        return "week"
+    return "day"
 
 
 def _aware(value: dt.datetime, what: str) -> dt.datetime:
@@ -145,10 +165,12 @@ def _midnight(day: dt.date, tz: dt.tzinfo) -> dt.datetime:
 
 
 def expected_slot(parent_cron: str, child_logical_date: dt.datetime, *, timezone: str | dt.tzinfo = "UTC"):
-    """The latest parent slot at or before the child's interval, as an aware instant in the parent's zone.
+    """The latest parent slot at or before the child's interval, as an instant in UTC.
 
-    Cron is read on the parent's wall clock. Crons that fire every hour step over the repeated hour of a
-    DST fall-back in real time (01:00 EDT and 01:00 EST are two slots), as Airflow's cron timetables do.
+    Cron is read on the parent's wall clock and each slot placed at the instant Airflow's cron
+    timetables run it (see :func:`_slot_instants`); "at or before" compares instants, never wall-clock
+    times. UTC, because an aware time in the repeated hour of a DST change compares by wall clock
+    against others in its zone.
     """
     child = _aware(child_logical_date, "child_logical_date")
     # Waiting gates ask the same question every poll tick: answer it once.
@@ -156,14 +178,50 @@ def expected_slot(parent_cron: str, child_logical_date: dt.datetime, *, timezone
 
 
 @lru_cache(maxsize=65536)
-def _expected_slot(cron: str, tz: dt.tzinfo, child_utc: dt.datetime) -> dt.datetime:
-    child = child_utc.astimezone(tz).replace(microsecond=0)
-    naive = child.replace(tzinfo=None)
-    # Seed one second past the anchor so a child exactly on a slot resolves to that slot.
-    scheduled = croniter(cron, naive + dt.timedelta(seconds=1)).get_prev(dt.datetime)
-    if _covers_every_hour(cron):
-        return (child.astimezone(UTC) - (naive - scheduled)).astimezone(tz)
-    return scheduled.replace(tzinfo=tz).astimezone(UTC).astimezone(tz)
+def _expected_slot(cron: str, tz: dt.tzinfo, child: dt.datetime) -> dt.datetime:
+    every_hour = _covers_every_hour(cron)
+    naive = child.astimezone(tz).replace(tzinfo=None, fold=0)
+    if _steady(tz, child):
+        # Far from any offset change wall-clock order is instant order: the previous wall-clock slot is it.
+        scheduled = croniter(cron, naive.replace(microsecond=0) + dt.timedelta(seconds=1)).get_prev(dt.datetime)
+        latest = _slot_instants(scheduled, tz, every_hour)[-1]
+        if latest <= child and _steady(tz, latest):
+            return latest
+    return _latest_slot_near_a_shift(cron, tz, child, naive, every_hour)
+
+
+def _steady(tz: dt.tzinfo, instant: dt.datetime) -> bool:
+    """No UTC-offset change within :data:`_SHIFT` of ``instant`` in ``tz``."""
+    offset = instant.astimezone(tz).utcoffset()
+    return all((instant + d).astimezone(tz).utcoffset() == offset for d in (-_SHIFT, _SHIFT))
+
+
+def _latest_slot_near_a_shift(cron: str, tz, child: dt.datetime, naive: dt.datetime, every_hour: bool):
+    """Compare instants, never wall-clock times: 01:30 EDT comes before 01:10 EST on a fall-back day,
+    and 02:30 on a spring-forward day (which happens at 03:30 EDT) after 03:10 EDT."""
+    slots = croniter(cron, naive.replace(microsecond=0) + _SHIFT + dt.timedelta(seconds=1))
+    best = best_wall = None
+    while True:
+        wall = slots.get_prev(dt.datetime)
+        if best_wall is not None and wall < best_wall - _SHIFT:
+            return best  # an earlier wall-clock slot cannot be a later instant than this one
+        for instant in _slot_instants(wall, tz, every_hour):
+            if instant <= child and (best is None or instant > best):
+                best, best_wall = instant, wall
+
+
+def _slot_instants(wall: dt.datetime, tz: dt.tzinfo, every_hour: bool) -> tuple[dt.datetime, ...]:
+    """The instants (UTC, ascending) a wall-clock slot happens at, as Airflow's cron timetables run it.
+
+    A wall-clock time skipped by a DST jump happens when the clock reaches it (02:30 at 03:30 EDT). A
+    repeated time happens once, at its second occurrence (01:30 EST, Airflow's ``make_aware``), except
+    for crons that fire every hour: Airflow steps those in real time, so both occurrences are slots.
+    """
+    first = wall.replace(tzinfo=tz, fold=0).astimezone(UTC)
+    second = wall.replace(tzinfo=tz, fold=1).astimezone(UTC)
+    if first == second or second.astimezone(tz).replace(tzinfo=None, fold=0) != wall:
+        return (first,)  # an ordinary time, or a skipped one (fold=1 would move it back, not forward)
+    return (first, second) if every_hour else (second,)
 
 
 @lru_cache(maxsize=4096)

@@ -52,11 +52,92 @@ class TestCronGranularity:
             ("@yearly", "year"),
             ("0 0 1 */3 *", "month"),  # quarterly: month is a step
             ("0 0 1,15 * *", "day"),
-            ("0 0 1 * 1", "week"),  # day-of-month fixed but weekday fixed too
+            # Cron reads a restricted day-of-month and day-of-week as "either": the 1st or any Monday,
+            # two slots in one week whenever the 1st is not a Monday.
+            ("0 0 1 * 1", "day"),
+            ("0 0 1 1 1", "day"),
+            # Coarse fields cannot make up for fine ones: every 15 minutes on Mondays is minute-grained.
+            ("*/15 * * * 1", "minute"),
+            ("0 */6 1 1 *", "hour"),
+            ("0 0 * 1 *", "day"),  # every day of January
         ],
     )
     def test_granularity_comes_from_the_fields_that_name_one_value(self, cron, granularity):
         assert cron_granularity(cron) == granularity
+
+    @pytest.mark.parametrize(
+        "cron, granularity",
+        [
+            # The letters of names are not cron syntax: W in WED, L in JUL, S in SAT.
+            ("0 0 * * WED", "week"),
+            ("0 0 * * wed", "week"),
+            ("0 0 * * Wed", "week"),
+            ("0 0 * * SAT", "week"),
+            ("0 0 * * sun", "week"),
+            ("0 0 1 JUL *", "year"),
+            ("0 0 1 jul *", "year"),
+            ("0 0 1 Jul *", "year"),
+            ("0 0 15 DEC *", "year"),
+            ("0 0 1 APR,JUL *", "month"),
+            ("0 0 * * MON-FRI", "day"),
+            ("0 0 * * SAT,sun", "day"),
+            # One value, whatever the spelling.
+            ("0 0 * * 7", "week"),  # Sunday, like 0
+            ("0 0 * * 0,7", "week"),  # Sunday twice is still one day
+            ("0 0 */31 * *", "month"),  # only the 1st
+            ("59/15 * * * *", "hour"),  # croniter: only minute 59
+            ("0 0 1 DEC/3 *", "year"),  # only December
+            ("0 0 * * 1-1", "day"),  # croniter reads an equal range as the whole cycle: every day
+        ],
+    )
+    def test_a_field_is_fixed_when_it_names_exactly_one_value_whatever_its_spelling(self, cron, granularity):
+        assert cron_granularity(cron) == granularity
+
+    @pytest.mark.parametrize(
+        "cron, granularity",
+        [
+            ("0 0 L * *", "month"),  # the last day of each month
+            ("0 0 l * *", "month"),
+            ("0 0 L FEB *", "year"),
+            ("0 0 1,L * *", "day"),  # two days a month
+            ("0 0 15W * *", "month"),  # the weekday nearest the 15th: one day a month
+            ("0 0 W15 * *", "month"),
+            ("0 0 15w 6 *", "year"),
+            ("0 0 * * FRI#3", "week"),  # the third Friday: one weekday, at most one a week
+            ("0 0 * * 5#3", "week"),
+            ("0 0 * * L5", "week"),  # the last Friday of the month
+            ("0 0 * * 1#1,1#3", "week"),  # first and third Monday: never two in one week
+            ("0 0 ? * MON", "week"),  # ? is *
+            ("0 0 1 * ?", "month"),
+            ("0 0 ? * ?", "day"),
+        ],
+    )
+    def test_last_weekday_nth_and_question_mark_forms_get_the_granularity_of_the_days_they_name(
+        self, cron, granularity
+    ):
+        assert cron_granularity(cron) == granularity
+
+    @pytest.mark.parametrize(
+        "cron, why",
+        [
+            ("H * * * *", "hashed"),  # croniter needs a hash id; its slots would depend on it
+            ("R 0 * * *", "random"),
+            ("r(0-5) * * * *", "random"),
+            ("0 0 31 2 *", "never occurs"),
+            ("0 0 30 FEB *", "never occurs"),
+            ("0 0 LW * *", "croniter cannot parse"),
+            ("0 0 * * 5L", "croniter cannot parse"),
+            ("0 0 L-3 * *", "croniter cannot parse"),
+            ("0 0 * * 1#6", "croniter cannot parse"),
+            # Found by the property tests: croniter parses these mixes of day forms but finds no slot.
+            ("0 0 L * 0#1", "finds no slot"),
+            ("0 * 1W * 7", "finds no slot"),
+            ("0 0 1 * L5", "finds no slot"),
+        ],
+    )
+    def test_forms_without_fixed_slots_are_rejected_saying_why(self, cron, why):
+        with pytest.raises(InvalidCronError, match=why):
+            cron_granularity(cron)
 
     @pytest.mark.parametrize("cron", ["", "not a cron", "61 * * * *", "* * * *", "0 0 32 * *", "@fortnightly"])
     def test_invalid_cron_is_rejected_naming_the_expression(self, cron):
@@ -95,6 +176,36 @@ class TestExpectedSlot:
         # Europe/Paris leaves CEST on 2026-10-25: local midnight of the 26th is 23:00 UTC on the 25th.
         assert expected_slot("0 0 * * *", utc(2026, 10, 25, 23), timezone="Europe/Paris") == utc(2026, 10, 25, 23)
         assert expected_slot("0 0 * * *", utc(2026, 10, 25, 22), timezone="Europe/Paris") == utc(2026, 10, 24, 22)
+
+    @pytest.mark.parametrize(
+        "cron, child, expected",
+        [
+            # New York falls back on 2026-11-01: 01:00-01:59 happens in EDT (05:00-05:59 UTC), then in EST
+            # (06:00-06:59 UTC). Airflow runs a 01:30 slot at the second occurrence, 01:30 EST = 06:30 UTC.
+            # A child at 06:10 UTC (01:10 EST) comes before it: the latest slot is the previous day's.
+            ("30 1 * * *", utc(2026, 11, 1, 6, 10), utc(2026, 10, 31, 5, 30)),
+            ("30 1 * * *", utc(2026, 11, 1, 5, 50), utc(2026, 10, 31, 5, 30)),  # 01:50 EDT
+            ("30 1 * * *", utc(2026, 11, 1, 6, 30), utc(2026, 11, 1, 6, 30)),
+            ("30 1 * * *", utc(2026, 11, 1, 6, 40), utc(2026, 11, 1, 6, 30)),
+            # 00:30 is not repeated; a child in the repeated hour still needs that day's slot.
+            ("30 0 * * *", utc(2026, 11, 1, 6, 10), utc(2026, 11, 1, 4, 30)),
+            # Crons that fire every hour have a slot in both occurrences of the repeated hour.
+            ("0 * * * *", utc(2026, 11, 1, 5, 50), utc(2026, 11, 1, 5)),
+            ("0 * * * *", utc(2026, 11, 1, 6, 10), utc(2026, 11, 1, 6)),
+            ("30 * * * *", utc(2026, 11, 1, 6, 10), utc(2026, 11, 1, 5, 30)),
+            # Hourly on Saturdays only: the child on Sunday 01:10 EST, after the change, needs 23:00 EDT.
+            ("0 * * * SAT", utc(2026, 11, 1, 6, 10), utc(2026, 11, 1, 3)),
+            # Spring forward on 2026-03-08: 02:00-02:59 is skipped; Airflow runs 02:30 at 03:30 EDT (07:30
+            # UTC). A child at 03:10 EDT comes before it, so the latest slot is the previous day's.
+            ("30 2 * * *", utc(2026, 3, 8, 7, 10), utc(2026, 3, 7, 7, 30)),
+            ("30 2 * * *", utc(2026, 3, 8, 7, 40), utc(2026, 3, 8, 7, 30)),
+            ("30 2 * * *", utc(2026, 3, 9, 6, 40), utc(2026, 3, 9, 6, 30)),
+            ("30 * * * *", utc(2026, 3, 8, 7, 10), utc(2026, 3, 8, 6, 30)),  # 01:30 EST
+            ("0,30 2,3 * * *", utc(2026, 3, 8, 7, 10), utc(2026, 3, 8, 7)),  # 02:00 and 03:00 are both 07:00 UTC
+        ],
+    )
+    def test_the_latest_slot_is_found_by_instant_across_a_dst_change(self, cron, child, expected):
+        assert expected_slot(cron, child, timezone="America/New_York") == expected
 
     def test_naive_child_interval_is_rejected(self):
         with pytest.raises(ValueError, match="timezone-aware"):
@@ -148,6 +259,20 @@ SATISFIED_CASES = [
     ("0 0 * * *", "America/New_York", utc(2026, 3, 8, 5), utc(2026, 3, 8, 12), True),
     ("0 0 * * *", "America/New_York", utc(2026, 3, 7, 5), utc(2026, 3, 8, 12), False),
     ("0 0 * * *", "America/New_York", utc(2026, 3, 9, 4), utc(2026, 3, 9, 4), True),
+    # DST repeated hour in New York: a 01:30 parent's slot of 2026-11-01 runs at 01:30 EST (06:30 UTC).
+    ("30 1 * * *", "America/New_York", utc(2026, 10, 31, 5, 30), utc(2026, 11, 1, 6, 10), True),
+    ("30 1 * * *", "America/New_York", utc(2026, 10, 30, 5, 30), utc(2026, 11, 1, 6, 10), False),
+    ("30 1 * * *", "America/New_York", utc(2026, 10, 31, 5, 30), utc(2026, 11, 1, 6, 40), False),
+    ("30 1 * * *", "America/New_York", utc(2026, 11, 1, 6, 30), utc(2026, 11, 1, 6, 40), True),
+    # DST skipped hour in New York: a 02:30 parent's slot of 2026-03-08 runs at 03:30 EDT (07:30 UTC).
+    ("30 2 * * *", "America/New_York", utc(2026, 3, 7, 7, 30), utc(2026, 3, 8, 7, 10), True),
+    ("30 2 * * *", "America/New_York", utc(2026, 3, 7, 7, 30), utc(2026, 3, 8, 7, 40), False),
+    ("30 2 * * *", "America/New_York", utc(2026, 3, 8, 7, 30), utc(2026, 3, 8, 7, 40), True),
+    # Names are values, not syntax: a Wednesday parent is weekly, a 1 July parent yearly.
+    ("0 0 * * WED", "UTC", utc(2026, 11, 25), utc(2026, 11, 29), True),
+    ("0 0 * * WED", "UTC", utc(2026, 11, 18), utc(2026, 11, 29), False),
+    ("0 0 1 JUL *", "UTC", utc(2026, 7, 1), utc(2027, 6, 30), True),
+    ("0 0 1 JUL *", "UTC", utc(2025, 7, 1), utc(2026, 8, 1), False),
     # DST fall-back hour in New York: 01:00 EDT and 01:00 EST are distinct hourly slots.
     ("0 * * * *", "America/New_York", utc(2026, 11, 1, 5), utc(2026, 11, 1, 6, 10), False),
     ("0 * * * *", "America/New_York", utc(2026, 11, 1, 6), utc(2026, 11, 1, 6, 10), True),
