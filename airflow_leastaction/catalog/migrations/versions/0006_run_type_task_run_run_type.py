@@ -1,7 +1,7 @@
 """Record the Airflow run type of each slot record, so backfill runs are told apart
 
 Revision ID: 0006_run_type
-Revises: 0003_ui_indexes
+Revises: 0004_airflow_task_names
 Create Date: 2026-11-30 21:50:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0006_run_type'
-down_revision = '0003_ui_indexes'
+down_revision = '0004_airflow_task_names'
 branch_labels = None
 depends_on = None
 
