@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
 DEMO_PORT ?= 8080
 
-.PHONY: install system-deps postgres test test-fast demo demo-run demo-check bench docs clean
+.PHONY: install system-deps postgres test test-fast demo demo-run demo-check bench docs screenshots clean
 
 $(STAMP): pyproject.toml constraints/tested.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ demo-check: install
 
 bench: install postgres
 	$(BIN)/python -m bench.run_all
+
+# Refresh the UI screenshots of docs/ui.md (the suite itself writes them to a temporary directory).
+screenshots: install system-deps
+	LEASTACTION_SCREENSHOTS_DIR=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/www/test_browser.py
 
 docs: install
 	$(BIN)/mkdocs build --strict

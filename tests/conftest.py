@@ -152,3 +152,29 @@ def run_dag(dagbag):
         return dagbag.get_dag(dag_id).test(logical_date=logical_date, **kwargs)
 
     return run
+
+
+def _checkout_state() -> str | None:
+    """Tracked changes and untracked files of the checkout (None outside a git checkout)."""
+    try:
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout
+        diff = subprocess.run(["git", "diff"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return status + diff
+
+
+def pytest_sessionstart(session):
+    session.config._leastaction_checkout = _checkout_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # The suite writes nothing into the checkout: a test that does fails the run, naming the files.
+    before = getattr(session.config, "_leastaction_checkout", None)
+    after = _checkout_state()
+    if before is not None and after is not None and after != before:
+        changed = sorted(set(after.splitlines()) ^ set(before.splitlines()))
+        print("\nthe test suite changed the checkout:\n  " + "\n  ".join(line for line in changed
+                                                                          if line[:3].strip()))
+        session.exitstatus = 1
