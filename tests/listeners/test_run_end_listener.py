@@ -59,8 +59,10 @@ class TestMappedParents:
         self, store, catalog_url, use_catalog, spool, run_dag
     ):
         use_catalog(catalog_url)
-        run_dag("re_outcomes", DAY)
+        run = run_dag("re_outcomes", DAY)
         assert slot_states(store, [named("double"), named("half")]) == {
             "re_outcomes.double": "success", "re_outcomes.half": "failed"}
         assert store.get_task(named("double"))["prev_interval_start"] == DAY
+        # ...recorded by the last map index, before the run ended: a downstream task of the run saw it.
+        assert run.get_task_instance("sees_double_done").state == "success"
         assert run_dag("re_mapped_child", DAY).state == "success"
