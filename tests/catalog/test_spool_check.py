@@ -48,13 +48,14 @@ class TestPoisonedSpool:
         assert "task name is 251 characters, the catalog holds 250" in held["reason"]
         assert json.loads(held["outcome"])["identity"]["name"] == TOO_LONG.name
 
-    def test_an_outcome_that_can_never_be_applied_is_quarantined_not_spooled(self, spool_path):
+    def test_an_outcome_that_can_never_be_applied_is_quarantined_not_spooled(self, spool_path, caplog):
         def catalog_down():
             raise sa.exc.OperationalError("connect", {}, Exception("connection refused"))
 
         assert deliver(event(TOO_LONG), store_factory=catalog_down) is None
         assert pending(spool_path) == []
         assert len(quarantined(spool_path)) == 1
+        assert "outcome can never be applied to the catalog (outcome of airflow/xxx" in caplog.text
         assert deliver(event(GOOD), store_factory=catalog_down) is None  # a real outage still spools
         assert len(pending(spool_path)) == 1
 
