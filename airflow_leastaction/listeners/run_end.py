@@ -96,7 +96,7 @@ def record_mapped_whole(ti, state: str) -> None:
     try:
         from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
 
-        where = dict(dag_id=ti.dag_id, task_ids=[ti.task_id], run_ids=[ti.run_id])
+        where = {"dag_id": ti.dag_id, "task_ids": [ti.task_id], "run_ids": [ti.run_id]}
         # Count first, so a task of n map indexes reads every state only at its last ones, not n times n.
         if RuntimeTaskInstance.get_ti_count(**where, states=_UNFINISHED_QUERY) > 1:
             return
