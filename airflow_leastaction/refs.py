@@ -13,7 +13,11 @@ def deployment_project() -> str:
 
 
 def airflow_task(dag_id: str, task_id: str, *, project: str | None = None, map_index: int = -1) -> TaskIdentity:
-    """Task ``task_id`` of DAG ``dag_id``, in this deployment unless ``project`` names another one."""
+    """Task ``task_id`` of DAG ``dag_id``, in this deployment unless ``project`` names another one.
+
+    For a mapped task, ``map_index`` names one map index; without it, the mapped task as a whole (done
+    when every map index is). The name follows :func:`~airflow_leastaction.identity.airflow_task_name`.
+    """
     partition = str(map_index) if map_index is not None and map_index >= 0 else ""
     return TaskIdentity(airflow_task_name(dag_id, task_id), project or deployment_project(), "", partition)
 

@@ -8,8 +8,8 @@ or different is recorded. Pure, no Airflow import.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from airflow_leastaction.gate import TERMINAL_STATES
 from airflow_leastaction.parents import RunRecord

@@ -18,11 +18,15 @@ from airflow.listeners import hookimpl
 
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.gate import UNFINISHED_STATES
 from airflow_leastaction.listeners.catalog import run_slot_of, slot_of
 from airflow_leastaction.refs import airflow_task, schedule_meta
 from airflow_leastaction.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
 
 log = logging.getLogger(__name__)
+
+#: Unfinished task states as the execution API's count filter spells them (no state is "null").
+_UNFINISHED_QUERY = sorted({"null" if s in (None, "none") else s for s in UNFINISHED_STATES})
 
 
 def _text(state) -> str | None:
@@ -92,7 +96,11 @@ def record_mapped_whole(ti, state: str) -> None:
     try:
         from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
 
-        states = RuntimeTaskInstance.get_task_states(dag_id=ti.dag_id, task_ids=[ti.task_id], run_ids=[ti.run_id])
+        where = {"dag_id": ti.dag_id, "task_ids": [ti.task_id], "run_ids": [ti.run_id]}
+        # Count first, so a task of n map indexes reads every state only at its last ones, not n times n.
+        if RuntimeTaskInstance.get_ti_count(**where, states=_UNFINISHED_QUERY) > 1:
+            return
+        states = RuntimeTaskInstance.get_task_states(**where)
     except Exception:  # not in a task runner (a state set in the UI): the run's end records it
         return
     prefix = f"{ti.task_id}_"

@@ -48,13 +48,14 @@ class TestPoisonedSpool:
         assert "task name is 251 characters, the catalog holds 250" in held["reason"]
         assert json.loads(held["outcome"])["identity"]["name"] == TOO_LONG.name
 
-    def test_an_outcome_that_can_never_be_applied_is_quarantined_not_spooled(self, spool_path):
+    def test_an_outcome_that_can_never_be_applied_is_quarantined_not_spooled(self, spool_path, caplog):
         def catalog_down():
             raise sa.exc.OperationalError("connect", {}, Exception("connection refused"))
 
         assert deliver(event(TOO_LONG), store_factory=catalog_down) is None
         assert pending(spool_path) == []
         assert len(quarantined(spool_path)) == 1
+        assert "outcome can never be applied to the catalog (outcome of airflow/xxx" in caplog.text
         assert deliver(event(GOOD), store_factory=catalog_down) is None  # a real outage still spools
         assert len(pending(spool_path)) == 1
 
@@ -84,11 +85,11 @@ class TestPoisonedSpool:
 
 class TestWhatCanNeverApply:
     @pytest.mark.parametrize("change, why", [
-        (dict(identity=TaskIdentity("t", "p", partition="9" * 251)), "task partition is 251 characters"),
-        (dict(state="x" * 21), "state is 21 characters"),
-        (dict(run_id="r" * 251), "run_id is 251 characters"),
-        (dict(rows_written=2**63), "rows_written 9223372036854775808 is not a 64-bit whole number"),
-        (dict(slot=dt.datetime(2026, 11, 23)), "slot 2026-11-23 00:00:00 is not a time with an offset"),
+        ({"identity": TaskIdentity("t", "p", partition="9" * 251)}, "task partition is 251 characters"),
+        ({"state": "x" * 21}, "state is 21 characters"),
+        ({"run_id": "r" * 251}, "run_id is 251 characters"),
+        ({"rows_written": 2**63}, "rows_written 9223372036854775808 is not a 64-bit whole number"),
+        ({"slot": dt.datetime(2026, 11, 23)}, "slot 2026-11-23 00:00:00 is not a time with an offset"),
     ])
     def test_an_outcome_the_catalog_would_refuse_is_named_with_its_reason(self, change, why):
         bad = event(GOOD)

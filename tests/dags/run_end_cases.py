@@ -42,9 +42,19 @@ with DAG("re_outcomes", schedule=DAILY, start_date=START, catchup=False, tags=["
             raise RuntimeError("map index 2 fails on purpose")
         return x / 2
 
+    @task
+    def sees_double_done(doubled):
+        # Runs while the run goes on: the last map index of `double` recorded the task as a whole.
+        from airflow_leastaction.catalog.store import CatalogStore
+
+        row = CatalogStore().get_task(airflow_task("re_outcomes", "double"))
+        if row is None or row["state"] != "success":
+            raise RuntimeError(f"double as a whole is {row and row['state']}, not success, before the run ends")
+        return list(doubled)
+
     boom() >> after_boom()
     gate_closed() >> cut()
-    double.expand(x=[1, 2, 3])
+    sees_double_done(double.expand(x=[1, 2, 3]))
     half.expand(x=[1, 2, 3])
 
 
