@@ -119,10 +119,9 @@ class RunConditionTrigger(BaseTrigger):
                     if not blind:
                         self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.task_id, exc)
                     blind = True
-                    mode = gate_mode()
-                    if mode != "enforce" and await self._in_run_finished(spec):
-                        yield TriggerEvent({"status": "relaxed", "mode": mode, "clock": clock.as_dict(),
-                                            "summary": f"catalog unreachable: {exc}"})
+                    relaxed = await self._relaxed(spec, clock, None, f"catalog unreachable: {exc}")
+                    if relaxed is not None:
+                        yield relaxed
                         return
                     continue
                 if blind:
@@ -134,21 +133,28 @@ class RunConditionTrigger(BaseTrigger):
                 records = {tid: found[(i, slot)] for tid, i in by_identity.items() if (i, slot) in found}
                 view = RunView(self.run_id, states, self.upstream, frozenset(self.waiting), records)
                 outcome, clock = evaluate(spec, view, latest, consumed, clock, policy, now)
-                if outcome.verdict is not Verdict.WAIT:
-                    yield TriggerEvent({"status": outcome.verdict.value, "summary": outcome.summary(),
-                                        "clock": clock.as_dict()})
-                    return
-                mode = gate_mode()
-                if mode != "enforce" and not in_run_pending(outcome):
-                    # The deployment relaxed its gates after this wait began: the worker admits and
-                    # records BYPASSED decisions.
-                    yield TriggerEvent({"status": "relaxed", "mode": mode, "summary": outcome.summary(),
-                                        "clock": clock.as_dict()})
+                event = None if outcome.verdict is Verdict.WAIT else TriggerEvent(
+                    {"status": outcome.verdict.value, "summary": outcome.summary(), "clock": clock.as_dict()})
+                event = event or await self._relaxed(spec, clock, outcome, outcome.summary())
+                if event is not None:
+                    yield event
                     return
                 if outcome.waiting_reasons != last_reasons:
                     last_reasons = outcome.waiting_reasons
                     self.log.info("%s waiting: %s", self.task_id, outcome.summary())
 
+    async def _relaxed(self, spec: GateSpec, clock: WaitClock, outcome, summary: str) -> TriggerEvent | None:
+        """The ``relaxed`` event once the deployment relaxed its gates after this wait began (the worker
+        admits and records BYPASSED decisions), unless a same-run upstream is still pending: relaxing
+        never reorders a run. ``outcome`` None: the catalog is down and Airflow alone tells."""
+        mode = gate_mode()
+        if mode == "enforce":
+            return None
+        if outcome is not None and in_run_pending(outcome):
+            return None
+        if outcome is None and not await self._in_run_finished(spec):
+            return None
+        return TriggerEvent({"status": "relaxed", "mode": mode, "summary": summary, "clock": clock.as_dict()})
 
     async def _in_run_finished(self, spec: GateSpec) -> bool:
         """Whether every same-run upstream is finished, from Airflow alone (the catalog is down)."""

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from airflow_leastaction.catalog.engine import aresolve_url, dispose_all, resolve_url
 from airflow_leastaction.catalog.schema import gate_decision, task, task_run
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.cli import build_parser
 from airflow_leastaction.cli import main as cli_main
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.exceptions import UnknownConnectionError
@@ -72,6 +73,8 @@ COMPONENTS = {
     "hook": lambda: CatalogHook().get_store().engine.url,
     "ui": lambda: catalog_reads(SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace()))).engine.url,
     "dbt queue": lambda: QueueStore(conn_id=None).engine.url,
+    "cli": lambda: CatalogStore(conn_id=build_parser().parse_args(
+        ["catalog", "show", "orders", "--project", "sales"]).conn_id).engine.url,
 }
 
 
