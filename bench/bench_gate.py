@@ -103,20 +103,33 @@ def write_cost(backend: str, deps: int, attempts: int) -> tuple[float, float]:
 
 # -- latency ------------------------------------------------------------------------------------------
 LATENCY_DAGS = textwrap.dedent("""
+    import os
     import time
+    from pathlib import Path
+
     import pendulum
     from airflow.sdk import DAG, task
     from airflow_leastaction.run_conditions import run_condition
 
+    def wait_for_release(run_id, what):
+        # Each upstream runs until the driver releases it, so the order of events never depends on how
+        # busy the machine is: `first` once the gate waits, the slow ones once the child started.
+        marker = Path(os.environ["LEASTACTION_RELEASE_DIR"]) / f"{run_id.replace(':', '_')}.{what}"
+        deadline = time.monotonic() + 600
+        while not marker.exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{marker} never appeared")
+            time.sleep(0.1)
+
     def shape(dag_id, gated):
         with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False):
             @task
-            def first():
-                time.sleep(1)
+            def first(run_id=None):
+                wait_for_release(run_id, "first")
 
             @task
-            def slow(n: int):
-                time.sleep(20)
+            def slow(n: int, run_id=None):
+                wait_for_release(run_id, "slow")
 
             @task(trigger_rule="all_success" if gated else "one_success")
             def child():
@@ -140,11 +153,37 @@ def task_times(cluster, dag_id: str, run_id: str) -> dict:
             for ti in cluster.task_instances(dag_id, run_id)}
 
 
-def start_latency(cluster, dag_id: str, watch=None) -> tuple[float, dict]:
+def _states(cluster, dag_id: str, run_id: str) -> dict:
+    return {ti["task_id"]: ti["state"] for ti in cluster.task_instances(dag_id, run_id)}
+
+
+def waiting_for_first(cluster, dag_id: str, run_id: str, seen: set) -> bool:
+    """``first`` runs and the child waits on it: the gate deferred (gated shape), or nothing to wait for."""
+    states = _states(cluster, dag_id, run_id)
+    seen.add(states.get("child__gate"))
+    return states.get("first") == "running" and states.get("child__gate", "deferred") == "deferred"
+
+
+def child_started(cluster, dag_id: str, run_id: str, seen: set) -> bool:
+    states = _states(cluster, dag_id, run_id)
+    seen.add(states.get("child__gate"))
+    return states.get("child") not in (None, "scheduled", "queued")
+
+
+def release(cluster, run_id: str, what: str) -> None:
+    """Let the run's ``first`` or ``slow`` upstreams finish (they wait for this marker)."""
+    (Path(cluster.environ["LEASTACTION_RELEASE_DIR"]) / f"{run_id.replace(':', '_')}.{what}").touch()
+
+
+def start_latency(cluster, dag_id: str) -> tuple[float, dict]:
+    """Trigger ``dag_id``; release ``first`` once the child waits on it, the slow upstreams once the
+    child started. Returns the time from ``first`` ending to the child starting."""
     run = cluster.trigger(dag_id)
-    seen: set = set()
-    if watch:
-        cluster.wait_until(lambda: watch(cluster, run["dag_run_id"], seen), 120, f"{dag_id} watched", 0.3)
+    run_id, seen = run["dag_run_id"], set()
+    cluster.wait_until(lambda: waiting_for_first(cluster, dag_id, run_id, seen), 300, f"{dag_id}: waiting", 0.3)
+    release(cluster, run_id, "first")
+    cluster.wait_until(lambda: child_started(cluster, dag_id, run_id, seen), 300, f"{dag_id}: child", 0.3)
+    release(cluster, run_id, "slow")
     assert cluster.wait_for_run(dag_id, run["dag_run_id"])["state"] == "success"
     times = task_times(cluster, dag_id, run["dag_run_id"])
     return (times["child"][1] - times["first"][2]).total_seconds(), {"times": times, "seen": seen}
@@ -160,8 +199,10 @@ def latency_cluster(home: Path, airflow_url: str, catalog_url: str, extra_dags: 
     (dags / "bench_gate_dags.py").write_text(LATENCY_DAGS)
     for name, source in (extra_dags or {}).items():
         (dags / name).write_text(source)
+    releases = home / "release"
+    releases.mkdir(parents=True, exist_ok=True)
     return AirflowCluster(dags, sql_alchemy_conn=airflow_url, catalog_url=catalog_url, home=home / "home",
-                          env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5"})
+                          env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5", "LEASTACTION_RELEASE_DIR": str(releases)})
 
 
 def latency(runs: int) -> tuple[list[float], list[float]]:

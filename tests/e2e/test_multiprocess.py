@@ -176,6 +176,7 @@ class TestDbtQueue:
 
 
 class TestShutdown:
-    def test_stopping_the_cluster_leaves_no_process_behind(self, cluster):
+    def test_every_component_exits_on_sigterm_alone(self, cluster):
         cluster.stop()
+        assert cluster.needed_sigkill == [], cluster.describe()
         assert cluster.leftover_pids() == []

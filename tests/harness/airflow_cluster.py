@@ -107,6 +107,8 @@ class AirflowCluster:
     _procs: list[Component] = field(default_factory=list, init=False)
     _token: str | None = field(default=None, init=False)
     _groups: set[int] = field(default_factory=set, init=False)
+    #: Components whose process group was still alive ``timeout`` seconds after SIGTERM (set by :meth:`stop`).
+    needed_sigkill: list[str] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         self.home = Path(self.home or tempfile.mkdtemp(prefix="leastaction-cluster-"))
@@ -209,6 +211,8 @@ class AirflowCluster:
                 comp.process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
+            if comp.process.poll() is None or _group_members({comp.process.pid}):
+                self.needed_sigkill.append(comp.name)
             # Children (task runners, uvicorn workers) may outlive the leader: clear the whole group.
             _signal_group(comp, signal.SIGKILL)
             if comp.process.poll() is None:
