@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG, ExceptionRetryPolicy, RetryAction, RetryRule, task
 
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_conditions import failure, has_data, run_condition, success
@@ -54,6 +54,15 @@ with dag("lx_retry_parent"):
         (markers() / "load").write_text("ran")
 
     load()
+
+with dag("lx_retry_policy_fails"):
+
+    @task(task_id="load", retries=3, retry_delay=dt.timedelta(days=1),
+          retry_policy=ExceptionRetryPolicy(rules=[RetryRule(exception=ValueError, action=RetryAction.FAIL)]))
+    def load_with_bad_input():
+        raise ValueError("bad input: retrying cannot help")
+
+    load_with_bad_input()
 
 with dag("lx_retry_alert"):
     run_condition(marking("alert"), failure(PARENT), **PATIENT)

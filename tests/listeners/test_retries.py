@@ -140,3 +140,15 @@ def test_consumers_that_look_during_the_retry_window_wait_and_are_admitted_after
     assert task_instances("lx_retry_child")["child"][0] == "success"  # the SUCCESS dependency admitted
     assert task_instances("lx_retry_sensor")["wait_for_load"][0] == "success"  # not failed early
     assert (markers / "child").exists() and (markers / "after_sensor").exists()
+
+
+def test_an_attempt_airflow_will_not_retry_is_failed_even_with_retries_left(catalog, run_dag):
+    # The retry policy fails the task at its first try although three retries remain: Airflow's own
+    # decision, not the try count, says whether an attempt is final.
+    run = run_dag("lx_retry_policy_fails", DAY)
+    assert {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in run.get_task_instances()} == {
+        "load": "failed"}
+    identity = TaskIdentity("lx_retry_policy_fails.load", "airflow")
+    _, slots = catalog.snapshot([(identity, DAY)])
+    assert [(s.state, s.output_revision) for s in slots] == [("failed", 0)]
+    assert catalog.get_task(identity)["state"] == "failed"
