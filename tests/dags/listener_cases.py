@@ -101,3 +101,11 @@ with dag("lx_rows_xcom_not_a_count"):
         context["ti"].xcom_push(key="leastaction_rows_written", value="lots")
 
     run_condition(marking("publish"), has_data(load_pushing_garbage()), poll_interval=0.2)
+
+with dag("lx_rows_mapped"):
+
+    @task(task_id="load")
+    def load_mapped(rows: int, **context):
+        context["ti"].xcom_push(key="leastaction_rows_written", value=rows)
+
+    load_mapped.expand(rows=[2, 0])

@@ -17,12 +17,12 @@ import time
 
 import pytest
 
-from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.refs import airflow_task
 
 pytestmark = pytest.mark.integration
 
 DAY = dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc)
-PARENT = TaskIdentity("lx_retry_parent.load", "airflow")
+PARENT = airflow_task("lx_retry_parent", "load")
 CONSUMERS = {"lx_retry_alert": "alert__gate", "lx_retry_child": "child__gate", "lx_retry_sensor": "wait_for_load"}
 #: Only a guard against a hang: every wait below ends on a condition.
 HANG_GUARD = 600
@@ -148,7 +148,7 @@ def test_an_attempt_airflow_will_not_retry_is_failed_even_with_retries_left(cata
     run = run_dag("lx_retry_policy_fails", DAY)
     assert {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in run.get_task_instances()} == {
         "load": "failed"}
-    identity = TaskIdentity("lx_retry_policy_fails.load", "airflow")
+    identity = airflow_task("lx_retry_policy_fails", "load")
     _, slots = catalog.snapshot([(identity, DAY)])
     assert [(s.state, s.output_revision) for s in slots] == [("failed", 0)]
     assert catalog.get_task(identity)["state"] == "failed"
