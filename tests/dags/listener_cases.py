@@ -22,7 +22,7 @@ from airflow_leastaction.sensors.parent_interval import ParentIntervalSensor
 START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 PARENT = airflow_task("lx_retry_parent", "load")
 #: Consumers wait as long as the test needs: the parent's retry ends the wait, not a budget.
-PATIENT = dict(poll_interval=0.2, max_wait=dt.timedelta(minutes=10), max_looks=100_000)
+PATIENT = {"poll_interval": 0.2, "max_wait": dt.timedelta(minutes=10), "max_looks": 100_000}
 
 
 def markers() -> Path:

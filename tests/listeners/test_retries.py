@@ -45,10 +45,10 @@ class Processes:
         self.logs, self.running = logs, {}
 
     def start(self, dag_id: str):
-        log = open(self.logs / f"{dag_id}.log", "w")
-        self.running[dag_id] = subprocess.Popen(
-            [sys.executable, "-m", "airflow", "dags", "test", dag_id, DAY.isoformat()],
-            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+        with open(self.logs / f"{dag_id}.log", "w") as log:  # the child keeps its own copy of the file
+            self.running[dag_id] = subprocess.Popen(
+                [sys.executable, "-m", "airflow", "dags", "test", dag_id, DAY.isoformat()],
+                stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
 
     def wait_until(self, condition, what: str):
         give_up = time.monotonic() + HANG_GUARD
@@ -104,7 +104,7 @@ def task_instances(dag_id: str) -> dict:
 
 def has_deferred(dag_id: str, task_id: str) -> bool:
     """The waiting task judged once and deferred: it is waiting in the triggerer."""
-    state, next_method, trigger_id = task_instances(dag_id).get(task_id, (None, None, None))
+    _, next_method, trigger_id = task_instances(dag_id).get(task_id, (None, None, None))
     return next_method is not None or trigger_id is not None
 
 
@@ -129,7 +129,7 @@ def test_consumers_that_look_during_the_retry_window_wait_and_are_admitted_after
     assert [tuple(r) for r in slot_attempt(catalog)] == [("up_for_retry", 1)]
     for dag_id, waiting in CONSUMERS.items():  # one at a time: each judges inside the retry window
         processes.start(dag_id)
-        processes.wait_until(lambda: has_deferred(dag_id, waiting), f"{dag_id}.{waiting} waits")
+        processes.wait_until(lambda d=dag_id, w=waiting: has_deferred(d, w), f"{dag_id}.{waiting} waits")
     assert slot(catalog) == [("up_for_retry", 0)]  # still inside the window while all of them looked
     let_the_retry_delay_elapse()
 
