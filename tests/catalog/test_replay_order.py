@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select

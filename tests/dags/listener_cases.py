@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG, ExceptionRetryPolicy, RetryAction, RetryRule, task
 
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_conditions import failure, has_data, run_condition, success
@@ -22,7 +22,7 @@ from airflow_leastaction.sensors.parent_interval import ParentIntervalSensor
 START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 PARENT = airflow_task("lx_retry_parent", "load")
 #: Consumers wait as long as the test needs: the parent's retry ends the wait, not a budget.
-PATIENT = dict(poll_interval=0.2, max_wait=dt.timedelta(minutes=10), max_looks=100_000)
+PATIENT = {"poll_interval": 0.2, "max_wait": dt.timedelta(minutes=10), "max_looks": 100_000}
 
 
 def markers() -> Path:
@@ -54,6 +54,15 @@ with dag("lx_retry_parent"):
         (markers() / "load").write_text("ran")
 
     load()
+
+with dag("lx_retry_policy_fails"):
+
+    @task(task_id="load", retries=3, retry_delay=dt.timedelta(days=1),
+          retry_policy=ExceptionRetryPolicy(rules=[RetryRule(exception=ValueError, action=RetryAction.FAIL)]))
+    def load_with_bad_input():
+        raise ValueError("bad input: retrying cannot help")
+
+    load_with_bad_input()
 
 with dag("lx_retry_alert"):
     run_condition(marking("alert"), failure(PARENT), **PATIENT)
@@ -92,3 +101,11 @@ with dag("lx_rows_xcom_not_a_count"):
         context["ti"].xcom_push(key="leastaction_rows_written", value="lots")
 
     run_condition(marking("publish"), has_data(load_pushing_garbage()), poll_interval=0.2)
+
+with dag("lx_rows_mapped"):
+
+    @task(task_id="load")
+    def load_mapped(rows: int, **context):
+        context["ti"].xcom_push(key="leastaction_rows_written", value=rows)
+
+    load_mapped.expand(rows=[2, 0])

@@ -17,12 +17,12 @@ import time
 
 import pytest
 
-from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.refs import airflow_task
 
 pytestmark = pytest.mark.integration
 
 DAY = dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc)
-PARENT = TaskIdentity("lx_retry_parent.load", "airflow")
+PARENT = airflow_task("lx_retry_parent", "load")
 CONSUMERS = {"lx_retry_alert": "alert__gate", "lx_retry_child": "child__gate", "lx_retry_sensor": "wait_for_load"}
 #: Only a guard against a hang: every wait below ends on a condition.
 HANG_GUARD = 600
@@ -45,10 +45,10 @@ class Processes:
         self.logs, self.running = logs, {}
 
     def start(self, dag_id: str):
-        log = open(self.logs / f"{dag_id}.log", "w")
-        self.running[dag_id] = subprocess.Popen(
-            [sys.executable, "-m", "airflow", "dags", "test", dag_id, DAY.isoformat()],
-            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+        with open(self.logs / f"{dag_id}.log", "w") as log:  # the child keeps its own copy of the file
+            self.running[dag_id] = subprocess.Popen(
+                [sys.executable, "-m", "airflow", "dags", "test", dag_id, DAY.isoformat()],
+                stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
 
     def wait_until(self, condition, what: str):
         give_up = time.monotonic() + HANG_GUARD
@@ -104,7 +104,7 @@ def task_instances(dag_id: str) -> dict:
 
 def has_deferred(dag_id: str, task_id: str) -> bool:
     """The waiting task judged once and deferred: it is waiting in the triggerer."""
-    state, next_method, trigger_id = task_instances(dag_id).get(task_id, (None, None, None))
+    _, next_method, trigger_id = task_instances(dag_id).get(task_id, (None, None, None))
     return next_method is not None or trigger_id is not None
 
 
@@ -129,7 +129,7 @@ def test_consumers_that_look_during_the_retry_window_wait_and_are_admitted_after
     assert [tuple(r) for r in slot_attempt(catalog)] == [("up_for_retry", 1)]
     for dag_id, waiting in CONSUMERS.items():  # one at a time: each judges inside the retry window
         processes.start(dag_id)
-        processes.wait_until(lambda: has_deferred(dag_id, waiting), f"{dag_id}.{waiting} waits")
+        processes.wait_until(lambda d=dag_id, w=waiting: has_deferred(d, w), f"{dag_id}.{waiting} waits")
     assert slot(catalog) == [("up_for_retry", 0)]  # still inside the window while all of them looked
     let_the_retry_delay_elapse()
 
@@ -140,3 +140,15 @@ def test_consumers_that_look_during_the_retry_window_wait_and_are_admitted_after
     assert task_instances("lx_retry_child")["child"][0] == "success"  # the SUCCESS dependency admitted
     assert task_instances("lx_retry_sensor")["wait_for_load"][0] == "success"  # not failed early
     assert (markers / "child").exists() and (markers / "after_sensor").exists()
+
+
+def test_an_attempt_airflow_will_not_retry_is_failed_even_with_retries_left(catalog, run_dag):
+    # The retry policy fails the task at its first try although three retries remain: Airflow's own
+    # decision, not the try count, says whether an attempt is final.
+    run = run_dag("lx_retry_policy_fails", DAY)
+    assert {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in run.get_task_instances()} == {
+        "load": "failed"}
+    identity = airflow_task("lx_retry_policy_fails", "load")
+    _, slots = catalog.snapshot([(identity, DAY)])
+    assert [(s.state, s.output_revision) for s in slots] == [("failed", 0)]
+    assert catalog.get_task(identity)["state"] == "failed"

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.refs import airflow_task
 
 pytestmark = pytest.mark.integration
 
@@ -28,8 +28,8 @@ def catalog(sqlite_url, use_catalog, tmp_path, monkeypatch):
     return CatalogStore(get_engine(sqlite_url))
 
 
-def recorded(store, dag_id: str):
-    identity = TaskIdentity(f"{dag_id}.load", "airflow")
+def recorded(store, dag_id: str, map_index: int = -1):
+    identity = airflow_task(dag_id, "load", map_index=map_index)
     _, slots = store.snapshot([(identity, DAY)])
     return [(s.state, s.rows_written) for s in slots]
 
@@ -56,3 +56,8 @@ def test_an_xcom_that_is_not_a_count_leaves_rows_written_unknown(catalog, run_da
     run = run_dag("lx_rows_xcom_not_a_count", DAY)
     assert recorded(catalog, "lx_rows_xcom_not_a_count") == [("success", None)]
     assert states(run)["publish"] == "skipped"
+
+
+def test_each_map_index_reads_its_own_pushed_rows(catalog, run_dag):
+    assert run_dag("lx_rows_mapped", DAY).state == "success"
+    assert [recorded(catalog, "lx_rows_mapped", i) for i in (0, 1)] == [[("success", 2)], [("success", 0)]]
