@@ -39,6 +39,9 @@ class TaskSnapshot:
     #: The task keeps slot records (Airflow tasks and reporters do). Then a missing covering record means
     #: that slot has not run, even when a later slot already moved the watermark past it.
     records_slots: bool = False
+    #: The earliest slot the task has a record of. Slots before it predate its history (the listener was
+    #: installed later, or an external system reported only its latest completion): its watermark judges them.
+    first_slot: dt.datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,27 @@ def covering_window(task: TaskSnapshot, child_interval: dt.datetime) -> tuple[dt
     if task.cron is None:
         return child_interval, FAR_FUTURE
     return slot_window(expected_slot(task.cron, child_interval, timezone=tz), cron_granularity(task.cron), tz)
+
+
+def read_window(task: TaskSnapshot, child_interval: dt.datetime,
+                interval_end: dt.datetime | None = None) -> tuple[dt.datetime, dt.datetime]:
+    """The [start, end) UTC window of slot records a judgement of ``task`` reads: the covering window,
+    stretched to ``interval_end`` for a parent judged on the child's whole interval."""
+    start, end = covering_window(task, child_interval)
+    if interval_end is not None and task.cron is not None:
+        end = max(end, interval_end)
+    return start, end
+
+
+def merge_windows(windows) -> list[tuple[dt.datetime, dt.datetime]]:
+    """Overlapping or touching [start, end) windows joined, in order."""
+    merged: list[list[dt.datetime]] = []
+    for start, end in sorted(windows):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(s, e) for s, e in merged]
 
 
 class SlotIndex(list):
@@ -141,17 +165,22 @@ def judge_parent(
                 )
             return Judgement(dep, True, f"{label}: slot {slot_label} completed (revision "
                              f"{latest.output_revision})", **base, **sel)
-    if check.satisfied and task.records_slots:
+    reason = check.reason
+    if task.first_slot is not None and task.first_slot >= end:
+        # The covering slot predates the parent's slot records: only its watermark knows about it.
+        reason += (f"; judged by its watermark, as its slot records start at "
+                   f"{format_slot(task.first_slot, check.granularity, tz)}")
+    elif check.satisfied and task.records_slots:
         # Completed out of order (a backfill, parallel runs): a later slot moved the watermark past a
         # slot that has not run yet.
         return Judgement(dep, False, f"{label}: expected slot {slot_label} has not run yet (later slots "
-                         f"completed up to {format_slot(task.prev_interval_start, check.granularity, tz)})",
-                         **base)
+                         f"completed up to {format_slot(task.prev_interval_start, check.granularity, tz)}; "
+                         "judged by its slot records)", **base)
     if check.satisfied:
-        return Judgement(dep, True, check.reason, **base)
+        return Judgement(dep, True, reason, **base)
     if task.state in REJECTING_STATES:
-        return Judgement(dep, False, f"{check.reason}; parent is {task.state}", rejected=True, **base)
-    return Judgement(dep, False, check.reason, **base)
+        return Judgement(dep, False, f"{reason}; parent is {task.state}", rejected=True, **base)
+    return Judgement(dep, False, reason, **base)
 
 
 def _judge_ad_hoc(identity, task, slots, child_interval, consumed) -> Judgement:
@@ -210,7 +239,7 @@ def has_data_judgement(j: Judgement, rows_written: int | None) -> Judgement:
                         "reason": f"{j.reason}, {rows_written} rows written"})
 
 
-__all__ = ["TaskSnapshot", "SlotSnapshot", "SlotIndex", "covering_window", "judge_parent", "judge_parents",
+__all__ = ["TaskSnapshot", "SlotSnapshot", "SlotIndex", "covering_window", "read_window", "merge_windows", "judge_parent", "judge_parents",
            "has_data_judgement"]
 
 

@@ -135,3 +135,13 @@ async def test_the_poller_stops_when_its_last_subscriber_leaves(sqlite_url, inte
     await asyncio.sleep(interval * 3)
     assert poller._task.done()
     assert (id(asyncio.get_running_loop()), sqlite_url, interval) not in CatalogPoller._shared
+
+
+async def test_a_parent_reporting_only_its_latest_completion_releases_an_earlier_child(
+        store, catalog_url, use_catalog):
+    use_catalog(catalog_url)
+    raw = TaskIdentity("orders_raw", "sales-platform")
+    store.report_completion(raw, DAY + dt.timedelta(days=2), cron="0 0 * * *")
+    payload = await asyncio.wait_for(first_event(make_trigger([raw])), timeout=10)
+    assert payload["status"] == "admitted"
+    assert "judged by its watermark, as its slot records start at 2026-11-30" in payload["judgements"][0]["reason"]
