@@ -246,3 +246,35 @@ def format_slot(value: dt.datetime, granularity: str, tz: dt.tzinfo) -> str:
         text = f"{local:%Y-%m-%d %H:%M}"
     zone = getattr(tz, "key", None)
     return text if tz is UTC or zone in (None, "UTC") else f"{text} {zone}"
+
+
+def slots_in(
+    parent_cron: str, start: dt.datetime, end: dt.datetime, *, timezone: str | dt.tzinfo = "UTC"
+) -> tuple[dt.datetime, ...]:
+    """Every parent slot in ``[start, end)``, oldest first, as aware UTC instants.
+
+    The slots are the ones :func:`expected_slot` names (the same reading of the cron in the parent's
+    timezone): walking back from ``end``, each is the latest slot before the previous one.
+    """
+    start, end = _plain_utc(_aware(start, "start")), _plain_utc(_aware(end, "end"))
+    return _slots_in(normalize_cron(parent_cron), resolve_timezone(timezone), start, end)
+
+
+@lru_cache(maxsize=4096)
+def _slots_in(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) -> tuple[dt.datetime, ...]:
+    found = []
+    # A microsecond before a bound is the latest instant strictly before it: slots sit on whole minutes.
+    cursor = end - dt.timedelta(microseconds=1)
+    while cursor >= start:
+        slot = expected_slot(cron, cursor, timezone=tz).astimezone(UTC)
+        if slot < start:
+            break
+        found.append(slot)
+        cursor = slot - dt.timedelta(microseconds=1)
+    return tuple(reversed(found))
+
+
+def _plain_utc(value: dt.datetime) -> dt.datetime:
+    # Subclasses (pendulum's, from Airflow contexts) may drop the zone in arithmetic: use a plain datetime.
+    utc = value.astimezone(UTC)
+    return dt.datetime(utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second, utc.microsecond, tzinfo=UTC)

@@ -27,7 +27,6 @@ REJECTING_STATES = frozenset({"failed", "error", "cancelled", "cancel", "fail", 
 FAR_FUTURE = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
 IN_FLIGHT_STATES = frozenset({"queued", "running", "up_for_retry", "restarting", "deferred", "scheduled"})
 
-
 @dataclass(frozen=True)
 class TaskSnapshot:
     pk: int
@@ -165,7 +164,12 @@ def judge_parent(
                 )
             return Judgement(dep, True, f"{label}: slot {slot_label} completed (revision "
                              f"{latest.output_revision})", **base, **sel)
-    reason = check.reason
+    return _judge_without_covering_record(identity, task, check, end, tz)
+
+
+def _judge_without_covering_record(identity, task: TaskSnapshot, check, end: dt.datetime, tz) -> Judgement:
+    """No record of the covering slot: the slot records or the watermark decide, as the reason says."""
+    dep, base, reason = identity.key, {"upstream_task_pk": task.pk}, check.reason
     if task.first_slot is not None and task.first_slot >= end:
         # The covering slot predates the parent's slot records: only its watermark knows about it.
         reason += (f"; judged by its watermark, as its slot records start at "
@@ -173,7 +177,8 @@ def judge_parent(
     elif check.satisfied and task.records_slots:
         # Completed out of order (a backfill, parallel runs): a later slot moved the watermark past a
         # slot that has not run yet.
-        return Judgement(dep, False, f"{label}: expected slot {slot_label} has not run yet (later slots "
+        slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
+        return Judgement(dep, False, f"{identity.name}: expected slot {slot_label} has not run yet (later slots "
                          f"completed up to {format_slot(task.prev_interval_start, check.granularity, tz)}; "
                          "judged by its slot records)", **base)
     if check.satisfied:
@@ -208,21 +213,37 @@ def judge_parents(
     child_interval: dt.datetime,
     snapshot: tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]],
     consumed: Mapping[str, Mapping[dt.datetime, int]] | None = None,
+    *,
+    interval_end: dt.datetime | None = None,
+    coverage: str | None = None,
 ) -> list[Judgement]:
-    """Judge every parent of one child from one catalog snapshot (see ``CatalogStore.snapshot``)."""
+    """Judge every parent of one child from one catalog snapshot (see ``CatalogStore.snapshot``).
+
+    A parent's own ``coverage`` wins over ``coverage`` (default ``slot``); ``interval`` judges the
+    parent slots inside ``[child_interval, interval_end)``.
+    """
+    from airflow_leastaction.coverage import judge_whole_interval  # it builds on judge_parent
+
     tasks, slots = snapshot
     consumed = consumed or {}
     memo = slots.memo() if isinstance(slots, SlotIndex) else None
     out = []
     for p in parents:
         mine = consumed.get(p.key)
+        whole = (p.coverage or coverage) == "interval"
+
+        def judge(p=p, mine=mine, whole=whole):
+            if whole:
+                return judge_whole_interval(p, tasks.get(p), slots, child_interval, interval_end, consumed=mine)
+            return judge_parent(p, tasks.get(p), slots, child_interval, consumed=mine)
+
         if memo is None or mine:
-            out.append(judge_parent(p, tasks.get(p), slots, child_interval, consumed=mine))
+            out.append(judge())
             continue
         # Many gates wait on the same parent and interval: judge each pair once per snapshot.
-        key = (p, child_interval)
+        key = (p, child_interval, interval_end if whole else None)
         if key not in memo:
-            memo[key] = judge_parent(p, tasks.get(p), slots, child_interval)
+            memo[key] = judge()
         out.append(memo[key])
     return out
 
@@ -239,8 +260,8 @@ def has_data_judgement(j: Judgement, rows_written: int | None) -> Judgement:
                         "reason": f"{j.reason}, {rows_written} rows written"})
 
 
-__all__ = ["TaskSnapshot", "SlotSnapshot", "SlotIndex", "covering_window", "read_window", "merge_windows", "judge_parent", "judge_parents",
-           "has_data_judgement"]
+__all__ = ["TaskSnapshot", "SlotSnapshot", "SlotIndex", "covering_window", "read_window", "merge_windows",
+           "judge_parent", "judge_parents", "has_data_judgement"]
 
 
 # -- the latest run of a task in another DAG (run-condition gates) ----------------------------------
