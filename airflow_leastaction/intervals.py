@@ -254,7 +254,8 @@ def slots_in(
     """Every parent slot in ``[start, end)``, oldest first, as aware UTC instants.
 
     The slots are the ones :func:`expected_slot` names (the same reading of the cron in the parent's
-    timezone): walking back from ``end``, each is the latest slot before the previous one.
+    timezone): across a clock change they are found by walking back from each slot to the latest one
+    before it.
     """
     start, end = _plain_utc(_aware(start, "start")), _plain_utc(_aware(end, "end"))
     return _slots_in(normalize_cron(parent_cron), resolve_timezone(timezone), start, end)
@@ -262,6 +263,33 @@ def slots_in(
 
 @lru_cache(maxsize=4096)
 def _slots_in(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) -> tuple[dt.datetime, ...]:
+    # Day by day: a day whose UTC offset holds is read forward with one croniter (fast); a day with a
+    # clock change walks back slot by slot with expected_slot, so both agree on DST by construction.
+    found: list[dt.datetime] = []
+    day_start = start
+    while day_start < end:
+        day_end = min(day_start + dt.timedelta(days=1), end)
+        if day_start.astimezone(tz).utcoffset() == day_end.astimezone(tz).utcoffset():
+            found.extend(_slots_forward(cron, tz, day_start, day_end))
+        else:
+            found.extend(_slots_backward(cron, tz, day_start, day_end))
+        day_start = day_end
+    return tuple(found)
+
+
+def _slots_forward(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
+    # Only for a span without a clock change: wall-clock times and instants then map one to one.
+    slots = croniter(cron, start.astimezone(tz).replace(tzinfo=None) - dt.timedelta(seconds=1))
+    found = []
+    while True:
+        slot = slots.get_next(dt.datetime).replace(tzinfo=tz).astimezone(UTC)
+        if slot >= end:
+            return found
+        if slot >= start:
+            found.append(slot)
+
+
+def _slots_backward(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
     found = []
     # A microsecond before a bound is the latest instant strictly before it: slots sit on whole minutes.
     cursor = end - dt.timedelta(microseconds=1)
@@ -271,7 +299,7 @@ def _slots_in(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) ->
             break
         found.append(slot)
         cursor = slot - dt.timedelta(microseconds=1)
-    return tuple(reversed(found))
+    return found[::-1]
 
 
 def _plain_utc(value: dt.datetime) -> dt.datetime:

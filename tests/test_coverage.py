@@ -217,3 +217,20 @@ def _task_and_slots(records, cron, zone, history):
     wm = max([w for w in [history, *done] if w is not None], default=None)
     task = TaskSnapshot(7, HOURLY_LOADS, cron, zone, "success", wm, bool(records), min(records, default=None))
     return task, slots
+
+
+CLOCK_CHANGES = [dt.datetime(2026, 3, 8, 7, tzinfo=UTC), dt.datetime(2026, 11, 1, 6, tzinfo=UTC),
+                 dt.datetime(2026, 3, 29, 1, tzinfo=UTC), dt.datetime(2026, 10, 25, 1, tzinfo=UTC),
+                 dt.datetime(2026, 4, 4, 15, tzinfo=UTC), dt.datetime(2026, 10, 3, 15, 30, tzinfo=UTC)]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cron=crons, zone=st.sampled_from(ZONES), change=st.sampled_from(CLOCK_CHANGES),
+       before=st.integers(0, 48 * 60), length=st.sampled_from(LENGTHS[:4]))
+def test_slots_in_names_the_slots_expected_slot_names_across_clock_changes(cron, zone, change, before, length):
+    from airflow_leastaction.intervals import _slots_backward, normalize_cron, resolve_timezone
+
+    start = change - dt.timedelta(minutes=before)
+    end = start + length
+    walked = _slots_backward(normalize_cron(cron), resolve_timezone(zone), start, end)
+    assert list(slots_in(cron, start, end, timezone=zone)) == walked
