@@ -214,7 +214,8 @@ class CatalogStore(AuditRecords, RunReads):
     def snapshot(
         self, requests: Iterable[tuple]
     ) -> tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]]:
-        """What gates need to judge (parent, child interval) pairs: two queries for any number of pairs.
+        """What gates need to judge (parent, child interval) pairs: two queries for any number of pairs
+        (one more per 200 distinct windows of slot records beyond the first 200).
 
         A request is ``(parent, child interval start)``, or ``(parent, start, end)`` for a parent judged
         on the whole interval. The first query reads the parents' task rows (with their first recorded
@@ -261,13 +262,17 @@ def _read_tasks(conn: Connection, wanted) -> dict[TaskIdentity, TaskSnapshot]:
     return tasks
 
 
+#: Distinct windows read by one statement: SQLite parses an OR chain as a tree at most 1,000 deep.
+WINDOWS_PER_QUERY = 200
+
+
 def _window_chunks(by_window: dict[tuple[dt.datetime, dt.datetime], list[int]]):
     """WHERE terms, one per distinct window (parents that share a window share its term), in chunks that
-    keep each statement under the bound-parameter limit."""
+    keep each statement under the bound-parameter and expression-depth limits."""
     clauses, params = [], 0
     for (start, end), pks in sorted(by_window.items()):
         for part in in_chunks(sorted(pks), IN_CHUNK - 2):
-            if clauses and params + len(part) + 2 > IN_CHUNK:
+            if clauses and (params + len(part) + 2 > IN_CHUNK or len(clauses) >= WINDOWS_PER_QUERY):
                 yield clauses
                 clauses, params = [], 0
             clauses.append(and_(task_run.c.task_pk.in_(part), task_run.c.slot >= start, task_run.c.slot < end))

@@ -285,3 +285,14 @@ class TestSnapshotWindows:
         tasks, slots = store.snapshot([(p, d) for p in parents for d in (day(2), day(3))])
         assert len(slots) == 40
         assert all(judge_parents([p], day(2), (tasks, slots))[0].satisfied for p in parents)
+
+    def test_a_thousand_distinct_windows_are_read_in_a_few_statements(self, store):
+        from airflow_leastaction.catalog.store import WINDOWS_PER_QUERY
+
+        base = dt.datetime(2025, 1, 1, tzinfo=UTC)
+        days = [base + dt.timedelta(days=2 * n) for n in range(6 * WINDOWS_PER_QUERY + 50)]  # a long backfill
+        store.register_task(RAW, DAILY)
+        for d in days[::10]:
+            store.record_success(RAW, d, run_id=f"r{d:%j}")
+        _, slots = store.snapshot([(RAW, d) for d in days])
+        assert sorted(s.slot for s in slots) == days[::10]
