@@ -227,10 +227,28 @@ CLOCK_CHANGES = [dt.datetime(2026, 3, 8, 7, tzinfo=UTC), dt.datetime(2026, 11, 1
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cron=crons, zone=st.sampled_from(ZONES), change=st.sampled_from(CLOCK_CHANGES),
        before=st.integers(0, 48 * 60), length=st.sampled_from(LENGTHS[:4]))
-def test_slots_in_names_the_slots_expected_slot_names_across_clock_changes(cron, zone, change, before, length):
-    from airflow_leastaction.intervals import _slots_backward, normalize_cron, resolve_timezone
+@example(cron="0 * * * 1-5", zone="Australia/Lord_Howe", change=dt.datetime(2026, 3, 29, 1, tzinfo=UTC), before=0,
+         length=dt.timedelta(days=7))  # found: the slot before a weekend that ends with a clock change
+def test_slots_in_across_clock_changes_are_cron_slots_in_order(cron, zone, change, before, length):
+    from airflow_leastaction.intervals import normalize_cron
 
     start = change - dt.timedelta(minutes=before)
     end = start + length
-    walked = _slots_backward(normalize_cron(cron), resolve_timezone(zone), start, end)
-    assert list(slots_in(cron, start, end, timezone=zone)) == walked
+    tz = _zone(zone)
+    slots = list(slots_in(cron, start, end, timezone=zone))
+    assert slots == sorted(set(slots)) and all(start <= s < end for s in slots)
+    # Every slot sits on the cron's wall clock; away from the clock change they are croniter's, one for one.
+    assert all(croniter.match(normalize_cron(cron), s.astimezone(tz).replace(tzinfo=None)) for s in slots)
+    day_start = start
+    while day_start < end:
+        day_end = min(day_start + dt.timedelta(days=1), end)
+        if no_clock_change(zone, day_start + dt.timedelta(days=2), day_end - dt.timedelta(days=2)):
+            assert [s for s in slots if day_start <= s < day_end] == oracle_slots(cron, zone, day_start, day_end)
+        day_start = day_end
+
+
+def test_the_last_weekday_slot_before_a_weekend_with_a_clock_change_is_on_the_hour():
+    # Regression: walking back from the Monday after Lord Howe's clock change named Friday 23:30.
+    slots = slots_in("0 * * * 1-5", dt.datetime(2026, 4, 3, 12, tzinfo=UTC), dt.datetime(2026, 4, 5, 13, tzinfo=UTC),
+                     timezone="Australia/Lord_Howe")
+    assert slots == (dt.datetime(2026, 4, 3, 12, tzinfo=UTC),)
