@@ -28,6 +28,13 @@ class DuplicateParentError(ConfigurationError):
         super().__init__(f"task {task_id!r} names parent {parent} more than once")
 
 
+class InvalidCoverageError(ConfigurationError):
+    def __init__(self, owner: str, value: object):
+        self.value = value
+        super().__init__(f"{owner}: coverage={value!r}; expected 'slot' (the parent slot covering the child's "
+                         "interval, the default) or 'interval' (every parent slot inside the child's interval)")
+
+
 class MissingDataIntervalError(ConfigurationError):
     def __init__(self, dag_id: str, task_id: str, run_id: str):
         super().__init__(

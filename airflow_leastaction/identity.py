@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 
@@ -18,6 +18,9 @@ class TaskIdentity:
     project: str
     account: str = ""
     partition: str = ""
+    #: How a child judges this parent (``"slot"`` or ``"interval"``; None: the gate's default). Set by the
+    #: parent helpers; not part of the identity: it never changes equality, hashing or the catalog key.
+    coverage: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         for field in ("name", "project", "account", "partition"):
@@ -45,7 +48,8 @@ class TaskIdentity:
 
     @classmethod
     def from_dict(cls, data: dict) -> "TaskIdentity":
-        return cls(data["name"], data["project"], data.get("account", ""), data.get("partition", ""))
+        return cls(data["name"], data["project"], data.get("account", ""), data.get("partition", ""),
+                   data.get("coverage"))
 
 
 def airflow_task_name(dag_id: str, task_id: str) -> str:

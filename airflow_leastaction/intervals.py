@@ -304,3 +304,63 @@ def format_slot(value: dt.datetime, granularity: str, tz: dt.tzinfo) -> str:
         text = f"{local:%Y-%m-%d %H:%M}"
     zone = getattr(tz, "key", None)
     return text if tz is UTC or zone in (None, "UTC") else f"{text} {zone}"
+
+
+def slots_in(
+    parent_cron: str, start: dt.datetime, end: dt.datetime, *, timezone: str | dt.tzinfo = "UTC"
+) -> tuple[dt.datetime, ...]:
+    """Every parent slot in ``[start, end)``, oldest first, as aware UTC instants.
+
+    The slots are the ones :func:`expected_slot` names (the same reading of the cron in the parent's
+    timezone): across a clock change they are found by walking back from each slot to the latest one
+    before it.
+    """
+    start, end = _plain_utc(_aware(start, "start")), _plain_utc(_aware(end, "end"))
+    return _slots_in(normalize_cron(parent_cron), resolve_timezone(timezone), start, end)
+
+
+@lru_cache(maxsize=4096)
+def _slots_in(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) -> tuple[dt.datetime, ...]:
+    # Day by day: a day whose UTC offset holds is read forward with one croniter (fast); a day with a
+    # clock change walks back slot by slot with expected_slot, so both agree on DST by construction.
+    found: list[dt.datetime] = []
+    day_start = start
+    while day_start < end:
+        day_end = min(day_start + dt.timedelta(days=1), end)
+        if day_start.astimezone(tz).utcoffset() == day_end.astimezone(tz).utcoffset():
+            found.extend(_slots_forward(cron, tz, day_start, day_end))
+        else:
+            found.extend(_slots_backward(cron, tz, day_start, day_end))
+        day_start = day_end
+    return tuple(found)
+
+
+def _slots_forward(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
+    # Only for a span without a clock change: wall-clock times and instants then map one to one.
+    slots = croniter(cron, start.astimezone(tz).replace(tzinfo=None) - dt.timedelta(seconds=1))
+    found = []
+    while True:
+        slot = slots.get_next(dt.datetime).replace(tzinfo=tz).astimezone(UTC)
+        if slot >= end:
+            return found
+        if slot >= start:
+            found.append(slot)
+
+
+def _slots_backward(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
+    found = []
+    # A microsecond before a bound is the latest instant strictly before it: slots sit on whole minutes.
+    cursor = end - dt.timedelta(microseconds=1)
+    while cursor >= start:
+        slot = expected_slot(cron, cursor, timezone=tz).astimezone(UTC)
+        if slot < start:
+            break
+        found.append(slot)
+        cursor = slot - dt.timedelta(microseconds=1)
+    return found[::-1]
+
+
+def _plain_utc(value: dt.datetime) -> dt.datetime:
+    # Subclasses (pendulum's, from Airflow contexts) may drop the zone in arithmetic: use a plain datetime.
+    utc = value.astimezone(UTC)
+    return dt.datetime(utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second, utc.microsecond, tzinfo=UTC)

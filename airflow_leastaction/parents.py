@@ -27,7 +27,6 @@ REJECTING_STATES = frozenset({"failed", "error", "cancelled", "cancel", "fail", 
 FAR_FUTURE = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
 IN_FLIGHT_STATES = frozenset({"queued", "running", "up_for_retry", "restarting", "deferred", "scheduled"})
 
-
 @dataclass(frozen=True)
 class TaskSnapshot:
     pk: int
@@ -39,6 +38,9 @@ class TaskSnapshot:
     #: The task keeps slot records (Airflow tasks and reporters do). Then a missing covering record means
     #: that slot has not run, even when a later slot already moved the watermark past it.
     records_slots: bool = False
+    #: The earliest slot the task has a record of. Slots before it predate its history (the listener was
+    #: installed later, or an external system reported only its latest completion): its watermark judges them.
+    first_slot: dt.datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,27 @@ def covering_window(task: TaskSnapshot, child_interval: dt.datetime) -> tuple[dt
     if task.cron is None:
         return child_interval, FAR_FUTURE
     return slot_window(expected_slot(task.cron, child_interval, timezone=tz), cron_granularity(task.cron), tz)
+
+
+def read_window(task: TaskSnapshot, child_interval: dt.datetime,
+                interval_end: dt.datetime | None = None) -> tuple[dt.datetime, dt.datetime]:
+    """The [start, end) UTC window of slot records a judgement of ``task`` reads: the covering window,
+    stretched to ``interval_end`` for a parent judged on the child's whole interval."""
+    start, end = covering_window(task, child_interval)
+    if interval_end is not None and task.cron is not None:
+        end = max(end, interval_end)
+    return start, end
+
+
+def merge_windows(windows) -> list[tuple[dt.datetime, dt.datetime]]:
+    """Overlapping or touching [start, end) windows joined, in order."""
+    merged: list[list[dt.datetime]] = []
+    for start, end in sorted(windows):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(s, e) for s, e in merged]
 
 
 class SlotIndex(list):
@@ -144,17 +167,28 @@ def judge_parent(
                 )
             return Judgement(dep, True, f"{label}: slot {slot_label} completed (revision "
                              f"{latest.output_revision})", **base, **sel)
-    if check.satisfied and task.records_slots:
+    return _judge_without_covering_record(identity, task, check, end, tz)
+
+
+def _judge_without_covering_record(identity, task: TaskSnapshot, check, end: dt.datetime, tz) -> Judgement:
+    """No record of the covering slot: the slot records or the watermark decide, as the reason says."""
+    dep, base, reason = identity.key, {"upstream_task_pk": task.pk}, check.reason
+    if task.first_slot is not None and task.first_slot >= end:
+        # The covering slot predates the parent's slot records: only its watermark knows about it.
+        reason += (f"; judged by its watermark, as its slot records start at "
+                   f"{format_slot(task.first_slot, check.granularity, tz)}")
+    elif check.satisfied and task.records_slots:
         # Completed out of order (a backfill, parallel runs): a later slot moved the watermark past a
         # slot that has not run yet.
-        return Judgement(dep, False, f"{label}: expected slot {slot_label} has not run yet (later slots "
-                         f"completed up to {format_slot(task.prev_interval_start, check.granularity, tz)})",
-                         **base)
+        slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
+        return Judgement(dep, False, f"{identity.name}: expected slot {slot_label} has not run yet (later slots "
+                         f"completed up to {format_slot(task.prev_interval_start, check.granularity, tz)}; "
+                         "judged by its slot records)", **base)
     if check.satisfied:
-        return Judgement(dep, True, check.reason, **base)
+        return Judgement(dep, True, reason, **base)
     if task.state in REJECTING_STATES:
-        return Judgement(dep, False, f"{check.reason}; parent is {task.state}", rejected=True, **base)
-    return Judgement(dep, False, check.reason, **base)
+        return Judgement(dep, False, f"{reason}; parent is {task.state}", rejected=True, **base)
+    return Judgement(dep, False, reason, **base)
 
 
 def _judge_ad_hoc(identity, task, slots, child_interval, consumed) -> Judgement:
@@ -182,21 +216,37 @@ def judge_parents(
     child_interval: dt.datetime,
     snapshot: tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]],
     consumed: Mapping[str, Mapping[dt.datetime, int]] | None = None,
+    *,
+    interval_end: dt.datetime | None = None,
+    coverage: str | None = None,
 ) -> list[Judgement]:
-    """Judge every parent of one child from one catalog snapshot (see ``CatalogStore.snapshot``)."""
+    """Judge every parent of one child from one catalog snapshot (see ``CatalogStore.snapshot``).
+
+    A parent's own ``coverage`` wins over ``coverage`` (default ``slot``); ``interval`` judges the
+    parent slots inside ``[child_interval, interval_end)``.
+    """
+    from airflow_leastaction.coverage import judge_whole_interval  # it builds on judge_parent
+
     tasks, slots = snapshot
     consumed = consumed or {}
     memo = slots.memo() if isinstance(slots, SlotIndex) else None
     out = []
     for p in parents:
         mine = consumed.get(p.key)
+        whole = (p.coverage or coverage) == "interval"
+
+        def judge(p=p, mine=mine, whole=whole):
+            if whole:
+                return judge_whole_interval(p, tasks.get(p), slots, child_interval, interval_end, consumed=mine)
+            return judge_parent(p, tasks.get(p), slots, child_interval, consumed=mine)
+
         if memo is None or mine:
-            out.append(judge_parent(p, tasks.get(p), slots, child_interval, consumed=mine))
+            out.append(judge())
             continue
         # Many gates wait on the same parent and interval: judge each pair once per snapshot.
-        key = (p, child_interval)
+        key = (p, child_interval, interval_end if whole else None)
         if key not in memo:
-            memo[key] = judge_parent(p, tasks.get(p), slots, child_interval)
+            memo[key] = judge()
         out.append(memo[key])
     return out
 
@@ -213,8 +263,8 @@ def has_data_judgement(j: Judgement, rows_written: int | None) -> Judgement:
                         "reason": f"{j.reason}, {rows_written} rows written"})
 
 
-__all__ = ["TaskSnapshot", "SlotSnapshot", "SlotIndex", "covering_window", "judge_parent", "judge_parents",
-           "has_data_judgement"]
+__all__ = ["TaskSnapshot", "SlotSnapshot", "SlotIndex", "covering_window", "read_window", "merge_windows",
+           "judge_parent", "judge_parents", "has_data_judgement"]
 
 
 # -- the latest run of a task in another DAG (run-condition gates) ----------------------------------

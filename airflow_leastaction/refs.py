@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from airflow_leastaction.catalog.engine import setting
 from airflow_leastaction.catalog.store import TaskMeta
+from airflow_leastaction.coverage import check_coverage
 from airflow_leastaction.identity import TaskIdentity, airflow_dag_name, airflow_task_name
 
 
@@ -12,14 +13,20 @@ def deployment_project() -> str:
     return setting("project", "airflow")
 
 
-def airflow_task(dag_id: str, task_id: str, *, project: str | None = None, map_index: int = -1) -> TaskIdentity:
+def airflow_task(dag_id: str, task_id: str, *, project: str | None = None, map_index: int = -1,
+                 coverage: str | None = None) -> TaskIdentity:
     """Task ``task_id`` of DAG ``dag_id``, in this deployment unless ``project`` names another one.
 
     For a mapped task, ``map_index`` names one map index; without it, the mapped task as a whole (done
     when every map index is). The name follows :func:`~airflow_leastaction.identity.airflow_task_name`.
+
+    :param coverage: how a child judges it: ``"slot"`` (its slot covering the child's interval) or
+        ``"interval"`` (every slot inside the child's interval); None: the gate's default.
     """
     partition = str(map_index) if map_index is not None and map_index >= 0 else ""
-    return TaskIdentity(airflow_task_name(dag_id, task_id), project or deployment_project(), "", partition)
+    check_coverage(coverage, f"parent airflow_task({dag_id!r}, {task_id!r})")
+    return TaskIdentity(airflow_task_name(dag_id, task_id), project or deployment_project(), "", partition,
+                        coverage)
 
 
 def airflow_dag(dag_id: str, *, project: str | None = None) -> TaskIdentity:
@@ -28,9 +35,14 @@ def airflow_dag(dag_id: str, *, project: str | None = None) -> TaskIdentity:
     return TaskIdentity(airflow_dag_name(dag_id), project or deployment_project())
 
 
-def external_task(name: str, project: str, *, account: str = "", partition: str = "") -> TaskIdentity:
-    """A task that lives outside Airflow and reports its completions to the catalog."""
-    return TaskIdentity(name, project, account, partition)
+def external_task(name: str, project: str, *, account: str = "", partition: str = "",
+                  coverage: str | None = None) -> TaskIdentity:
+    """A task that lives outside Airflow and reports its completions to the catalog.
+
+    :param coverage: as for :func:`airflow_task`.
+    """
+    check_coverage(coverage, f"parent external_task({name!r}, {project!r})")
+    return TaskIdentity(name, project, account, partition, coverage)
 
 
 def schedule_meta(dag, task_id: str | None = None) -> TaskMeta:

@@ -13,13 +13,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-from sqlalchemy import and_, case, exists, insert, literal, or_, select, update
+from sqlalchemy import and_, case, func, insert, literal, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.audit import AttemptKey, AuditRecords
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.run_reads import RunReads
 from airflow_leastaction.catalog.schema import (
+    IN_CHUNK,
     UtcDateTime,
     identity_clause,
     in_chunks,
@@ -29,7 +30,7 @@ from airflow_leastaction.catalog.schema import (
 )
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals import normalize_cron, resolve_timezone
-from airflow_leastaction.parents import SlotIndex, SlotSnapshot, TaskSnapshot, covering_window
+from airflow_leastaction.parents import SlotIndex, SlotSnapshot, TaskSnapshot, merge_windows, read_window
 
 __all__ = ["AttemptKey", "CatalogStore", "SlotOutcome", "TaskMeta", "utcnow"]
 
@@ -217,45 +218,74 @@ class CatalogStore(AuditRecords, RunReads):
 
     # -- snapshots for gates ----------------------------------------------------------------------
     def snapshot(
-        self, requests: Iterable[tuple[TaskIdentity, dt.datetime]]
+        self, requests: Iterable[tuple]
     ) -> tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]]:
-        """What gates need to judge (parent, child interval) pairs: two queries for any number of pairs.
+        """What gates need to judge (parent, child interval) pairs: two queries for any number of pairs
+        (one more per 200 distinct windows of slot records beyond the first 200).
 
-        The first reads the parents' task rows; the second reads their slot records inside the union of
-        the windows that cover the children's intervals (computed from each parent's cron).
+        A request is ``(parent, child interval start)``, or ``(parent, start, end)`` for a parent judged
+        on the whole interval. The first query reads the parents' task rows (with their first recorded
+        slot); the second reads each parent's slot records inside that parent's own windows only, so one
+        subscriber far in the past never makes every tick read every parent's whole history.
         """
-        wanted: dict[TaskIdentity, set[dt.datetime]] = {}
-        for identity, child_interval in requests:
-            wanted.setdefault(identity, set()).add(child_interval)
+        wanted: dict[TaskIdentity, set[tuple[dt.datetime, dt.datetime | None]]] = {}
+        for identity, child_interval, *rest in requests:
+            wanted.setdefault(identity, set()).add((child_interval, rest[0] if rest else None))
         if not wanted:
             return {}, []
-        tasks: dict[TaskIdentity, TaskSnapshot] = {}
         with self.engine.connect() as conn:
-            for chunk in in_chunks(sorted({i.name for i in wanted})):
-                records = exists().where(task_run.c.task_pk == task.c.id).label("records_slots")
-                for row in conn.execute(select(
-                    task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition, task.c.cron,
-                    task.c.timezone, task.c.state, task.c.prev_interval_start, records,
-                ).where(task.c.name.in_(chunk))):
-                    ident = TaskIdentity(row.name, row.project, row.account, row.partition)
-                    if ident in wanted:
-                        tasks[ident] = TaskSnapshot(row.id, ident, row.cron, row.timezone, row.state,
-                                                    row.prev_interval_start, bool(row.records_slots))
-            windows = [covering_window(t, ci) for ident, t in tasks.items() for ci in wanted[ident]]
+            tasks = _read_tasks(conn, wanted)
             slots = SlotIndex()
-            if not windows:
-                return tasks, slots
-            start, end = min(w[0] for w in windows), max(w[1] for w in windows)
-            for chunk in in_chunks(sorted(t.pk for t in tasks.values())):
+            by_window: dict[tuple[dt.datetime, dt.datetime], list[int]] = {}
+            for ident, t in tasks.items():
+                for window in merge_windows(read_window(t, ci, end) for ci, end in wanted[ident]):
+                    by_window.setdefault(window, []).append(t.pk)
+            for clauses in _window_chunks(by_window):
                 slots.extend(
                     SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written,
                                  r.repair_pending)
                     for r in conn.execute(select(
                         task_run.c.id, task_run.c.task_pk, task_run.c.slot, task_run.c.state,
                         task_run.c.output_revision, task_run.c.rows_written, task_run.c.repair_pending,
-                    ).where(task_run.c.task_pk.in_(chunk), task_run.c.slot >= start, task_run.c.slot < end))
+                    ).where(or_(*clauses)))
                 )
         return tasks, slots
+
+
+def _read_tasks(conn: Connection, wanted) -> dict[TaskIdentity, TaskSnapshot]:
+    tasks: dict[TaskIdentity, TaskSnapshot] = {}
+    first = (select(func.min(task_run.c.slot)).where(task_run.c.task_pk == task.c.id)
+             .scalar_subquery().label("first_slot"))
+    for chunk in in_chunks(sorted({i.name for i in wanted})):
+        for row in conn.execute(select(
+            task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition, task.c.cron,
+            task.c.timezone, task.c.state, task.c.prev_interval_start, first,
+        ).where(task.c.name.in_(chunk))):
+            ident = TaskIdentity(row.name, row.project, row.account, row.partition)
+            if ident in wanted:
+                tasks[ident] = TaskSnapshot(row.id, ident, row.cron, row.timezone, row.state,
+                                            row.prev_interval_start, row.first_slot is not None, row.first_slot)
+    return tasks
+
+
+#: Distinct windows read by one statement: SQLite parses an OR chain as a tree at most 1,000 deep.
+WINDOWS_PER_QUERY = 200
+
+
+def _window_chunks(by_window: dict[tuple[dt.datetime, dt.datetime], list[int]]):
+    """WHERE terms, one per distinct window (parents that share a window share its term), in chunks that
+    keep each statement under the bound-parameter and expression-depth limits."""
+    clauses, params = [], 0
+    for (start, end), pks in sorted(by_window.items()):
+        for part in in_chunks(sorted(pks), IN_CHUNK - 2):
+            if clauses and (params + len(part) + 2 > IN_CHUNK or len(clauses) >= WINDOWS_PER_QUERY):
+                yield clauses
+                clauses, params = [], 0
+            clauses.append(and_(task_run.c.task_pk.in_(part), task_run.c.slot >= start, task_run.c.slot < end))
+            params += len(part) + 2
+    if clauses:
+        yield clauses
+
 
 def _slot_row(conn: Connection, task_pk: int, slot: dt.datetime):
     return conn.execute(select(task_run).where(

@@ -14,7 +14,14 @@ from airflow_leastaction.catalog.engine import is_outage, setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict
 from airflow_leastaction.refs import airflow_task
-from airflow_leastaction.run_conditions.judging import RunView, evaluate, in_run_pending, in_run_unfinished
+from airflow_leastaction.run_conditions.judging import (
+    RunView,
+    evaluate,
+    in_run_pending,
+    in_run_unfinished,
+    judge_whole_intervals,
+    whole_interval_requests,
+)
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger, RunOutcomeTrigger
@@ -42,6 +49,12 @@ def run_slot(context) -> dt.datetime:
         if value is not None:
             return value.astimezone(dt.timezone.utc)
     raise AirflowFailException(f"run {context['run_id']} has no interval, logical date or run_after")
+
+
+def run_interval_end(context) -> dt.datetime | None:
+    """The end of the run's data interval (None for a run without one)."""
+    value = getattr(context["dag_run"], "data_interval_end", None)
+    return None if value is None else dt.datetime.fromisoformat(value.astimezone(dt.timezone.utc).isoformat())
 
 
 def task_states(dag_id: str, run_id: str) -> dict[str, str | None]:
@@ -142,9 +155,15 @@ class RunConditionGate(_Waiting):
         states = task_states(self.dag_id, run_id) if self.spec.in_run or self.run_gate else {}
         found = store.slot_records([(i, slot) for i in self._identities().values()])
         records = {tid: found[(i, slot)] for tid, i in self._identities().items() if (i, slot) in found}
-        latest = store.latest_runs([d.upstream for d in self.spec.elsewhere]) if self.spec.elsewhere else {}
+        by_run = [d.upstream for d in self.spec.elsewhere if not d.whole_interval]
+        latest = store.latest_runs(by_run) if by_run else {}
+        intervals = {}
+        if any(d.whole_interval for d in self.spec.elsewhere):
+            end = run_interval_end(context)
+            snapshot = store.snapshot(whole_interval_requests(self.spec, slot, end))
+            intervals = judge_whole_intervals(self.spec, snapshot, slot, end)
         view = RunView(run_id, states, upstream, frozenset(waiting), records)
-        return evaluate(self.spec, view, latest, self._consumed(store), clock, self.policy, _utcnow())
+        return evaluate(self.spec, view, latest, self._consumed(store), clock, self.policy, _utcnow(), intervals)
 
     def _clock(self, context, carried: dict | None) -> WaitClock:
         if carried:
@@ -214,6 +233,7 @@ class RunConditionGate(_Waiting):
             count=self.condition.count, slot_requests={t: i.as_dict() for t, i in self._identities().items()},
             slot=slot.isoformat(), upstream=upstream, waiting=waiting,
             consumed={k: [s.isoformat(), rev] for k, (s, rev) in consumed.items()}, clock=clock.as_dict(),
+            interval_end=end.isoformat() if (end := run_interval_end(context)) else None,
             max_wait=self.max_wait, max_looks=self.policy.max_looks, catalog_conn_id=self.catalog_conn_id,
             poll_interval=self.poll_interval, run_gate=self.run_gate,
         ), method_name="execute_complete")

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_leastaction.coverage import check_coverage
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition
 from airflow_leastaction.graph import Node, check_condition, check_type, check_upstreams, validate_addition
@@ -75,6 +76,17 @@ def _upstream_key(value: Any) -> str | TaskIdentity:
     return task_id
 
 
+def _check_coverage(dag_id: str, task_id: str, dep: Dependency) -> None:
+    # Whole-interval coverage asks "did every slot of my interval complete": a SUCCESS question only.
+    if dep.in_run:
+        return
+    owner = f"DAG {dag_id!r} task {task_id!r} dependency {dep.upstream}"
+    check_coverage(dep.upstream.coverage, owner)
+    if dep.whole_interval and dep.type is not SUCCESS:
+        raise ConfigurationError(f"{owner}: coverage='interval' applies to SUCCESS dependencies only, not "
+                                 f"{dep.type.value}")
+
+
 def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: int | None = None,
                   active: bool = True, **gate_kwargs):
     """Declare when ``task`` starts: its dependencies, a type each, and ALL (default), ANY or N.
@@ -110,6 +122,8 @@ def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: 
     count = when.count if isinstance(when, RunCondition) else count
     kind, count = check_condition(dag_id, task_id, kind, count, len(declared))
     deps = tuple(Dependency(_upstream_key(d.upstream), t, d.consume_repairs) for d, t in zip(declared, types))
+    for dep in deps:
+        _check_coverage(dag_id, task_id, dep)
     check_upstreams(dag_id, task_id, [d.upstream for d in deps if d.in_run], dag.task_dict)
     gate_id = task_id + GATE_SUFFIX
     if gate_id in dag.task_dict:

@@ -10,6 +10,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from airflow_leastaction.coverage import snapshot_requests
 from airflow_leastaction.gate import (
     UNFINISHED_STATES,
     DependencyType,
@@ -21,7 +22,7 @@ from airflow_leastaction.gate import (
     judge_upstream_task,
     run_settled,
 )
-from airflow_leastaction.parents import LatestRuns, RunRecord, judge_latest_run
+from airflow_leastaction.parents import LatestRuns, RunRecord, judge_latest_run, judge_parents
 from airflow_leastaction.run_conditions.model import GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, after_look, budget_left, due
 
@@ -69,18 +70,51 @@ def judge_in_run(spec: GateSpec, run: RunView) -> list[Judgement]:
     return out
 
 
+def whole_interval_requests(spec: GateSpec, start: dt.datetime, end: dt.datetime | None) -> list[tuple]:
+    """The catalog snapshot requests of the dependencies judged on the whole interval ``[start, end)``."""
+    parents = [d.upstream for d in spec.elsewhere if d.whole_interval]
+    return snapshot_requests(parents, ["interval"] * len(parents), start, end)
+
+
+def judge_whole_intervals(spec: GateSpec, snapshot, start: dt.datetime, end: dt.datetime | None) -> dict:
+    """Per catalog identity, its whole-interval judgement (``coverage="interval"``) from a snapshot."""
+    parents = [d.upstream for d in spec.elsewhere if d.whole_interval]
+    if not parents:
+        return {}
+    return dict(zip(parents, judge_parents(parents, start, snapshot, interval_end=end, coverage="interval")))
+
+
+def _judge_whole_interval(d, intervals: Mapping, may_wait: bool) -> Judgement:
+    # Slots of the interval may still complete: wait for them within the budget, then the judgement stands.
+    j = intervals.get(d.upstream)
+    if j is None:
+        return Judgement(d.key, False, f"{d.label} ({d.type.value}): not read yet", d.type, final=not may_wait)
+    reason = j.reason.removeprefix(f"{d.upstream.name}: ")
+    return Judgement(d.key, j.satisfied, f"{d.label} ({d.type.value}): {reason}", d.type,
+                     final=j.satisfied or not may_wait, rejected=j.rejected, upstream_task_pk=j.upstream_task_pk,
+                     upstream_run_pk=j.upstream_run_pk, upstream_slot=j.upstream_slot,
+                     upstream_revision=j.upstream_revision)
+
+
 def judge_elsewhere(spec: GateSpec, latest: Mapping, consumed: Mapping[str, tuple[dt.datetime, int]],
-                    clock: WaitClock, policy: WaitPolicy, now: dt.datetime) -> tuple[list[Judgement], WaitClock]:
-    """Judge the dependencies on tasks in other DAGs; count a look when one is due."""
+                    clock: WaitClock, policy: WaitPolicy, now: dt.datetime,
+                    intervals: Mapping | None = None) -> tuple[list[Judgement], WaitClock]:
+    """Judge the dependencies on tasks in other DAGs; count a look when one is due.
+
+    ``intervals`` holds the judgements of those judged on the whole interval (:func:`judge_whole_intervals`).
+    """
     may_wait = budget_left(clock, policy, now)
-    out = [judge_latest_run(d.key, d.type, d.label, latest.get(d.upstream), may_wait=may_wait,
+    out = [_judge_whole_interval(d, intervals or {}, may_wait) if d.whole_interval else
+           judge_latest_run(d.key, d.type, d.label, latest.get(d.upstream), may_wait=may_wait,
                             consumed=consumed.get(d.key), consume_repairs=d.consume_repairs)
            for d in spec.elsewhere]
     if spec.elsewhere and due(clock, now):
         in_progress = []
         for d, j in zip(spec.elsewhere, out):
             runs: LatestRuns | None = latest.get(d.upstream)
-            if not j.final and runs is not None and runs.latest is not None:
+            if not j.final and d.whole_interval:
+                in_progress.append((now, None))  # no run length to time the next look by
+            elif not j.final and runs is not None and runs.latest is not None:
                 in_progress.append((runs.latest.started_at or now, runs.average))
         clock = after_look(clock, in_progress, now, policy)
     return out, clock
@@ -106,7 +140,8 @@ def held_by_run_gate(spec: GateSpec, run: RunView) -> GateOutcome | None:
 
 
 def evaluate(spec: GateSpec, run: RunView, latest: Mapping, consumed: Mapping[str, tuple[dt.datetime, int]],
-             clock: WaitClock, policy: WaitPolicy, now: dt.datetime) -> tuple[GateOutcome, WaitClock]:
+             clock: WaitClock, policy: WaitPolicy, now: dt.datetime,
+             intervals: Mapping | None = None) -> tuple[GateOutcome, WaitClock]:
     """Judge every dependency and decide ADMIT, WAIT or SKIP.
 
     A task is never skipped while one of its upstreams in its own run has not finished: dependencies on
@@ -117,7 +152,7 @@ def evaluate(spec: GateSpec, run: RunView, latest: Mapping, consumed: Mapping[st
     if held is not None:
         return held, clock
     in_run = judge_in_run(spec, run)
-    elsewhere, clock = judge_elsewhere(spec, latest, consumed, clock, policy, now)
+    elsewhere, clock = judge_elsewhere(spec, latest, consumed, clock, policy, now, intervals)
     outcome = decide(spec.condition, in_run + elsewhere)
     if outcome.verdict is Verdict.SKIP and any(not j.final for j in in_run):
         outcome = GateOutcome(Verdict.WAIT, outcome.condition, outcome.judgements)

@@ -34,10 +34,14 @@ class Dependency:
         # Derived once: a gate reads them for every dependency on every look.
         in_run = isinstance(self.upstream, str)
         object.__setattr__(self, "in_run", in_run)
+        object.__setattr__(self, "whole_interval", not in_run and self.upstream.coverage == "interval")
         object.__setattr__(self, "key", f"task:{self.upstream}" if in_run else self.upstream.key)
 
     #: True for a task of the same DAG run; False for a catalog task elsewhere.
     in_run: bool = field(init=False, repr=False, compare=False)
+    #: A catalog task judged on every slot inside the run's data interval (``coverage="interval"``) rather
+    #: than by its latest run.
+    whole_interval: bool = field(init=False, repr=False, compare=False)
     #: The dependency label in gate decisions: ``task:<task_id>`` or the catalog identity's key.
     key: str = field(init=False, repr=False, compare=False)
 
@@ -47,6 +51,8 @@ class Dependency:
 
     def as_dict(self) -> dict:
         upstream = self.upstream if self.in_run else self.upstream.as_dict()
+        if self.whole_interval:
+            upstream["coverage"] = "interval"
         return {"upstream": upstream, "type": self.type.value, "consume_repairs": self.consume_repairs}
 
     @classmethod

@@ -12,6 +12,7 @@ from airflow.sdk.exceptions import AirflowSensorTimeout
 from airflow_leastaction.admission import gate_mode, settle
 from airflow_leastaction.catalog.engine import is_outage, setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
+from airflow_leastaction.coverage import check_coverage, snapshot_requests
 from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, MissingDataIntervalError, ParentFailedError
 from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
 from airflow_leastaction.identity import TaskIdentity
@@ -55,6 +56,11 @@ class ParentIntervalSensor(BaseSensorOperator):
         :func:`~airflow_leastaction.refs.external_task`).
     :param child_interval: the interval to check, ISO-8601 or datetime (templated). Default: the run's
         data-interval start (its logical date when it has none).
+    :param child_interval_end: the end of that interval, for parents judged with ``coverage="interval"``
+        (templated). Default: the run's data-interval end.
+    :param coverage: how parents that do not say their own are judged: ``slot`` (default: the parent slot
+        covering the child's interval start is done) or ``interval`` (every parent slot inside the child's
+        interval is done). A parent says its own with ``airflow_task(..., coverage=...)``.
     :param on_parent_failure: ``wait`` (default: a failed parent slot may be retried or repaired) or
         ``fail`` (fail this sensor at once).
     :param wait_for_new_output: when this run's slot already consumed a parent slot (a re-run, a
@@ -68,7 +74,7 @@ class ParentIntervalSensor(BaseSensorOperator):
     :param deferrable: defer to the triggerer (default) instead of poking.
     """
 
-    template_fields: Sequence[str] = ("child_interval",)
+    template_fields: Sequence[str] = ("child_interval", "child_interval_end")
     ui_color = "#e8f0fe"
 
     def __init__(
@@ -76,6 +82,8 @@ class ParentIntervalSensor(BaseSensorOperator):
         *,
         parents: Sequence[TaskIdentity | dict],
         child_interval: str | dt.datetime | None = None,
+        child_interval_end: str | dt.datetime | None = None,
+        coverage: str | None = "slot",
         on_parent_failure: str = "wait",
         wait_for_new_output: bool = False,
         catalog_conn_id: str | None = None,
@@ -97,8 +105,13 @@ class ParentIntervalSensor(BaseSensorOperator):
             )
         if catalog_conn_id is not None and not str(catalog_conn_id).strip():
             raise ConfigurationError(f"task {self.task_id!r}: catalog_conn_id must be a connection id or None")
+        check_coverage(coverage, f"task {self.task_id!r}")
+        for identity in identities:
+            check_coverage(identity.coverage, f"task {self.task_id!r} parent {identity}")
         self.parents = identities
         self.child_interval = child_interval
+        self.child_interval_end = child_interval_end
+        self.coverage = coverage or "slot"
         self.on_parent_failure = on_parent_failure
         self.wait_for_new_output = wait_for_new_output
         self.catalog_conn_id = catalog_conn_id
@@ -114,14 +127,31 @@ class ParentIntervalSensor(BaseSensorOperator):
             value = context.get("data_interval_start") or getattr(dag_run, "logical_date", None)
         if value is None:
             raise MissingDataIntervalError(self.dag_id, self.task_id, context.get("run_id", "?"))
+        return self._instant(value, "child_interval")
+
+    def _interval_end(self, context) -> dt.datetime | None:
+        """The child's interval end, read only when a parent is judged on the whole interval."""
+        if not any(c == "interval" for c in self._coverages()):
+            return None
+        value = self.child_interval_end
+        if value in (None, ""):
+            value = context.get("data_interval_end") or getattr(context.get("dag_run"), "data_interval_end", None)
+        return None if value is None else self._instant(value, "child_interval_end")
+
+    def _instant(self, value, what: str) -> dt.datetime:
         if isinstance(value, str):
             try:
                 value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
             except ValueError as exc:
-                raise ConfigurationError(f"task {self.task_id!r}: child_interval {value!r} is not ISO-8601") from exc
+                raise ConfigurationError(f"task {self.task_id!r}: {what} {value!r} is not ISO-8601") from exc
         if value.tzinfo is None:
-            raise ConfigurationError(f"task {self.task_id!r}: child_interval {value.isoformat()} has no timezone")
-        return value.astimezone(dt.timezone.utc)
+            raise ConfigurationError(f"task {self.task_id!r}: {what} {value.isoformat()} has no timezone")
+        # A plain datetime: Airflow's pendulum instants lose their zone in some arithmetic.
+        return dt.datetime.fromisoformat(value.astimezone(dt.timezone.utc).isoformat())
+
+    def _coverages(self) -> list[str]:
+        """Each parent's coverage: its own, else this sensor's."""
+        return [p.coverage or self.coverage for p in self.parents]
 
     @property
     def consumes_own_decisions(self) -> bool:
@@ -143,9 +173,10 @@ class ParentIntervalSensor(BaseSensorOperator):
                 consumed.setdefault(dependency, {})[upstream_slot] = rev
         return consumed
 
-    def _evaluate(self, store: CatalogStore, slot: dt.datetime, consumed) -> GateOutcome:
-        snapshot = store.snapshot([(p, slot) for p in self.parents])
-        return decide(ALL, judge_parents(self.parents, slot, snapshot, consumed))
+    def _evaluate(self, store: CatalogStore, slot: dt.datetime, end: dt.datetime | None, consumed) -> GateOutcome:
+        snapshot = store.snapshot(snapshot_requests(self.parents, self._coverages(), slot, end))
+        return decide(ALL, judge_parents(self.parents, slot, snapshot, consumed, interval_end=end,
+                                         coverage=self.coverage))
 
     def _attempt(self, context) -> AttemptKey:
         ti = context["ti"]
@@ -188,7 +219,7 @@ class ParentIntervalSensor(BaseSensorOperator):
             self._declare(store)
             self._declared = True
         consumed = self._consumed(store, slot)
-        outcome = self._evaluate(store, slot, consumed)
+        outcome = self._evaluate(store, slot, self._interval_end(context), consumed)
         admission = settle(store, self._attempt(context), outcome, downstream_slot=slot, mode=mode)
         if admission.admitted:
             self.log.info("admitted: %s", "; ".join(j.reason for j in outcome.judgements) or "no parents")
@@ -217,11 +248,12 @@ class ParentIntervalSensor(BaseSensorOperator):
     def _defer(self, context, consumed: dict, deadline: dt.datetime | None) -> None:
         now = dt.datetime.now(dt.timezone.utc)
         deadline = deadline or now + dt.timedelta(seconds=self.timeout)
-        slot = self._slot(context)
+        slot, end = self._slot(context), self._interval_end(context)
         self.defer(
             trigger=ParentIntervalTrigger(
-                parents=[p.as_dict() for p in self.parents],
+                parents=[{**p.as_dict(), "coverage": c} for p, c in zip(self.parents, self._coverages())],
                 child_interval=slot.isoformat(),
+                interval_end=end.isoformat() if end else None,
                 consumed=encode_consumed(consumed),
                 catalog_conn_id=self.catalog_conn_id,
                 poll_interval=self.poll_interval,

@@ -10,6 +10,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_leastaction.admission import gate_mode
 from airflow_leastaction.catalog.engine import aresolve_url
 from airflow_leastaction.gate import ALL, Verdict, decide
+from airflow_leastaction.coverage import snapshot_requests
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.parents import judge_parents
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
@@ -33,8 +34,10 @@ class ParentIntervalTrigger(BaseTrigger):
     (whether or not the catalog answers), each with the per-parent reasons. While the catalog cannot be
     reached it keeps waiting and says so once.
 
-    :param parents: parent identities, as dicts (``TaskIdentity.as_dict()``).
+    :param parents: parent identities, as dicts (``TaskIdentity.as_dict()``), each with an optional
+        ``coverage`` (``slot`` or ``interval``).
     :param child_interval: ISO-8601 start of the child's interval.
+    :param interval_end: ISO-8601 end of the child's interval (for parents judged on the whole interval).
     :param consumed: per parent key, the revision already consumed per parent slot (ISO keys).
     :param catalog_conn_id: catalog connection id (None: the configured default).
     :param poll_interval: seconds between catalog polls.
@@ -51,6 +54,7 @@ class ParentIntervalTrigger(BaseTrigger):
         poll_interval: float = 5.0,
         deadline: str | None = None,
         on_parent_failure: str = "wait",
+        interval_end: str | None = None,
     ):
         super().__init__()
         self.parents = parents
@@ -60,6 +64,7 @@ class ParentIntervalTrigger(BaseTrigger):
         self.poll_interval = float(poll_interval)
         self.deadline = deadline
         self.on_parent_failure = on_parent_failure
+        self.interval_end = interval_end
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -72,19 +77,22 @@ class ParentIntervalTrigger(BaseTrigger):
                 "poll_interval": self.poll_interval,
                 "deadline": self.deadline,
                 "on_parent_failure": self.on_parent_failure,
+                "interval_end": self.interval_end,
             },
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         parents = [TaskIdentity.from_dict(p) for p in self.parents]
         child = dt.datetime.fromisoformat(self.child_interval)
+        end = dt.datetime.fromisoformat(self.interval_end) if self.interval_end else None
         consumed = decode_consumed(self.consumed)
         deadline = dt.datetime.fromisoformat(self.deadline) if self.deadline else None
         poller = CatalogPoller.shared(await aresolve_url(self.catalog_conn_id), self.poll_interval)
         last_state: tuple | None = None
         reasons: list[str] = []
         judgements: list = []
-        async with poller.subscribe([(p, child) for p in parents]) as sub:
+        requests = snapshot_requests(parents, [p.coverage for p in parents], child, end)
+        async with poller.subscribe(requests) as sub:
             while True:
                 try:
                     snapshot = await next_until(sub, deadline)
@@ -95,7 +103,7 @@ class ParentIntervalTrigger(BaseTrigger):
                     reasons, judgements = [f"catalog unreachable: {exc}"], []
                     state: tuple = ("catalog unreachable",)
                 else:
-                    judgements = judge_parents(parents, child, snapshot, consumed)
+                    judgements = judge_parents(parents, child, snapshot, consumed, interval_end=end)
                     outcome = decide(ALL, judgements)
                     if outcome.verdict is Verdict.ADMIT:
                         yield TriggerEvent(self._event("admitted", judgements))

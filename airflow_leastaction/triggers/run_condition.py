@@ -15,7 +15,14 @@ from airflow_leastaction.catalog.engine import aresolve_url
 from airflow_leastaction.gate import TERMINAL_STATES, Verdict
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.admission import gate_mode
-from airflow_leastaction.run_conditions.judging import RunView, evaluate, in_run_pending, in_run_unfinished
+from airflow_leastaction.run_conditions.judging import (
+    RunView,
+    evaluate,
+    in_run_pending,
+    in_run_unfinished,
+    judge_whole_intervals,
+    whole_interval_requests,
+)
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
 from airflow_leastaction.triggers.poller import CatalogPoller
@@ -60,13 +67,15 @@ class RunConditionTrigger(BaseTrigger):
     :param catalog_conn_id: catalog connection id.
     :param poll_interval: seconds between ticks.
     :param run_gate: the DAG's run gate, if it has one: the gate waits until it admitted the run.
+    :param interval_end: ISO-8601 end of the run's data interval (for dependencies judged on the whole
+        interval).
     """
 
     def __init__(self, dag_id: str, run_id: str, task_id: str, dependencies: list[dict], condition: str,
                  count: int | None, slot_requests: dict[str, dict], slot: str, upstream: dict[str, list[str]],
                  waiting: list[str], consumed: dict[str, list] | None = None, clock: dict | None = None,
                  max_wait: float = 3600.0, max_looks: int = 30, catalog_conn_id: str | None = None,
-                 poll_interval: float = 5.0, run_gate: str | None = None):
+                 poll_interval: float = 5.0, run_gate: str | None = None, interval_end: str | None = None):
         super().__init__()
         self.dag_id, self.run_id, self.task_id = dag_id, run_id, task_id
         self.run_gate = run_gate
@@ -76,11 +85,12 @@ class RunConditionTrigger(BaseTrigger):
         self.clock = clock or WaitClock(dt.datetime.now(dt.timezone.utc)).as_dict()
         self.max_wait, self.max_looks = float(max_wait), int(max_looks)
         self.catalog_conn_id, self.poll_interval = catalog_conn_id, float(poll_interval)
+        self.interval_end = interval_end
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         keys = ("dag_id", "run_id", "task_id", "dependencies", "condition", "count", "slot_requests", "slot",
                 "upstream", "waiting", "consumed", "clock", "max_wait", "max_looks", "catalog_conn_id",
-                "poll_interval", "run_gate")
+                "poll_interval", "run_gate", "interval_end")
         return _classpath(self), {k: getattr(self, k) for k in keys}
 
     def spec(self) -> GateSpec:
@@ -104,16 +114,21 @@ class RunConditionTrigger(BaseTrigger):
             slots_sub = await stack.enter_async_context(
                 CatalogPoller.shared(url, self.poll_interval, "slot_records").subscribe(
                     [(i, slot) for i in by_identity.values()]))
-            runs_sub = None
-            if spec.elsewhere:
+            runs_sub = intervals_sub = None
+            by_run = [d.upstream for d in spec.elsewhere if not d.whole_interval]
+            if by_run:
                 runs_sub = await stack.enter_async_context(
-                    CatalogPoller.shared(url, self.poll_interval, "latest_runs").subscribe(
-                        [d.upstream for d in spec.elsewhere]))
+                    CatalogPoller.shared(url, self.poll_interval, "latest_runs").subscribe(by_run))
+            end = dt.datetime.fromisoformat(self.interval_end) if self.interval_end else None
+            if any(d.whole_interval for d in spec.elsewhere):
+                intervals_sub = await stack.enter_async_context(CatalogPoller.shared(url, self.poll_interval).subscribe(
+                    whole_interval_requests(spec, slot, end)))
             blind = False
             while True:
                 try:
                     found = await slots_sub.next()
                     fresh_runs = await runs_sub.next() if runs_sub is not None else {}
+                    snapshot = await intervals_sub.next() if intervals_sub is not None else None
                     states = await run_states(self.dag_id, self.run_id) if spec.in_run or spec.run_gate else {}
                 except Exception as exc:  # catalog or API down: keep waiting, say why once
                     if not blind:
@@ -132,7 +147,8 @@ class RunConditionTrigger(BaseTrigger):
                     latest = fresh_runs
                 records = {tid: found[(i, slot)] for tid, i in by_identity.items() if (i, slot) in found}
                 view = RunView(self.run_id, states, self.upstream, frozenset(self.waiting), records)
-                outcome, clock = evaluate(spec, view, latest, consumed, clock, policy, now)
+                intervals = judge_whole_intervals(spec, snapshot, slot, end) if snapshot is not None else {}
+                outcome, clock = evaluate(spec, view, latest, consumed, clock, policy, now, intervals)
                 event = None if outcome.verdict is Verdict.WAIT else TriggerEvent(
                     {"status": outcome.verdict.value, "summary": outcome.summary(), "clock": clock.as_dict()})
                 event = event or await self._relaxed(spec, clock, outcome, outcome.summary())

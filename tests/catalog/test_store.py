@@ -177,11 +177,12 @@ class TestDecisionsAndConsumption:
 
 class TestOutOfOrderCompletion:
     def test_a_later_slot_completed_first_does_not_release_the_child_of_an_earlier_slot(self, store):
-        store.record_success(RAW, day(5), meta=DAILY, run_id="r5")  # a backfill finished day 5 first
+        store.record_success(RAW, day(1), meta=DAILY, run_id="r1")
+        store.record_success(RAW, day(5), run_id="r5")  # a backfill finished day 5 before day 2
         j = judge(store, day(2))
         assert not j.satisfied
         assert j.reason == "orders_raw: expected slot 2026-11-02 (day) has not run yet (later slots completed " \
-                           "up to 2026-11-05)"
+                           "up to 2026-11-05; judged by its slot records)"
         store.record_success(RAW, day(2), run_id="r2")
         assert judge(store, day(2)).satisfied
 
@@ -194,3 +195,104 @@ class TestOutOfOrderCompletion:
         with store.write() as conn:  # a catalog row some other tool maintains: a watermark, no slot records
             conn.execute(update(task).values(prev_interval_start=day(5), state="success"))
         assert judge(store, day(2)).satisfied
+
+
+class TestPartialHistory:
+    """Slots before a parent's first recorded slot are judged by its watermark; after it, by its records."""
+
+    def test_an_external_parent_that_reports_only_its_latest_completion_covers_earlier_children(self, store):
+        store.report_completion(RAW, day(5), cron="0 0 * * *")
+        j = judge(store, day(3))
+        assert j.satisfied
+        assert j.reason == "orders_raw: slot 2026-11-03 (day) is covered, completed up to 2026-11-05; judged by " \
+                           "its watermark, as its slot records start at 2026-11-05"
+
+    def test_history_from_before_the_listener_was_installed_is_judged_by_the_watermark(self, store):
+        from sqlalchemy import update
+
+        from airflow_leastaction.catalog.schema import task
+
+        store.register_task(RAW, DAILY)
+        with store.write() as conn:  # what the parent completed before the listener existed
+            conn.execute(update(task).values(prev_interval_start=day(4), state="success"))
+        store.record_running(RAW, day(5), run_id="r5")  # the listener's first record
+        assert judge(store, day(4)).satisfied
+        j = judge(store, day(5))
+        assert not j.satisfied and "slot 2026-11-05 (day) is running" in j.reason
+
+    def test_a_parent_with_no_completion_before_its_first_record_does_not_cover_and_says_why(self, store):
+        store.record_running(RAW, day(5), meta=DAILY, run_id="r5")
+        j = judge(store, day(3))
+        assert not j.satisfied
+        assert j.reason == "orders_raw: expected slot 2026-11-03 (day), never completed; judged by its " \
+                           "watermark, as its slot records start at 2026-11-05"
+
+    def test_a_missing_slot_after_the_first_record_is_judged_by_the_slot_records(self, store):
+        store.report_completion(RAW, day(5), cron="0 0 * * *")
+        store.report_completion(RAW, day(7), cron="0 0 * * *")
+        j = judge(store, day(6))
+        assert not j.satisfied and j.reason.endswith("judged by its slot records)")
+        assert judge(store, day(4)).satisfied
+
+    def test_the_first_recorded_slot_counts_records_of_any_state(self, store):
+        store.record_running(RAW, day(2), meta=DAILY, run_id="r2")
+        store.record_finished(RAW, day(2), "failed", run_id="r2")
+        store.record_success(RAW, day(5), run_id="r5")
+        assert "judged by its slot records" in judge(store, day(3)).reason
+        assert store.snapshot([(RAW, day(3))])[0][RAW].first_slot == day(2)
+
+
+class TestSnapshotWindows:
+    """Each parent's slot records are read inside that parent's own windows, never the union."""
+
+    def test_a_long_backfill_and_an_ad_hoc_parent_do_not_widen_other_parents_reads(self, store):
+        base = dt.datetime(2026, 6, 1, tzinfo=UTC)
+        days = [base + dt.timedelta(days=n) for n in range(60)]
+        current, backfill = TaskIdentity("current", "p"), TaskIdentity("backfilled", "p")
+        ad_hoc = TaskIdentity("ad_hoc", "p")
+        for d in days:
+            store.record_success(current, d, meta=DAILY, run_id=f"c{d:%j}")
+            store.record_success(backfill, d, meta=DAILY, run_id=f"b{d:%j}")
+            store.record_success(ad_hoc, d, meta=TaskMeta(cron=None), run_id=f"a{d:%j}")
+        requests = [(current, days[-1]), (backfill, days[0]), (ad_hoc, days[-3])]
+        statements = []
+        from sqlalchemy import event
+
+        listener = lambda *args: statements.append(args[2])  # noqa: E731
+        event.listen(store.engine, "before_cursor_execute", listener)
+        try:
+            tasks, slots = store.snapshot(requests)
+        finally:
+            event.remove(store.engine, "before_cursor_execute", listener)
+        per_task = {i.name: len(slots.for_task(t.pk)) for i, t in tasks.items()}
+        # One covering day each for the cron parents; the ad hoc one reads from its child's interval on.
+        assert per_task == {"current": 1, "backfilled": 1, "ad_hoc": 3}
+        assert len(slots) == 5
+        assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 2
+
+    def test_a_whole_interval_request_reads_the_parent_slots_inside_the_interval(self, store):
+        hourly = TaskMeta(cron="0 * * * *")
+        for h in range(48):
+            store.record_success(RAW, day(3) + dt.timedelta(hours=h), meta=hourly, run_id=f"h{h}")
+        _, slots = store.snapshot([(RAW, day(3), day(4))])
+        assert sorted(s.slot for s in slots) == [day(3) + dt.timedelta(hours=h) for h in range(24)]
+
+    def test_windows_shared_by_many_parents_are_read_together(self, store):
+        parents = [TaskIdentity(f"p{i}", "proj") for i in range(20)]
+        for p in parents:
+            store.record_success(p, day(2), meta=DAILY, run_id="r2")
+            store.record_success(p, day(3), meta=DAILY, run_id="r3")
+        tasks, slots = store.snapshot([(p, d) for p in parents for d in (day(2), day(3))])
+        assert len(slots) == 40
+        assert all(judge_parents([p], day(2), (tasks, slots))[0].satisfied for p in parents)
+
+    def test_a_thousand_distinct_windows_are_read_in_a_few_statements(self, store):
+        from airflow_leastaction.catalog.store import WINDOWS_PER_QUERY
+
+        base = dt.datetime(2025, 1, 1, tzinfo=UTC)
+        days = [base + dt.timedelta(days=2 * n) for n in range(6 * WINDOWS_PER_QUERY + 50)]  # a long backfill
+        store.register_task(RAW, DAILY)
+        for d in days[::10]:
+            store.record_success(RAW, d, run_id=f"r{d:%j}")
+        _, slots = store.snapshot([(RAW, d) for d in days])
+        assert sorted(s.slot for s in slots) == days[::10]

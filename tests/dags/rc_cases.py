@@ -17,6 +17,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_leastaction.refs import external_task
 from airflow_leastaction.rows import report_rows_written
 from airflow_leastaction.run_conditions import always, depends_on, failure, has_data, run_condition, success
+from airflow_leastaction.timetables import IntervalCronTimetable
 
 START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 FAST = dict(poll_interval=0.2)
@@ -141,3 +142,8 @@ with dag("rc_inactive"):
 
 with dag("rc_cross_dag_short_wait"):
     run_condition(child(), success(OTHER), max_wait=dt.timedelta(seconds=2), **FAST)
+
+# A daily report on another pipeline's hourly loads: every hourly slot of the run's day must be done.
+with DAG("rc_whole_day", schedule=IntervalCronTimetable("0 0 * * *"), start_date=START, catchup=False, tags=["test", "run-conditions"]):
+    run_condition(child(), success(external_task("rc_hourly", "other-team", coverage="interval")),
+                  max_wait=dt.timedelta(seconds=2), **FAST)

@@ -33,6 +33,8 @@ gated("pis_poke", deferrable=False, mode="poke", timeout=30)
 gated("pis_no_parents", parents=[])
 gated("pis_unknown_conn", catalog_conn_id="no_such_catalog")
 gated("pis_no_interval", schedule=None)
+# A daily aggregate of an hourly parent: every hourly slot of the day must be done.
+gated("pis_whole_day", parents=[external_task("pis_hourly", "other-team", coverage="interval")], timeout=3)
 
 
 with DAG("pis_sensor_then_gate", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):

@@ -152,6 +152,29 @@ class TestParentIntervalSensorRuns:
         assert ti_state(run, "wait") == "failed"
 
 
+class TestWholeIntervalCoverage:
+    def test_a_daily_child_waits_for_all_24_hourly_parent_slots_of_its_day(self, catalog, run_dag, capfd):
+        def report_hour(h: int):
+            report_completion("pis_hourly", "other-team", day(20) + dt.timedelta(hours=h), cron="0 * * * *",
+                              store=catalog)
+
+        for h in range(23):
+            report_hour(h)
+        run = run_dag("pis_whole_day", day(20))
+        assert ti_state(run, "wait") == "failed"  # timed out: 23:00 is missing
+        log = capfd.readouterr().out
+        assert "pis_hourly: 1 of 24 slots from 2026-11-20 00:00 up to 2026-11-21 00:00 not complete (whole " \
+               "interval): 2026-11-20 23:00 (has not run)" in log
+        assert "parents not satisfied in time" in log
+        assert decisions(catalog, "pis_whole_day", "wait") == []
+        report_hour(23)
+        assert run_dag("pis_whole_day", day(20)).state == "success"
+        admitted = decisions(catalog, "pis_whole_day", "wait")
+        assert [(d["result"], d["upstream_slot"]) for d in admitted] == [
+            ("SATISFIED", day(20) + dt.timedelta(hours=23))]
+        assert "all 24 slots from 2026-11-20 00:00 up to 2026-11-21 00:00 completed" in admitted[0]["reason"]
+
+
 class TestConsumptionThroughGates:
     def test_a_task_behind_a_run_condition_gate_consumes_the_sensors_decisions_too(self, catalog, run_dag):
         report_completion("pis_raw", "other-team", day(16), cron="0 0 * * *", store=catalog)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, InvalidCronError, InvalidTimezoneError
+from airflow_leastaction.exceptions import (
+    ConfigurationError,
+    DuplicateParentError,
+    InvalidCoverageError,
+    InvalidCronError,
+    InvalidTimezoneError,
+)
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.sensors import ParentIntervalSensor, airflow_task, external_task
 from airflow_leastaction.timetables import IntervalCronTimetable
@@ -34,6 +40,27 @@ class TestParentIntervalSensorArguments:
         monkeypatch.setenv("AIRFLOW__LEASTACTION__PROJECT", "sales-airflow")
         assert airflow_task("orders", "load") == TaskIdentity("orders.load", "sales-airflow")
         assert airflow_task("orders", "load", project="other") == TaskIdentity("orders.load", "other")
+
+
+    def test_an_unknown_coverage_is_rejected_naming_the_task(self):
+        with pytest.raises(InvalidCoverageError, match="task 'wait': coverage='whole'; expected 'slot'"):
+            ParentIntervalSensor(task_id="wait", parents=[], coverage="whole")
+
+    def test_an_unknown_parent_coverage_is_rejected_naming_the_parent(self):
+        with pytest.raises(InvalidCoverageError, match=r"parent airflow_task\('orders', 'load'\): coverage='all'"):
+            airflow_task("orders", "load", coverage="all")
+        with pytest.raises(InvalidCoverageError, match=r"parent external_task\('raw', 'sales'\): coverage='day'"):
+            external_task("raw", "sales", coverage="day")
+        bad = TaskIdentity("raw", "sales", coverage="daily")
+        with pytest.raises(InvalidCoverageError, match="task 'wait' parent sales/raw: coverage='daily'"):
+            ParentIntervalSensor(task_id="wait", parents=[bad])
+
+    def test_a_parent_says_its_own_coverage_and_the_sensor_gives_the_rest(self):
+        hourly = external_task("hourly", "sales", coverage="interval")
+        daily = external_task("daily", "sales")
+        assert ParentIntervalSensor(task_id="wait", parents=[hourly, daily])._coverages() == ["interval", "slot"]
+        sensor = ParentIntervalSensor(task_id="wait", parents=[hourly, daily], coverage="interval")
+        assert sensor._coverages() == ["interval", "interval"]
 
 
 class TestIntervalCronTimetable:

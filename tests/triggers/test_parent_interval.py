@@ -36,6 +36,16 @@ class TestSerialization:
         assert rebuilt.serialize() == (classpath, kwargs)
 
 
+    def test_whole_interval_parents_round_trip_with_the_interval_end(self):
+        parent = {**TaskIdentity("hourly", "sales").as_dict(), "coverage": "interval"}
+        trigger = ParentIntervalTrigger(parents=[parent], child_interval=DAY.isoformat(),
+                                        interval_end=(DAY + dt.timedelta(days=1)).isoformat())
+        classpath, kwargs = trigger.serialize()
+        rebuilt = ParentIntervalTrigger(**kwargs)
+        assert rebuilt.serialize() == (classpath, kwargs)
+        assert TaskIdentity.from_dict(kwargs["parents"][0]).coverage == "interval"
+
+
 class QueryCounter:
     def __init__(self, engine):
         self.engine, self.selects = engine, 0
@@ -135,3 +145,34 @@ async def test_the_poller_stops_when_its_last_subscriber_leaves(sqlite_url, inte
     await asyncio.sleep(interval * 3)
     assert poller._task.done()
     assert (id(asyncio.get_running_loop()), sqlite_url, interval) not in CatalogPoller._shared
+
+
+async def test_a_parent_reporting_only_its_latest_completion_releases_an_earlier_child(
+        store, catalog_url, use_catalog):
+    use_catalog(catalog_url)
+    raw = TaskIdentity("orders_raw", "sales-platform")
+    store.report_completion(raw, DAY + dt.timedelta(days=2), cron="0 0 * * *")
+    payload = await asyncio.wait_for(first_event(make_trigger([raw])), timeout=10)
+    assert payload["status"] == "admitted"
+    assert "judged by its watermark, as its slot records start at 2026-11-30" in payload["judgements"][0]["reason"]
+
+
+async def test_a_whole_interval_parent_releases_the_child_when_its_last_slot_of_the_interval_completes(
+        store, catalog_url, use_catalog):
+    use_catalog(catalog_url)
+    hourly = TaskIdentity("orders_hourly", "sales-platform")
+    hours = [DAY + dt.timedelta(hours=h) for h in range(24)]
+    for h in hours[:-1]:
+        store.report_completion(hourly, h, cron="0 * * * *")
+    parent = {**hourly.as_dict(), "coverage": "interval"}
+    trigger = ParentIntervalTrigger(parents=[parent], child_interval=DAY.isoformat(), poll_interval=0.05,
+                                    interval_end=(DAY + dt.timedelta(days=1)).isoformat())
+    waiter = asyncio.create_task(first_event(trigger))
+    poller = CatalogPoller.shared(catalog_url, 0.05)
+    while poller.ticks < 3:  # judged on several snapshots while 23:00 is missing
+        await asyncio.sleep(0.01)
+    assert not waiter.done()
+    await asyncio.to_thread(store.report_completion, hourly, hours[-1], cron="0 * * * *")
+    payload = await asyncio.wait_for(waiter, timeout=10)
+    assert payload["status"] == "admitted"
+    assert payload["judgements"][0]["upstream_slot"] == hours[-1].isoformat()

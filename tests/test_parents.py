@@ -1,0 +1,62 @@
+"""Judging a parent with partial history: slot records where they exist, the watermark before them."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.parents import IN_FLIGHT_STATES, SlotSnapshot, TaskSnapshot, judge_parent
+
+UTC = dt.timezone.utc
+RAW = TaskIdentity("orders_raw", "sales")
+STATES = ["success", "success", "running", "failed", "skipped"]
+
+
+def day(n: int) -> dt.datetime:
+    return dt.datetime(2026, 11, 1, tzinfo=UTC) + dt.timedelta(days=n - 1)
+
+
+def parent(records: dict[int, str], history: int | None) -> tuple[TaskSnapshot, list[SlotSnapshot]]:
+    """A daily parent: slot records by day, and a watermark from before them (``history``)."""
+    slots = [SlotSnapshot(n, 1, day(n), state, 1 if state == "success" else 0) for n, state in sorted(records.items())]
+    done = [n for n, state in records.items() if state == "success"]
+    wm = max([n for n in [history, *done] if n is not None], default=None)
+    first = min(records, default=None)
+    task = TaskSnapshot(1, RAW, "0 0 * * *", "UTC", "success", day(wm) if wm else None, bool(records),
+                        day(first) if first else None)
+    return task, slots
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=st.dictionaries(st.integers(1, 20), st.sampled_from(STATES), max_size=12),
+       history=st.one_of(st.none(), st.integers(1, 20)), child=st.integers(1, 22),
+       hour=st.integers(0, 23))
+@example(records={5: "success"}, history=None, child=3, hour=0)  # an external system reporting its latest day
+@example(records={1: "success", 5: "success"}, history=None, child=2, hour=0)  # a backfill finishing day 5 first
+def test_slots_before_the_first_record_are_judged_by_the_watermark_and_after_it_by_the_records(
+        records, history, child, hour):
+    task, slots = parent(records, history)
+    j = judge_parent(RAW, task, slots, day(child) + dt.timedelta(hours=hour))
+
+    # The oracle, in the rule's words: the covering slot is the child's day. Its own record decides
+    # when it has one; before the parent's first record its watermark decides; after it, no record
+    # means it has not run.
+    first = min(records, default=None)
+    wm = max([n for n in [history, *(n for n, s in records.items() if s == "success")] if n is not None],
+             default=None)
+    if child in records:
+        expected = records[child] == "success"
+    elif first is None or child < first:
+        expected = wm is not None and wm >= child
+    else:
+        expected = False
+    assert j.satisfied == expected
+    if child not in records and first is not None and child < first:
+        assert "judged by its watermark, as its slot records start at" in j.reason
+    elif child not in records and first is not None and wm is not None and wm >= child:
+        assert j.reason.endswith("judged by its slot records)")
+    if child in records and records[child] in IN_FLIGHT_STATES:
+        assert "is running" in j.reason
