@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,7 +87,8 @@ class RunConditionGate(_Waiting):
     :param max_looks: how many times one check looks at runs in progress elsewhere (default 30).
     :param catalog_conn_id: connection of the catalog.
     :param poll_interval: seconds between looks at the run (default ``[leastaction] poll_interval``).
-    :param deferrable: wait in the triggerer (default) rather than by rescheduling.
+    :param deferrable: wait in the triggerer (default). ``False``: wait for same-run upstreams by
+        rescheduling, then for upstreams in other DAGs in the worker (the check's clock lives there).
     """
 
     ui_color = "#fff1c2"
@@ -141,11 +143,10 @@ class RunConditionGate(_Waiting):
         view = RunView(run_id, states, upstream, frozenset(waiting), records)
         return evaluate(self.spec, view, latest, self._consumed(store), clock, self.policy, _utcnow())
 
-    def _clock(self, context, carried: dict | None) -> WaitClock:
-        if carried:
-            return WaitClock.from_dict(carried)
-        first = context["ti"].get_first_reschedule_date(context) if context.get("task_reschedule_count") else None
-        return WaitClock(first or _utcnow(), int(context.get("task_reschedule_count") or 0))
+    def _clock(self, carried: dict | None) -> WaitClock:
+        # The check starts when the same-run dependencies are final (see wait_rule); until then a wait
+        # by rescheduling has nothing to carry over.
+        return WaitClock.from_dict(carried) if carried else WaitClock()
 
     # -- Airflow entry points -----------------------------------------------------------------------
     def execute(self, context) -> None:
@@ -159,12 +160,22 @@ class RunConditionGate(_Waiting):
 
     def _step(self, context, carried: dict | None) -> None:
         store = CatalogStore(conn_id=self.catalog_conn_id)
-        outcome, clock = self._judge(context, store, self._clock(context, carried))
-        in_run_pending = any(not j.final for j in outcome.judgements if j.dependency.startswith("task:"))
-        if outcome.verdict is Verdict.WAIT and (gate_mode() == "enforce" or in_run_pending):
+        clock, said = self._clock(carried), None
+        while True:
+            outcome, clock = self._judge(context, store, clock)
+            in_run_pending = any(not j.final for j in outcome.judgements if j.dependency.startswith("task:"))
             # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
-            self.log.info("%s waits: %s", self.gated_task_id, outcome.summary())
-            return self._wait(context, clock, in_run_pending)
+            if outcome.verdict is not Verdict.WAIT or (gate_mode() != "enforce" and not in_run_pending):
+                return self._conclude(context, store, outcome)
+            if outcome.summary() != said:
+                said = outcome.summary()
+                self.log.info("%s waits: %s", self.gated_task_id, said)
+            if self.deferrable or in_run_pending:
+                return self._wait(context, clock, in_run_pending)
+            # Not deferrable, only other DAGs left: keep the check (its clock) in this process until decided.
+            time.sleep(self.poll_interval)
+
+    def _conclude(self, context, store: CatalogStore, outcome: GateOutcome) -> None:
         admission = settle(store, self._attempt(context), outcome, downstream_slot=run_slot(context))
         for j in outcome.judgements:
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)

@@ -21,7 +21,14 @@ from airflow_leastaction.gate import (
 )
 from airflow_leastaction.parents import LatestRuns, RunRecord, judge_latest_run
 from airflow_leastaction.run_conditions.model import GateSpec
-from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, after_look, budget_left, due
+from airflow_leastaction.run_conditions.wait_rule import (
+    WaitClock,
+    WaitPolicy,
+    after_look,
+    budget_left,
+    due,
+    start,
+)
 
 
 @dataclass(frozen=True)
@@ -69,7 +76,8 @@ def judge_in_run(spec: GateSpec, run: RunView) -> list[Judgement]:
 
 def judge_elsewhere(spec: GateSpec, latest: Mapping, consumed: Mapping[str, tuple[dt.datetime, int]],
                     clock: WaitClock, policy: WaitPolicy, now: dt.datetime) -> tuple[list[Judgement], WaitClock]:
-    """Judge the dependencies on tasks in other DAGs; count a look when one is due."""
+    """Judge the dependencies on tasks in other DAGs; count a look when one is due and finds a run of
+    one of them in progress (see :mod:`~airflow_leastaction.run_conditions.wait_rule`)."""
     may_wait = budget_left(clock, policy, now)
     out = [judge_latest_run(d.key, d.type, d.label, latest.get(d.upstream), may_wait=may_wait,
                             consumed=consumed.get(d.key), consume_repairs=d.consume_repairs)
@@ -89,9 +97,13 @@ def evaluate(spec: GateSpec, run: RunView, latest: Mapping, consumed: Mapping[st
     """Judge every dependency and decide ADMIT, WAIT or SKIP.
 
     A task is never skipped while one of its upstreams in its own run has not finished: dependencies on
-    other DAGs alone do not skip it before it could have started.
+    other DAGs alone do not skip it before it could have started. Their check (its wait clock and look
+    budget) starts when every same-run dependency is final; before that a running upstream elsewhere
+    is simply waited for (it may still satisfy an ANY or N early).
     """
     in_run = judge_in_run(spec, run)
+    if all(j.final for j in in_run):
+        clock = start(clock, now)
     elsewhere, clock = judge_elsewhere(spec, latest, consumed, clock, policy, now)
     outcome = decide(spec.condition, in_run + elsewhere)
     if outcome.verdict is Verdict.SKIP and any(not j.final for j in in_run):
