@@ -154,7 +154,7 @@ def _poke_until_released() -> bool:
 with dag("rc_cross_dag_after_long_upstream"):
     slow = PythonSensor(task_id="slow", python_callable=_poke_until_released, mode="reschedule",
                         poke_interval=0.2, timeout=300)
-    run_condition(child(), success(slow), success(OTHER), max_looks=3, **FAST)
+    run_condition(child(), success(slow), success(OTHER), max_looks=10, **FAST)
 
 with dag("rc_cross_dag_in_worker"):
     run_condition(child(), success(OTHER), max_wait=dt.timedelta(seconds=2), deferrable=False, **FAST)

@@ -67,8 +67,9 @@ class TestTheCheckStartsWithTheTask:
     def test_a_long_same_run_upstream_spends_none_of_the_budget_and_a_late_run_elsewhere_is_waited_for(
         self, rc_catalog, run_dag, markers
     ):
-        """Three looks at most; the same-run upstream runs for many gate ticks, the other DAG's run
-        starts meanwhile and is still running when the upstream finishes: the gate waits for it."""
+        """Ten looks at most; the same-run upstream runs for twice as many gate ticks, the other DAG's
+        run starts meanwhile and is still running when the upstream finishes: the gate waits for it."""
+        other_run(rc_catalog, 15, length=10.0)  # history: looks at 7 s, 8 s, 9 s ... into a run
         other_run(rc_catalog, 16, "failed")  # the latest finished run would reject the child
 
         def pokes() -> int:
@@ -82,7 +83,7 @@ class TestTheCheckStartsWithTheTask:
             if not until(lambda: pokes() >= 6):
                 return
             rc_catalog.record_running(OTHER, day(17), meta=META, run_id="other-17")  # starts late
-            if not until(lambda: pokes() >= 12):
+            if not until(lambda: pokes() >= 20):
                 return
             (markers / "release").write_text("go")
             if until(gate_waits_in_its_trigger):  # the check started and is waiting for the run elsewhere
@@ -92,7 +93,7 @@ class TestTheCheckStartsWithTheTask:
         helper.start()
         run = run_dag("rc_cross_dag_after_long_upstream", day(17))
         helper.join(timeout=5)
-        assert pokes() >= 12
+        assert pokes() >= 20
         assert states(run)["child"] == "success"
         rows = {d["dependency"]: d for d in decisions(rc_catalog, "rc_cross_dag_after_long_upstream", "child__gate")}
         assert rows[OTHER.key]["result"] == "SATISFIED" and rows[OTHER.key]["upstream_slot"] == day(17)
