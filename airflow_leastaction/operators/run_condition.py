@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -99,7 +100,8 @@ class RunConditionGate(_Waiting):
     :param max_looks: how many times one check looks at runs in progress elsewhere (default 30).
     :param catalog_conn_id: connection of the catalog (default ``[leastaction] catalog_conn_id``).
     :param poll_interval: seconds between looks at the run (default ``[leastaction] poll_interval``).
-    :param deferrable: wait in the triggerer (default) rather than by rescheduling.
+    :param deferrable: wait in the triggerer (default). ``False``: wait for same-run upstreams by
+        rescheduling, then for upstreams in other DAGs in the worker (the check's clock lives there).
     :param run_gate: the DAG's run gate (set by
         :func:`~airflow_leastaction.run_conditions.dag_run_condition`): nothing is judged before it
         admitted the run.
@@ -165,11 +167,10 @@ class RunConditionGate(_Waiting):
         view = RunView(run_id, states, upstream, frozenset(waiting), records)
         return evaluate(self.spec, view, latest, self._consumed(store), clock, self.policy, _utcnow(), intervals)
 
-    def _clock(self, context, carried: dict | None) -> WaitClock:
-        if carried:
-            return WaitClock.from_dict(carried)
-        first = context["ti"].get_first_reschedule_date(context) if context.get("task_reschedule_count") else None
-        return WaitClock(first or _utcnow(), int(context.get("task_reschedule_count") or 0))
+    def _clock(self, carried: dict | None) -> WaitClock:
+        # The check starts when the same-run dependencies are final (see wait_rule); until then a wait
+        # by rescheduling has nothing to carry over.
+        return WaitClock.from_dict(carried) if carried else WaitClock()
 
     # -- Airflow entry points -----------------------------------------------------------------------
     def execute(self, context) -> None:
@@ -185,23 +186,32 @@ class RunConditionGate(_Waiting):
 
     def _step(self, context, carried: dict | None, mode: str | None = None) -> None:
         mode = mode or gate_mode()
-        clock = self._clock(context, carried)
-        try:
-            store = CatalogStore(conn_id=self.catalog_conn_id)
-            outcome, clock = self._judge(context, store, clock)
-            pending = in_run_pending(outcome)
-            # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
-            waits = outcome.verdict is Verdict.WAIT and (mode == "enforce" or pending)
-            consumed = self._consumed(store) if waits else {}
-            admission = None if waits else settle(store, self._attempt(context), outcome,
-                                                  downstream_slot=run_slot(context), mode=mode)
-        except Exception as exc:
-            if not is_outage(exc):
-                raise
-            return self._catalog_unreachable(context, clock, mode, exc)
-        if admission is None:
-            self.log.info("%s waits: %s", self.gated_task_id, outcome.summary())
-            return self._wait(context, clock, pending, consumed)
+        clock, said = self._clock(carried), None
+        while True:
+            try:
+                store = CatalogStore(conn_id=self.catalog_conn_id)
+                outcome, clock = self._judge(context, store, clock)
+                pending = in_run_pending(outcome)
+                # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
+                waits = outcome.verdict is Verdict.WAIT and (mode == "enforce" or pending)
+                consumed = self._consumed(store) if waits else {}
+                admission = None if waits else settle(store, self._attempt(context), outcome,
+                                                      downstream_slot=run_slot(context), mode=mode)
+            except Exception as exc:
+                if not is_outage(exc):
+                    raise
+                return self._catalog_unreachable(context, clock, mode, exc)
+            if admission is not None:
+                return self._conclude(outcome, admission, mode)
+            if outcome.summary() != said:
+                said = outcome.summary()
+                self.log.info("%s waits: %s", self.gated_task_id, said)
+            if self.deferrable or pending:
+                return self._wait(context, clock, pending, consumed)
+            # Not deferrable, only other DAGs left: keep the check (its clock) in this process until decided.
+            time.sleep(self.poll_interval)
+
+    def _conclude(self, outcome: GateOutcome, admission, mode: str) -> None:
         for j in outcome.judgements:
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         if admission.admitted:

@@ -24,7 +24,14 @@ from airflow_leastaction.gate import (
 )
 from airflow_leastaction.parents import LatestRuns, RunRecord, judge_latest_run, judge_parents
 from airflow_leastaction.run_conditions.model import GateSpec
-from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, after_look, budget_left, due
+from airflow_leastaction.run_conditions.wait_rule import (
+    WaitClock,
+    WaitPolicy,
+    after_look,
+    budget_left,
+    due,
+    start,
+)
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,8 @@ def _judge_whole_interval(d, intervals: Mapping, may_wait: bool) -> Judgement:
 def judge_elsewhere(spec: GateSpec, latest: Mapping, consumed: Mapping[str, tuple[dt.datetime, int]],
                     clock: WaitClock, policy: WaitPolicy, now: dt.datetime,
                     intervals: Mapping | None = None) -> tuple[list[Judgement], WaitClock]:
-    """Judge the dependencies on tasks in other DAGs; count a look when one is due.
+    """Judge the dependencies on tasks in other DAGs; count a look when one is due and finds a run of
+    one of them in progress (see :mod:`~airflow_leastaction.run_conditions.wait_rule`).
 
     ``intervals`` holds the judgements of those judged on the whole interval (:func:`judge_whole_intervals`).
     """
@@ -145,13 +153,17 @@ def evaluate(spec: GateSpec, run: RunView, latest: Mapping, consumed: Mapping[st
     """Judge every dependency and decide ADMIT, WAIT or SKIP.
 
     A task is never skipped while one of its upstreams in its own run has not finished: dependencies on
-    other DAGs alone do not skip it before it could have started. Nothing is judged before the DAG's run
+    other DAGs alone do not skip it before it could have started. Their check (its wait clock and look
+    budget) starts when every same-run dependency is final; before that a running upstream elsewhere
+    is simply waited for (it may still satisfy an ANY or N early). Nothing is judged before the DAG's run
     gate (if any) admitted the run.
     """
     held = held_by_run_gate(spec, run)
     if held is not None:
         return held, clock
     in_run = judge_in_run(spec, run)
+    if all(j.final for j in in_run):
+        clock = start(clock, now)
     elsewhere, clock = judge_elsewhere(spec, latest, consumed, clock, policy, now, intervals)
     outcome = decide(spec.condition, in_run + elsewhere)
     if outcome.verdict is Verdict.SKIP and any(not j.final for j in in_run):

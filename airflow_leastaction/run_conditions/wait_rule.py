@@ -4,6 +4,11 @@ The gate looks again at 70 % of the upstream's average run length (measured from
 run), then 80 %, 90 % and so on. One check waits at most ``max_wait`` (60 minutes unless set; 0 judges
 at once) and looks at most ``max_looks`` times (30), across all its dependencies. When the budget is
 spent, the upstream's latest *finished* run decides.
+
+The check is made "when the task itself starts": its clock starts once every dependency of the task
+in its own run is final, not when the gate starts, so same-run upstreams that run for hours spend none
+of it. Only a look at an upstream whose latest run is in progress counts against ``max_looks``; a
+look that finds nothing running waits for nothing.
 """
 
 from __future__ import annotations
@@ -36,21 +41,27 @@ class WaitPolicy:
 
 @dataclass(frozen=True)
 class WaitClock:
-    """Where one check stands: when it started, how many looks it took, when the next one is due."""
+    """Where one check stands: when it started (None: not yet), how many looks it took, when the next
+    one is due."""
 
-    started: dt.datetime
+    started: dt.datetime | None = None
     looks: int = 0
     next_look: dt.datetime | None = None  # None: look now
 
     def as_dict(self) -> dict:
-        return {"started": self.started.isoformat(), "looks": self.looks,
+        return {"started": self.started.isoformat() if self.started else None, "looks": self.looks,
                 "next_look": self.next_look.isoformat() if self.next_look else None}
 
     @classmethod
     def from_dict(cls, data: dict) -> WaitClock:
-        nxt = data.get("next_look")
-        return cls(dt.datetime.fromisoformat(data["started"]), int(data.get("looks", 0)),
+        started, nxt = data.get("started"), data.get("next_look")
+        return cls(dt.datetime.fromisoformat(started) if started else None, int(data.get("looks", 0)),
                    dt.datetime.fromisoformat(nxt) if nxt else None)
+
+
+def start(clock: WaitClock, now: dt.datetime) -> WaitClock:
+    """The check starts now (the task's same-run dependencies are final), unless it already has."""
+    return clock if clock.started is not None else WaitClock(now)
 
 
 def look_at(run_started: dt.datetime, average: dt.timedelta | None, index: int, now: dt.datetime,
@@ -63,7 +74,9 @@ def look_at(run_started: dt.datetime, average: dt.timedelta | None, index: int, 
 
 
 def budget_left(clock: WaitClock, policy: WaitPolicy, now: dt.datetime) -> bool:
-    """May this check still wait for a run in progress?"""
+    """May this check still wait for a run in progress? A check that has not started has spent nothing."""
+    if clock.started is None:
+        return True
     return clock.looks < policy.max_looks and now - clock.started < policy.max_wait
 
 
@@ -75,11 +88,13 @@ def after_look(clock: WaitClock, in_progress: list[tuple[dt.datetime, dt.timedel
                policy: WaitPolicy) -> WaitClock:
     """Count a look and schedule the next one: the earliest next look among the runs still in progress.
 
+    A look that finds no upstream run in progress is not counted, and the next one is due at once. A
+    check that has not started counts nothing.
+
     :param in_progress: (run start, average run length) of each dependency still in progress.
     """
-    looks = clock.looks + 1
-    if not in_progress:
-        return replace(clock, looks=looks, next_look=None)
-    nxt = min(look_at(start, avg, clock.looks, now, policy) for start, avg in in_progress)
+    if clock.started is None or not in_progress:
+        return replace(clock, next_look=None)
+    nxt = min(look_at(run_start, avg, clock.looks, now, policy) for run_start, avg in in_progress)
     deadline = clock.started + policy.max_wait
-    return replace(clock, looks=looks, next_look=min(nxt, deadline))
+    return replace(clock, looks=clock.looks + 1, next_look=min(nxt, deadline))

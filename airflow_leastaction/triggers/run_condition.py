@@ -61,7 +61,8 @@ class RunConditionTrigger(BaseTrigger):
     :param upstream: direct upstream task ids of every task of the DAG.
     :param waiting: task ids of the gates and the run-outcome task.
     :param consumed: per dependency key, the (ISO upstream slot, revision) consumed last.
-    :param clock: the wait clock (``WaitClock.as_dict()``).
+    :param clock: the wait clock (``WaitClock.as_dict()``); it starts when the same-run dependencies
+        are final.
     :param max_wait: seconds one check may wait for runs in progress elsewhere.
     :param max_looks: looks one check may take.
     :param catalog_conn_id: catalog connection id.
@@ -82,7 +83,7 @@ class RunConditionTrigger(BaseTrigger):
         self.dependencies, self.condition, self.count = dependencies, condition, count
         self.slot_requests, self.slot, self.upstream, self.waiting = slot_requests, slot, upstream, waiting
         self.consumed = consumed or {}
-        self.clock = clock or WaitClock(dt.datetime.now(dt.timezone.utc)).as_dict()
+        self.clock = clock or WaitClock().as_dict()
         self.max_wait, self.max_looks = float(max_wait), int(max_looks)
         self.catalog_conn_id, self.poll_interval = catalog_conn_id, float(poll_interval)
         self.interval_end = interval_end

@@ -147,3 +147,19 @@ with dag("rc_cross_dag_short_wait"):
 with DAG("rc_whole_day", schedule=IntervalCronTimetable("0 0 * * *"), start_date=START, catchup=False, tags=["test", "run-conditions"]):
     run_condition(child(), success(external_task("rc_hourly", "other-team", coverage="interval")),
                   max_wait=dt.timedelta(seconds=2), **FAST)
+
+# -- the cross-DAG check starts when the task's own upstreams are done ------------------------------
+def _poke_until_released() -> bool:
+    """A long same-run upstream: counts its pokes (``slow.pokes``), done once ``release`` exists."""
+    pokes = markers() / "slow.pokes"
+    pokes.write_text(str(int(pokes.read_text() or 0) + 1 if pokes.exists() else 1))
+    return (markers() / "release").exists()
+
+
+with dag("rc_cross_dag_after_long_upstream"):
+    slow = PythonSensor(task_id="slow", python_callable=_poke_until_released, mode="reschedule",
+                        poke_interval=0.2, timeout=300)
+    run_condition(child(), success(slow), success(OTHER), max_looks=10, **FAST)
+
+with dag("rc_cross_dag_in_worker"):
+    run_condition(child(), success(OTHER), max_wait=dt.timedelta(seconds=2), deferrable=False, **FAST)

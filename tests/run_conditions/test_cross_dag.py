@@ -5,11 +5,14 @@ listener of that DAG (or an external system) writes them."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import time
 
 import pytest
 
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.triggers.poller import CatalogPoller
 from tests.run_conditions.conftest import consumed, day, decisions, later, states, tis
 
 pytestmark = pytest.mark.integration
@@ -58,6 +61,65 @@ class TestWaitForARunningUpstream:
         run = run_dag("rc_cross_dag_has_data", day(4))
         assert states(run)["child"] == "success"  # yesterday's finished run decides at once
         assert decisions(rc_catalog, "rc_cross_dag_has_data", "child__gate")[0]["upstream_slot"] == day(3)
+
+
+class TestTheCheckStartsWithTheTask:
+    def test_a_long_same_run_upstream_spends_none_of_the_budget_and_a_late_run_elsewhere_is_waited_for(
+        self, rc_catalog, run_dag, markers
+    ):
+        """Ten looks at most; the same-run upstream runs for twice as many gate ticks, the other DAG's
+        run starts meanwhile and is still running when the upstream finishes: the gate waits for it."""
+        other_run(rc_catalog, 15, length=10.0)  # history: looks at 7 s, 8 s, 9 s ... into a run
+        other_run(rc_catalog, 16, "failed")  # the latest finished run would reject the child
+
+        def pokes() -> int:
+            path = markers / "slow.pokes"
+            return int(path.read_text() or 0) if path.exists() else 0
+
+        def gate_waits_in_its_trigger() -> bool:
+            return any(p.read == "latest_runs" and p.subscribers for p in list(CatalogPoller._shared.values()))
+
+        def upstreams():
+            if not until(lambda: pokes() >= 6):
+                return
+            rc_catalog.record_running(OTHER, day(17), meta=META, run_id="other-17")  # starts late
+            if not until(lambda: pokes() >= 20):
+                return
+            (markers / "release").write_text("go")
+            if until(gate_waits_in_its_trigger):  # the check started and is waiting for the run elsewhere
+                rc_catalog.record_success(OTHER, day(17), meta=META, run_id="other-17", rows_written=1)
+
+        helper = threading.Thread(target=upstreams, daemon=True)
+        helper.start()
+        run = run_dag("rc_cross_dag_after_long_upstream", day(17))
+        helper.join(timeout=5)
+        assert pokes() >= 20
+        assert states(run)["child"] == "success"
+        rows = {d["dependency"]: d for d in decisions(rc_catalog, "rc_cross_dag_after_long_upstream", "child__gate")}
+        assert rows[OTHER.key]["result"] == "SATISFIED" and rows[OTHER.key]["upstream_slot"] == day(17)
+        assert rows["task:slow"]["result"] == "SATISFIED"
+
+
+    def test_a_gate_that_does_not_defer_keeps_its_check_in_the_worker_until_the_budget_is_spent(
+        self, rc_catalog, run_dag
+    ):
+        rc_catalog.record_running(OTHER, day(18), meta=META, run_id="other-18")  # never finishes
+        run = run_dag("rc_cross_dag_in_worker", day(18))
+        ti = tis(run)
+        assert ti["child"].state == "skipped"
+        assert ti["child__gate"].end_date - ti["child__gate"].start_date >= dt.timedelta(seconds=1.5)
+        [decision] = decisions(rc_catalog, "rc_cross_dag_in_worker", "child__gate")
+        assert "no finished run" in decision["reason"]
+
+
+def until(condition, deadline: float = 120.0) -> bool:
+    """Wait for ``condition`` (checked every 50 ms) for at most ``deadline`` seconds; True when it held."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 class TestTheLastRunDecides:

@@ -1,4 +1,5 @@
-"""The wait rule for an upstream in another DAG whose latest run is in progress. Pure."""
+"""The wait rule for an upstream in another DAG whose latest run is in progress, and when a gate's
+check of it starts. Pure."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ import datetime as dt
 import pytest
 
 from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.gate import ALL, Verdict
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.parents import LatestRuns, RunRecord
+from airflow_leastaction.run_conditions.judging import RunView, evaluate
+from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import (
     WaitClock,
     WaitPolicy,
@@ -73,3 +79,65 @@ class TestBudget:
     def test_a_negative_wait_or_no_looks_is_rejected(self, kwargs):
         with pytest.raises(ConfigurationError):
             WaitPolicy(**kwargs)
+
+
+class TestWhenTheCheckStarts:
+    def test_a_check_that_has_not_started_has_spent_nothing_and_counts_no_look(self):
+        policy = WaitPolicy(max_wait=dt.timedelta(0), max_looks=1)
+        clock = WaitClock()
+        assert budget_left(clock, policy, T0 + dt.timedelta(days=1))
+        assert after_look(clock, [(T0, TEN_MIN)], T0, policy) == WaitClock()
+
+    def test_a_look_that_finds_no_upstream_in_progress_does_not_count(self):
+        clock = after_look(WaitClock(T0), [], T0, WaitPolicy())
+        assert clock == WaitClock(T0, 0, None)  # not counted, and the next look is due at once
+        assert after_look(WaitClock(T0), [(T0, None)], T0, WaitPolicy()).looks == 1
+
+
+# -- the check of a gate across ticks: a long same-run upstream, then one elsewhere -------------------
+OTHER = TaskIdentity("rc_other_pipeline", "other-team")
+SPEC = GateSpec("child", (Dependency("slow"), Dependency(OTHER)), ALL)
+TICK = dt.timedelta(seconds=5)
+
+
+def other(state: str | None, started: dt.datetime | None = None, finished_ok: bool = False) -> LatestRuns:
+    """The other DAG's task: yesterday's run failed; today's is ``state`` (None: not started)."""
+    failed = RunRecord(1, 7, T0 - dt.timedelta(days=1), "o-1", "failed", 1, None, T0 - dt.timedelta(days=1), T0)
+    today = None if state is None else RunRecord(2, 7, T0, "o-2", state, 1, 1, started, None)
+    finished = today if finished_ok else failed
+    return LatestRuns(7, today or failed, finished, TEN_MIN)
+
+
+def tick(slow_state: str, runs: LatestRuns, clock: WaitClock, now: dt.datetime):
+    view = RunView("r1", {"slow": slow_state, "child__gate": "deferred"}, {"child__gate": ["slow"]},
+                   frozenset({"child__gate"}), {})
+    return evaluate(SPEC, view, {OTHER: runs}, {}, clock, WaitPolicy(max_looks=3), now)
+
+
+def test_the_budget_starts_when_the_same_run_upstreams_are_final_not_when_the_gate_starts():
+    """The spec checks other pipelines "when the task itself starts": a same-run upstream running for
+    hours spends none of the 3 looks, and a run elsewhere that started meanwhile is still waited for."""
+    clock, now = WaitClock(), T0
+    for n in range(2000):  # about 3 hours of ticks while `slow` runs; the other run starts after 1 hour
+        runs = other("running", T0 + dt.timedelta(hours=1)) if n >= 720 else other(None)
+        outcome, clock = tick("running", runs, clock, now)
+        assert outcome.verdict is Verdict.WAIT and clock == WaitClock()
+        now += TICK
+    outcome, clock = tick("success", other("running", T0 + dt.timedelta(hours=1)), clock, now)
+    assert outcome.verdict is Verdict.WAIT and clock.started == now and clock.looks == 1
+    done = other("success", T0 + dt.timedelta(hours=1), finished_ok=True)
+    outcome, clock = tick("success", done, clock, now + TICK)
+    assert outcome.verdict is Verdict.ADMIT
+
+
+def test_only_planned_looks_at_a_running_upstream_count():
+    clock, now = WaitClock(), T0
+    running = other("running", T0)
+    outcome, clock = tick("success", running, clock, now)
+    assert clock.looks == 1 and clock.next_look == T0 + TEN_MIN * 0.7
+    for _ in range(50):  # ticks between planned looks are not looks
+        now += TICK
+        if now >= clock.next_look:
+            break
+        outcome, clock = tick("success", running, clock, now)
+        assert clock.looks == 1 and outcome.verdict is Verdict.WAIT

@@ -92,9 +92,10 @@ class TestDecisions:
         back = client.get(P + "/decisions", params={**tab, "task_id": "publish__gate"}).text
         assert "is the run-condition gate of" in back
         assert {**expected, "task_id": "publish"} in decision_links(back)
-        # Another task's filter does not pick up this gate.
+        # Another task's filter does not pick up this gate, and its page does not speak of one.
         other = client.get(P + "/api/decisions", params={**tab, "task_id": "build_report"}).json()["items"]
         assert all(i["task_id"] == "build_report" for i in other) and other
+        assert "only the gate" not in client.get(P + "/decisions", params={**tab, "task_id": "build_report"}).text
 
     def test_a_cursor_this_ui_did_not_produce_is_a_clear_400(self, client, story):
         response = client.get(P + "/api/decisions", params={"cursor": "yesterday"})
