@@ -15,6 +15,7 @@ from airflow_leastaction.exceptions import (
     CountWithoutNError,
     InvalidCountError,
     RunConditionError,
+    SelfDependencyError,
     UnknownDependencyTypeError,
 )
 from airflow_leastaction.gate import ANY, Judgement, Verdict
@@ -79,6 +80,15 @@ class TestDeclaration:
     def test_an_unknown_dependency_type_is_rejected(self):
         with _dag() as dag, pytest.raises(UnknownDependencyTypeError, match="SOMETIMES"):
             dag_run_condition(dag, depends_on(ORDERS, "SOMETIMES"))
+
+    def test_a_dag_that_depends_on_its_own_runs_is_rejected(self):
+        with _dag() as dag, pytest.raises(SelfDependencyError, match="depends on its own runs"):
+            dag_run_condition(dag, success(airflow_dag("rc_pipeline_parse")))
+
+    def test_a_dags_identity_can_never_be_a_tasks(self):
+        assert airflow_dag("orders").name == "orders::run"
+        with pytest.raises(ValueError, match="has to be made of alphanumeric"):  # no ":" in DAG or task ids
+            DAG("orders::run", schedule=None, start_date=START)
 
     def test_no_dependency_and_a_second_declaration_are_rejected(self):
         with _dag() as dag:
