@@ -73,9 +73,10 @@ class RunReads:
     def run_rows_written(self, dag_id: str, run_id: str) -> int | None:
         """Rows the tasks of one DAG run reported writing, summed (None: none of them reported any)."""
         with self.engine.connect() as conn:
-            return conn.execute(select(func.sum(task_run.c.rows_written)).join(task, task.c.id == task_run.c.task_pk)
-                                .where(task.c.dag_id == dag_id, task.c.task_id.is_not(None),
-                                       task_run.c.run_id == run_id, task_run.c.state == "success")).scalar()
+            total = conn.execute(select(func.sum(task_run.c.rows_written)).join(task, task.c.id == task_run.c.task_pk)
+                                 .where(task.c.dag_id == dag_id, task.c.task_id.is_not(None),
+                                        task_run.c.run_id == run_id, task_run.c.state == "success")).scalar()
+        return None if total is None else int(total)  # PostgreSQL sums bigints as numeric
 
 
 def _run_columns():

@@ -65,7 +65,7 @@ class DagRunGate(RunConditionGate):
             self.log.info("  %s %s", r["result"], r["reason"])
         if bypassed or outcome.verdict is Verdict.ADMIT:
             self.log.info("run %s resumes with the decisions of attempt %s: admitted", context["run_id"], attempt)
-            return None
+            return
         self._skip_run()
         raise AirflowSkipException(f"run {context['run_id']} resumes with the decisions of attempt {attempt}: its "
                                    f"dependencies on other pipelines are not met: {outcome.summary()}")

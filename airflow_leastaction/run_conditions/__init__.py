@@ -185,15 +185,7 @@ def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", coun
     from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID, RunConditionGate
 
     dag_id = dag.dag_id
-    declared = [d if isinstance(d, Declared) else Declared(d) for d in dependencies]
-    if not declared:
-        raise RunConditionError(dag_id, DAG_GATE_TASK_ID, "dag_run_condition() needs at least one dependency")
-    for d in declared:
-        if not isinstance(d.upstream, TaskIdentity):
-            raise RunConditionError(dag_id, DAG_GATE_TASK_ID, f"{_upstream_key(d.upstream)!r} is a task of this DAG, "
-                                    "not another pipeline: a DAG run "
-                                    "condition names other DAGs (airflow_dag) or catalog tasks (airflow_task, "
-                                    "external_task); declare dependencies on this DAG's tasks with run_condition()")
+    declared = _pipeline_dependencies(dag_id, dependencies)
     types = [check_type(dag_id, DAG_GATE_TASK_ID, d.type) for d in declared]
     kind = when.kind if isinstance(when, RunCondition) else when
     count = when.count if isinstance(when, RunCondition) else count
@@ -209,6 +201,26 @@ def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", coun
         if isinstance(task, RunConditionGate) and task is not gate:
             task.run_gate = DAG_GATE_TASK_ID
     return gate
+
+
+def _pipeline_dependencies(dag_id: str, dependencies) -> list[Declared]:
+    """The dependencies of a DAG run condition: at least one, each on another pipeline."""
+    from airflow_leastaction.exceptions import RunConditionError, SelfDependencyError
+    from airflow_leastaction.refs import airflow_dag
+
+    declared = [d if isinstance(d, Declared) else Declared(d) for d in dependencies]
+    if not declared:
+        raise RunConditionError(dag_id, DAG_GATE_TASK_ID, "dag_run_condition() needs at least one dependency")
+    for d in declared:
+        if not isinstance(d.upstream, TaskIdentity):
+            raise RunConditionError(dag_id, DAG_GATE_TASK_ID, f"{_upstream_key(d.upstream)!r} is a task of this "
+                                    "DAG, not another pipeline: a DAG run condition names other DAGs (airflow_dag) "
+                                    "or catalog tasks (airflow_task, external_task); declare dependencies on this "
+                                    "DAG's tasks with run_condition()")
+        if d.upstream == airflow_dag(dag_id):
+            # Its own run is in progress while it is judged: the gate would wait for itself.
+            raise SelfDependencyError(dag_id, DAG_GATE_TASK_ID, "the DAG depends on its own runs")
+    return declared
 
 
 def gate_specs(dag) -> dict[str, GateSpec]:

@@ -20,7 +20,8 @@ def test_airflow_providers_list_shows_the_provider():
 
 def test_airflow_plugins_shows_the_listener_the_timetable_and_the_ui():
     plugin = next(p for p in airflow_json("plugins") if p["name"] == "leastaction")
-    assert plugin["listeners"] == ["airflow_leastaction.listeners.catalog", "airflow_leastaction.listeners.run_end"]
+    assert plugin["listeners"] == ["airflow_leastaction.listeners.catalog", "airflow_leastaction.listeners.run_end",
+                                   "airflow_leastaction.listeners.dag_runs"]
     assert plugin["timetables"] == ["airflow_leastaction.timetables.interval.IntervalCronTimetable"]
     assert [app["url_prefix"] for app in plugin["fastapi_apps"]] == ["/leastaction"]
 

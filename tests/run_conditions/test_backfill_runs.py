@@ -6,8 +6,6 @@ and the gate's read of another DAG's latest run leaves backfill records out.
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 
 from airflow_leastaction.catalog.run_reads import BACKFILL_RUN_TYPE

@@ -10,15 +10,17 @@ import datetime as dt
 import pytest
 from airflow.sdk import DAG, task
 
+from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
 from airflow_leastaction.exceptions import (
     CountWithoutNError,
     InvalidCountError,
     RunConditionError,
+    SelfDependencyError,
     UnknownDependencyTypeError,
 )
-from airflow_leastaction.refs import airflow_dag
+from airflow_leastaction.gate import ANY, Judgement, Verdict
+from airflow_leastaction.refs import airflow_dag, airflow_task
 from airflow_leastaction.run_conditions import dag_run_condition, depends_on, run_condition, success
-from airflow_leastaction.gate import ANY, Verdict
 from airflow_leastaction.run_conditions.judging import RunView, held_by_run_gate
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, GateSpec
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
@@ -79,6 +81,15 @@ class TestDeclaration:
         with _dag() as dag, pytest.raises(UnknownDependencyTypeError, match="SOMETIMES"):
             dag_run_condition(dag, depends_on(ORDERS, "SOMETIMES"))
 
+    def test_a_dag_that_depends_on_its_own_runs_is_rejected(self):
+        with _dag() as dag, pytest.raises(SelfDependencyError, match="depends on its own runs"):
+            dag_run_condition(dag, success(airflow_dag("rc_pipeline_parse")))
+
+    def test_a_dags_identity_can_never_be_a_tasks(self):
+        assert airflow_dag("orders").name == "orders::run"
+        with pytest.raises(ValueError, match="has to be made of alphanumeric"):  # no ":" in DAG or task ids
+            DAG("orders::run", schedule=None, start_date=START)
+
     def test_no_dependency_and_a_second_declaration_are_rejected(self):
         with _dag() as dag:
             with pytest.raises(RunConditionError, match="at least one dependency"):
@@ -108,14 +119,33 @@ class TestTaskGatesWaitForTheRunGate:
                                       dependencies=[Dependency(OTHER).as_dict()], condition="ALL", count=None,
                                       slot_requests={}, slot=day(2).isoformat(), upstream={}, waiting=[],
                                       run_gate=DAG_GATE_TASK_ID)
-        path, kwargs = trigger.serialize()
+        _, kwargs = trigger.serialize()
         assert RunConditionTrigger(**kwargs).spec().run_gate == DAG_GATE_TASK_ID
+
+
+class TestCatalogReads:
+    def test_rows_written_by_a_run_sum_what_its_tasks_reported(self, store):
+        for task_id, run_id, rows in (("a", "r1", 3), ("b", "r1", None), ("c", "r0", 100)):
+            store.record_success(airflow_task("orders", task_id), day(1), run_id=run_id, rows_written=rows,
+                                 meta=TaskMeta(dag_id="orders", task_id=task_id))
+        assert store.run_rows_written("orders", "r1") == 3
+        assert store.run_rows_written("orders", "r0") == 100
+        assert store.run_rows_written("orders", "r2") is None
+
+    def test_a_runs_decisions_are_those_of_its_latest_attempt_that_recorded_any(self, store):
+        judged = [Judgement(ORDERS.key, True, "ok")]
+        for attempt in (1, 2):
+            store.record_decisions(AttemptKey("p", DAG_GATE_TASK_ID, "r1", -1, attempt), judged, downstream_slot=day(1))
+        assert [d["attempt"] for d in store.run_decisions("p", DAG_GATE_TASK_ID, "r1")] == [2]
+        assert store.run_decisions("p", DAG_GATE_TASK_ID, "r2") == []
 
 
 @pytest.mark.integration
 class TestPipelineRuns:
     def test_a_satisfied_pipeline_runs_and_consumes_its_decisions_when_the_run_succeeds(self, rc_catalog, run_dag):
         assert run_dag("rc_pipeline_orders", day(1)).state == "success"
+        orders = rc_catalog.latest_runs([ORDERS])[ORDERS].latest_finished  # recorded by the DAG-run listener
+        assert (orders.slot, orders.state, orders.rows_written) == (day(1), "success", 7)
         run = run_dag("rc_pipeline", day(1))
         assert run.state == "success"
         assert {t: s for t, s in states(run).items() if t in TASKS} == {t: "success" for t in TASKS}
@@ -136,7 +166,7 @@ class TestPipelineRuns:
         assert reasons[ORDERS.key][0] == "UNSATISFIED" and "is failed" in reasons[ORDERS.key][1]
         assert reasons[OTHER.key][0] == "UNSATISFIED" and "never reported" in reasons[OTHER.key][1]
         assert consumed(rc_catalog, "rc_pipeline") == []
-        tasks, slots = rc_catalog.snapshot([(PIPELINE, day(2))])
+        _, slots = rc_catalog.snapshot([(PIPELINE, day(2))])
         assert [s.state for s in slots if s.slot == day(2)] == ["skipped"]  # so SUCCESS on it is not met
 
     def test_a_rerun_of_a_skipped_run_resumes_with_its_decisions(self, rc_catalog, run_dag):

@@ -1,0 +1,125 @@
+"""Dependencies of a whole DAG and backfill runs on a real deployment: scheduler, dag-processor, triggerer
+and API server as separate processes (LocalExecutor, PostgreSQL). The scheduler's DAG-run listener writes
+the DAG run records and the consumption; the API server skips the tasks of a run its gate does not admit."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import sqlalchemy as sa
+from harness.airflow_cluster import AirflowCluster, fresh_pg_database
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
+
+DAGS = textwrap.dedent("""
+    import pendulum
+    from airflow.sdk import DAG, task
+    from airflow_leastaction.refs import airflow_dag
+    from airflow_leastaction.rows import report_rows_written
+    from airflow_leastaction.run_conditions import dag_run_condition, run_condition, success
+
+    START = pendulum.datetime(2026, 1, 1, tz="UTC")
+
+    with DAG("rcp_orders", schedule=None, start_date=START, catchup=False):
+        @task
+        def load_orders():
+            report_rows_written(3)
+
+        load_orders()
+
+    with DAG("rcp_report", schedule=None, start_date=START, catchup=False) as report_dag:
+        @task
+        def extract():
+            return 1
+
+        @task
+        def load(x):
+            return x
+
+        @task(trigger_rule="all_done")
+        def cleanup():
+            return "cleaned"
+
+        @task
+        def report():
+            return "sent"
+
+        loaded = load(extract())
+        loaded >> cleanup()
+        run_condition(report(), success(loaded))
+        dag_run_condition(report_dag, success(airflow_dag("rcp_orders")), max_wait=0)
+
+    with DAG("rcp_daily", schedule="@daily", start_date=START, catchup=False):
+        @task
+        def daily():
+            return "done"
+
+        daily()
+""")
+
+
+@pytest.fixture(scope="module")
+def cluster(pg_admin_url, tmp_path_factory):
+    airflow_url, drop_airflow = fresh_pg_database(pg_admin_url, "la_rcp_airflow")
+    catalog_url, drop_catalog = fresh_pg_database(pg_admin_url, "la_rcp_catalog")
+    root = tmp_path_factory.mktemp("rcp-cluster")
+    (root / "dags").mkdir()
+    (root / "dags" / "rcp_dags.py").write_text(DAGS)
+    with AirflowCluster(root / "dags", sql_alchemy_conn=airflow_url, catalog_url=catalog_url, home=root / "home",
+                        env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5"}) as running:
+        running.catalog = sa.create_engine(catalog_url)
+        yield running
+        running.catalog.dispose()
+    drop_airflow()
+    drop_catalog()
+
+
+def run_to_end(cluster, dag_id: str) -> tuple[dict, dict[str, str]]:
+    cluster.unpause(dag_id)
+    run = cluster.trigger(dag_id)
+    done = cluster.wait_for_run(dag_id, run["dag_run_id"])
+    return done, {ti["task_id"]: ti["state"] for ti in cluster.task_instances(dag_id, run["dag_run_id"])}
+
+
+def catalog_rows(cluster, sql: str, **params) -> list[tuple]:
+    with cluster.catalog.connect() as conn:
+        return [tuple(r) for r in conn.execute(sa.text(sql), params)]
+
+
+class TestPipelineDependenciesOnADeployment:
+    def test_an_unmet_pipeline_dependency_skips_every_task_then_a_met_one_runs_and_consumes(self, cluster):
+        run, states = run_to_end(cluster, "rcp_report")  # rcp_orders never ran
+        assert {t: s for t, s in states.items() if t != "leastaction_run_outcome"} == {
+            t: "skipped" for t in ("leastaction_dag_gate", "extract", "load", "cleanup", "report__gate", "report")}
+        assert catalog_rows(cluster, "SELECT r.state FROM la_task_run r JOIN la_task t ON t.id = r.task_pk "
+                            "WHERE t.name = 'rcp_report::run' AND r.run_id = :run", run=run["dag_run_id"]) == [
+            ("skipped",)]
+
+        orders, _ = run_to_end(cluster, "rcp_orders")
+        assert orders["state"] == "success"
+        assert catalog_rows(cluster, "SELECT r.state, r.rows_written, r.run_type FROM la_task_run r JOIN la_task t "
+                            "ON t.id = r.task_pk WHERE t.name = 'rcp_orders::run'") == [("success", 3, "manual")]
+
+        run, states = run_to_end(cluster, "rcp_report")
+        assert run["state"] == "success" and states["report"] == "success" and states["cleanup"] == "success"
+        decided = catalog_rows(cluster, "SELECT id, result FROM la_gate_decision WHERE dag_id = 'rcp_report' AND "
+                               "task_id = 'leastaction_dag_gate' AND run_id = :run", run=run["dag_run_id"])
+        assert [r[1] for r in decided] == ["SATISFIED"]
+        assert catalog_rows(cluster, "SELECT decision_id FROM la_consumption WHERE dag_id = 'rcp_report' AND "
+                            "task_id = 'leastaction_dag_gate'") == [(decided[0][0],)]
+
+
+class TestBackfillRunsOnADeployment:
+    def test_the_listener_records_a_backfill_runs_type(self, cluster):
+        cluster.unpause("rcp_daily")
+        cluster.backfill("rcp_daily", "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z")
+
+        def backfilled():
+            found = catalog_rows(cluster, "SELECT t.name, r.run_type FROM la_task_run r JOIN la_task t ON "
+                                 "t.id = r.task_pk WHERE t.name IN ('rcp_daily.daily', 'rcp_daily::run') AND "
+                                 "r.slot < '2026-01-03' AND r.state = 'success' ORDER BY t.name, r.slot")
+            return found if len(found) == 4 else None
+
+        assert {run_type for _, run_type in cluster.wait_until(backfilled, 180, "the backfill's records")} == {
+            "backfill"}
