@@ -1,7 +1,7 @@
 """Mirror Airflow task outcomes into the catalog: running, success and failure per slot.
 
-The slot is the run's data-interval start (the logical date, then ``run_after``, when a run has no data
-interval). Runs in the worker for task outcomes and in the API server for states set in the UI. Every
+The slot is the run's slot by :func:`airflow_leastaction.run_slot.run_slot` (data-interval start, else
+logical date, else ``run_after``), the instant the run's gates judge. Runs in the worker for task outcomes and in the API server for states set in the UI. Every
 write goes through :func:`airflow_leastaction.catalog.outcomes.deliver`, which never raises: a catalog
 outage spools the outcome to local disk instead of failing the task.
 """
@@ -17,6 +17,7 @@ from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.refs import airflow_task, schedule_meta
 from airflow_leastaction.rows import take_reported
+from airflow_leastaction.run_slot import run_slot
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +29,8 @@ def _dag_run(ti):
 
 
 def slot_of(ti) -> dt.datetime | None:
-    dag_run = _dag_run(ti)
-    for attr in ("data_interval_start", "logical_date", "run_after"):
-        value = getattr(dag_run, attr, None) if dag_run is not None else None
-        if value is not None:
-            return value.astimezone(dt.timezone.utc)
-    return None
+    found = run_slot(_dag_run(ti))
+    return found.instant if found is not None else None
 
 
 def is_gate(task) -> bool:

@@ -17,6 +17,8 @@ from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_conditions.judging import RunView, evaluate
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
+from airflow_leastaction.run_slot import RunSlot, noted
+from airflow_leastaction.run_slot import run_slot as slot_of_run
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger, RunOutcomeTrigger
 
 RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
@@ -36,12 +38,14 @@ def _triggers_run_inline() -> bool:
 
 
 def run_slot(context) -> dt.datetime:
-    dag_run = context["dag_run"]
-    for attr in ("data_interval_start", "logical_date", "run_after"):
-        value = getattr(dag_run, attr, None)
-        if value is not None:
-            return value.astimezone(dt.timezone.utc)
-    raise AirflowFailException(f"run {context['run_id']} has no interval, logical date or run_after")
+    return _judged_at(context).instant
+
+
+def _judged_at(context) -> RunSlot:
+    found = slot_of_run(context["dag_run"])
+    if found is None:
+        raise AirflowFailException(f"run {context['run_id']} has no interval, logical date or run_after")
+    return found
 
 
 def task_states(dag_id: str, run_id: str) -> dict[str, str | None]:
@@ -165,7 +169,9 @@ class RunConditionGate(_Waiting):
             # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
             self.log.info("%s waits: %s", self.gated_task_id, outcome.summary())
             return self._wait(context, clock, in_run_pending)
-        admission = settle(store, self._attempt(context), outcome, downstream_slot=run_slot(context))
+        judged_at = _judged_at(context)
+        outcome = noted(outcome, judged_at)
+        admission = settle(store, self._attempt(context), outcome, downstream_slot=judged_at.instant)
         for j in outcome.judgements:
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         if admission.admitted:

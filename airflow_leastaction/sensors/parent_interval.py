@@ -17,6 +17,7 @@ from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.parents import judge_parents
 from airflow_leastaction.refs import airflow_task, schedule_meta
+from airflow_leastaction.run_slot import RunSlot, explicit_slot, noted, run_slot
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger, encode_consumed
 
 ON_PARENT_FAILURE = ("wait", "fail")
@@ -54,7 +55,8 @@ class ParentIntervalSensor(BaseSensorOperator):
     :param parents: catalog identities of the parents (:func:`~airflow_leastaction.refs.airflow_task`,
         :func:`~airflow_leastaction.refs.external_task`).
     :param child_interval: the interval to check, ISO-8601 or datetime (templated). Default: the run's
-        data-interval start (its logical date when it has none).
+        slot, by the rule the catalog listener records runs with: its data-interval start, else its
+        logical date, else its ``run_after`` (manual and asset-triggered runs may have neither).
     :param on_parent_failure: ``wait`` (default: a failed parent slot may be retried or repaired) or
         ``fail`` (fail this sensor at once).
     :param wait_for_new_output: when this run's slot already consumed a parent slot (a re-run, a
@@ -106,13 +108,13 @@ class ParentIntervalSensor(BaseSensorOperator):
         self.deferrable = deferrable
 
     # -- the check ---------------------------------------------------------------------------------
-    def _slot(self, context) -> dt.datetime:
+    def _slot(self, context) -> RunSlot:
         value = self.child_interval
         if value in (None, ""):
-            dag_run = context.get("dag_run")
-            value = context.get("data_interval_start") or getattr(dag_run, "logical_date", None)
-        if value is None:
-            raise MissingDataIntervalError(self.dag_id, self.task_id, context.get("run_id", "?"))
+            found = run_slot(context.get("dag_run"))
+            if found is None:
+                raise MissingDataIntervalError(self.dag_id, self.task_id, context.get("run_id", "?"))
+            return found
         if isinstance(value, str):
             try:
                 value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -120,7 +122,7 @@ class ParentIntervalSensor(BaseSensorOperator):
                 raise ConfigurationError(f"task {self.task_id!r}: child_interval {value!r} is not ISO-8601") from exc
         if value.tzinfo is None:
             raise ConfigurationError(f"task {self.task_id!r}: child_interval {value.isoformat()} has no timezone")
-        return value.astimezone(dt.timezone.utc)
+        return explicit_slot(value)
 
     @property
     def consumes_own_decisions(self) -> bool:
@@ -162,9 +164,10 @@ class ParentIntervalSensor(BaseSensorOperator):
         """Judge now; on admission record the decisions. Returns (admitted, the consumed revisions judged
         against), so a deferral hands the trigger what was already read."""
         store = self._store()
-        slot = self._slot(context)
+        judged_at = self._slot(context)
+        slot = judged_at.instant
         consumed = self._consumed(store, slot)
-        outcome = self._evaluate(store, slot, consumed)
+        outcome = noted(self._evaluate(store, slot, consumed), judged_at)
         admission = settle(store, self._attempt(context), outcome, downstream_slot=slot)
         if admission.admitted:
             self.log.info("admitted: %s", "; ".join(j.reason for j in outcome.judgements) or "no parents")
@@ -195,7 +198,7 @@ class ParentIntervalSensor(BaseSensorOperator):
     def _defer(self, context, consumed: dict, deadline: dt.datetime | None) -> None:
         now = dt.datetime.now(dt.timezone.utc)
         deadline = deadline or now + dt.timedelta(seconds=self.timeout)
-        slot = self._slot(context)
+        slot = self._slot(context).instant
         self.defer(
             trigger=ParentIntervalTrigger(
                 parents=[p.as_dict() for p in self.parents],
