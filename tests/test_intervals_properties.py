@@ -10,7 +10,7 @@ fixed-field rule. Pure logic: no Airflow, no database.
 from __future__ import annotations
 
 import datetime as dt
-from functools import lru_cache
+from functools import cache
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
@@ -157,7 +157,7 @@ def crons(draw):
 
 
 # -- instants near DST changes and month/year ends -----------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def _anchors(zone: str) -> tuple[dt.datetime, ...]:
     """DST changes (to the minute) and local month starts of ``zone`` over :data:`YEARS`."""
     tz = ZoneInfo(zone)

@@ -25,6 +25,8 @@ from airflow_leastaction.run_conditions.judging import (
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
+from airflow_leastaction.run_slot import RunSlot, noted
+from airflow_leastaction.run_slot import run_slot as slot_of_run
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger, RunOutcomeTrigger
 
 RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
@@ -44,12 +46,14 @@ def _triggers_run_inline() -> bool:
 
 
 def run_slot(context) -> dt.datetime:
-    dag_run = context["dag_run"]
-    for attr in ("data_interval_start", "logical_date", "run_after"):
-        value = getattr(dag_run, attr, None)
-        if value is not None:
-            return value.astimezone(dt.timezone.utc)
-    raise AirflowFailException(f"run {context['run_id']} has no interval, logical date or run_after")
+    return _judged_at(context).instant
+
+
+def _judged_at(context) -> RunSlot:
+    found = slot_of_run(context["dag_run"])
+    if found is None:
+        raise AirflowFailException(f"run {context['run_id']} has no interval, logical date or run_after")
+    return found
 
 
 def run_interval_end(context) -> dt.datetime | None:
@@ -195,8 +199,11 @@ class RunConditionGate(_Waiting):
                 # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
                 waits = outcome.verdict is Verdict.WAIT and (mode == "enforce" or pending)
                 consumed = self._consumed(store) if waits else {}
+                if not waits:
+                    judged_at = _judged_at(context)
+                    outcome = noted(outcome, judged_at)
                 admission = None if waits else settle(store, self._attempt(context), outcome,
-                                                      downstream_slot=run_slot(context), mode=mode)
+                                                      downstream_slot=judged_at.instant, mode=mode)
             except Exception as exc:
                 if not is_outage(exc):
                     raise

@@ -18,6 +18,7 @@ from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.parents import judge_parents
 from airflow_leastaction.refs import airflow_task, schedule_meta
+from airflow_leastaction.run_slot import RunSlot, explicit_slot, noted, run_slot
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger, encode_consumed
 
 ON_PARENT_FAILURE = ("wait", "fail")
@@ -55,7 +56,8 @@ class ParentIntervalSensor(BaseSensorOperator):
     :param parents: catalog identities of the parents (:func:`~airflow_leastaction.refs.airflow_task`,
         :func:`~airflow_leastaction.refs.external_task`).
     :param child_interval: the interval to check, ISO-8601 or datetime (templated). Default: the run's
-        data-interval start (its logical date when it has none).
+        slot, by the rule the catalog listener records runs with: its data-interval start, else its
+        logical date, else its ``run_after`` (manual and asset-triggered runs may have neither).
     :param child_interval_end: the end of that interval, for parents judged with ``coverage="interval"``
         (templated). Default: the run's data-interval end.
     :param coverage: how parents that do not say their own are judged: ``slot`` (default: the parent slot
@@ -120,14 +122,14 @@ class ParentIntervalSensor(BaseSensorOperator):
         self.deferrable = deferrable
 
     # -- the check ---------------------------------------------------------------------------------
-    def _slot(self, context) -> dt.datetime:
+    def _slot(self, context) -> RunSlot:
         value = self.child_interval
         if value in (None, ""):
-            dag_run = context.get("dag_run")
-            value = context.get("data_interval_start") or getattr(dag_run, "logical_date", None)
-        if value is None:
-            raise MissingDataIntervalError(self.dag_id, self.task_id, context.get("run_id", "?"))
-        return self._instant(value, "child_interval")
+            found = run_slot(context.get("dag_run"))
+            if found is None:
+                raise MissingDataIntervalError(self.dag_id, self.task_id, context.get("run_id", "?"))
+            return found
+        return explicit_slot(self._instant(value, "child_interval"))
 
     def _interval_end(self, context) -> dt.datetime | None:
         """The child's interval end, read only when a parent is judged on the whole interval."""
@@ -195,10 +197,10 @@ class ParentIntervalSensor(BaseSensorOperator):
         against), so a deferral hands the trigger what was already read. While the catalog is
         unreachable nothing is judged: (False, {}) and the sensor keeps waiting, unless gates are relaxed.
         ``mode``: the gate mode to apply (default ``[leastaction] gates`` of this process)."""
-        slot = self._slot(context)
+        judged_at = self._slot(context)
         mode = mode or gate_mode()
         try:
-            return self._check_slot(context, slot, mode)
+            return self._check_slot(context, judged_at, mode)
         except Exception as exc:
             if not is_outage(exc):
                 raise
@@ -213,13 +215,14 @@ class ParentIntervalSensor(BaseSensorOperator):
                          "unreachable: %s", mode, exc)
         return True
 
-    def _check_slot(self, context, slot: dt.datetime, mode: str) -> tuple[bool, dict]:
+    def _check_slot(self, context, judged_at: RunSlot, mode: str) -> tuple[bool, dict]:
         store = self._store()
         if not getattr(self, "_declared", False):  # once per task instance object, once the catalog answers
             self._declare(store)
             self._declared = True
+        slot = judged_at.instant
         consumed = self._consumed(store, slot)
-        outcome = self._evaluate(store, slot, self._interval_end(context), consumed)
+        outcome = noted(self._evaluate(store, slot, self._interval_end(context), consumed), judged_at)
         admission = settle(store, self._attempt(context), outcome, downstream_slot=slot, mode=mode)
         if admission.admitted:
             self.log.info("admitted: %s", "; ".join(j.reason for j in outcome.judgements) or "no parents")
@@ -248,7 +251,7 @@ class ParentIntervalSensor(BaseSensorOperator):
     def _defer(self, context, consumed: dict, deadline: dt.datetime | None) -> None:
         now = dt.datetime.now(dt.timezone.utc)
         deadline = deadline or now + dt.timedelta(seconds=self.timeout)
-        slot, end = self._slot(context), self._interval_end(context)
+        slot, end = self._slot(context).instant, self._interval_end(context)
         self.defer(
             trigger=ParentIntervalTrigger(
                 parents=[{**p.as_dict(), "coverage": c} for p, c in zip(self.parents, self._coverages())],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG, Asset, task
 
 from airflow_leastaction.sensors import ParentIntervalSensor, external_task
 from airflow_leastaction.timetables import IntervalCronTimetable
@@ -35,6 +35,8 @@ gated("pis_unknown_conn", catalog_conn_id="no_such_catalog")
 gated("pis_no_interval", schedule=None)
 # A daily aggregate of an hourly parent: every hourly slot of the day must be done.
 gated("pis_whole_day", parents=[external_task("pis_hourly", "other-team", coverage="interval")], timeout=3)
+# Asset-triggered runs have no logical date and no data interval, only a run_after.
+gated("pis_on_asset", schedule=[Asset("pis_orders_landed")])
 
 
 with DAG("pis_sensor_then_gate", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):

@@ -13,6 +13,7 @@ from airflow_leastaction import report_completion
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.refs import airflow_task
 
 pytestmark = pytest.mark.integration
 
@@ -147,9 +148,45 @@ class TestParentIntervalSensorRuns:
         run = run_dag("pis_unknown_conn", day(9))
         assert ti_state(run, "wait") == "failed"
 
-    def test_a_child_with_no_data_interval_fails_naming_the_task(self, catalog, run_dag):
-        run = run_dag("pis_no_interval", None)
-        assert ti_state(run, "wait") == "failed"
+
+
+def recorded_slots(store, dag_id: str, task_id: str) -> list[dt.datetime]:
+    identity = airflow_task(dag_id, task_id)
+    with store.engine.connect() as conn:
+        return list(conn.execute(select(task_run.c.slot).join(task, task.c.id == task_run.c.task_pk).where(
+            task.c.name == identity.name, task.c.project == identity.project)).scalars())
+
+
+class TestRunsWithoutALogicalDate:
+    """Manual and asset-triggered runs in Airflow 3 may have no logical date and no data interval: the
+    sensor judges them at their run_after, the instant the listener records them at."""
+
+    AFTER = dt.datetime(2026, 11, 20, 9, 15, tzinfo=UTC)
+
+    def test_a_manual_run_without_a_logical_date_is_judged_at_its_run_after(self, catalog, run_dag):
+        report_completion("pis_raw", "other-team", day(20), cron="0 0 * * *", store=catalog)
+        run = run_dag("pis_no_interval", None, run_after=self.AFTER)
+        assert run.logical_date is None and run.data_interval_start is None
+        assert run.state == "success"
+        [decision] = decisions(catalog, "pis_no_interval", "wait")
+        assert decision["result"] == "SATISFIED" and decision["upstream_slot"] == day(20)
+        assert decision["reason"].endswith(
+            "(judged at 2026-11-20T09:15:00+00:00, the run's run_after (it has no logical date))")
+        assert recorded_slots(catalog, "pis_no_interval", "work") == [self.AFTER]
+
+    def test_an_asset_triggered_run_waits_for_the_daily_parent_slot_covering_its_run_after(
+        self, catalog, run_dag
+    ):
+        report_completion("pis_raw", "other-team", day(19), cron="0 0 * * *", store=catalog)
+        later(2.0, report_completion, "pis_raw", "other-team", day(20), cron="0 0 * * *", store=catalog)
+        run = run_dag("pis_on_asset", None, run_after=self.AFTER)
+        assert run.logical_date is None and run.data_interval_start is None
+        assert run.state == "success"
+        [decision] = decisions(catalog, "pis_on_asset", "wait")
+        assert decision["upstream_slot"] == day(20)  # the day before did not admit it
+        assert decision["decided_at"] >= slot_finished_at(catalog, TaskIdentity("pis_raw", "other-team"), day(20))
+        assert "the run's run_after" in decision["reason"]
+        assert recorded_slots(catalog, "pis_on_asset", "work") == [self.AFTER]
 
 
 class TestWholeIntervalCoverage:
