@@ -21,7 +21,7 @@ from airflow_leastaction.run_slot import run_slot
 
 log = logging.getLogger(__name__)
 
-def _dag_run(ti):
+def dag_run_of(ti):
     try:
         return ti.get_template_context()["dag_run"]
     except Exception:
@@ -29,7 +29,7 @@ def _dag_run(ti):
 
 
 def slot_of(ti) -> dt.datetime | None:
-    return run_slot_of(_dag_run(ti))
+    return run_slot_of(dag_run_of(ti))
 
 
 def run_slot_of(dag_run) -> dt.datetime | None:
@@ -81,7 +81,7 @@ def build_event(ti, state: str) -> SlotEvent | None:
         meta=schedule_meta(dag, ti.task_id) if dag is not None else None,
         run_id=ti.run_id,
         attempt=attempt,
-        run_type=run_type_of(_dag_run(ti)),
+        run_type=run_type_of(dag_run_of(ti)),
     )
     if state == "success":
         event.rows_written = reported_rows(ti)

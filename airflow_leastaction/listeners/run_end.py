@@ -19,7 +19,7 @@ from airflow.listeners import hookimpl
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.gate import UNFINISHED_STATES
-from airflow_leastaction.listeners.catalog import run_slot_of, slot_of
+from airflow_leastaction.listeners.catalog import dag_run_of, run_slot_of, run_type_of, slot_of
 from airflow_leastaction.refs import airflow_task, schedule_meta
 from airflow_leastaction.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
 
@@ -76,7 +76,7 @@ def _record_run_end(dag_run) -> list[TaskOutcome]:
         deliver(SlotEvent(
             state=outcome.state, identity=names[(outcome.task_id, outcome.map_index)], slot=slot,
             at=dt.datetime.now(dt.timezone.utc), meta=schedule_meta(dag, outcome.task_id) if dag else None,
-            run_id=dag_run.run_id, attempt=outcome.attempt,
+            run_id=dag_run.run_id, attempt=outcome.attempt, run_type=run_type_of(dag_run),
         ))
     if todo:
         log.info("leastaction: run %s of %s ended; recorded %s", dag_run.run_id, dag_run.dag_id,
@@ -114,7 +114,8 @@ def record_mapped_whole(ti, state: str) -> None:
     dag = getattr(getattr(ti, "task", None), "dag", None)
     deliver(SlotEvent(state=whole, identity=airflow_task(ti.dag_id, ti.task_id), slot=slot,
                       at=dt.datetime.now(dt.timezone.utc), meta=schedule_meta(dag, ti.task_id) if dag else None,
-                      run_id=ti.run_id, attempt=int(getattr(ti, "try_number", 1) or 1)))
+                      run_id=ti.run_id, attempt=int(getattr(ti, "try_number", 1) or 1),
+                      run_type=run_type_of(dag_run_of(ti))))
 
 
 @hookimpl
@@ -136,7 +137,8 @@ def record_mapped_running(ti) -> None:
     dag = getattr(getattr(ti, "task", None), "dag", None)
     deliver(SlotEvent(state="running", identity=airflow_task(ti.dag_id, ti.task_id), slot=slot,
                       at=dt.datetime.now(dt.timezone.utc), meta=schedule_meta(dag, ti.task_id) if dag else None,
-                      run_id=ti.run_id, attempt=int(getattr(ti, "try_number", 1) or 1)))
+                      run_id=ti.run_id, attempt=int(getattr(ti, "try_number", 1) or 1),
+                      run_type=run_type_of(dag_run_of(ti))))
 
 
 @hookimpl
