@@ -6,9 +6,10 @@ import datetime as dt
 
 import pytest
 from dbt_queue_helpers import DBT_ENV, ROOT, names
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
 from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.operators import DbtDrainOperator, DbtEnqueueOperator, dbt_queue_asset
@@ -96,6 +97,54 @@ class TestQueueOperatorsInAirflow:
             "dbt_ingest_work_orders",
             "dbt_ingest_time_entries",
         }
+
+
+def seed_history(url: str, unique_ids, finished_at: dt.datetime) -> None:
+    """Record an earlier build of each model (done rows), as a worker leaves them."""
+    from airflow_leastaction.dbt.schema import dbt_queue
+
+    rows = [
+        {"environment": "field_ops", "unique_id": u, "fqn": u, "materialized": "table", "status": "done",
+         "first_requested_at": finished_at, "last_requested_at": finished_at, "finished_at": finished_at,
+         "outcome": "success"}
+        for u in unique_ids
+    ]  # fmt: skip
+    with get_engine(url).begin() as conn:
+        conn.execute(insert(dbt_queue), rows)
+
+
+class TestHeldWork:
+    def test_held_work_is_drained_by_an_asset_scheduled_worker_without_a_cron(self, example_dags, sqlite_url):
+        worker = example_dags.get_dag("dbt_queue_worker")
+        # Scheduled on the queue's Asset alone: no cron to pick up what a tier holds back.
+        assert type(worker.timetable).__name__ == "AssetTriggeredTimetable"
+        assert example_dags.get_dag("dbt_ingest_work_orders").test(logical_date=WHEN).state == "success"
+        queue = QueueStore(get_engine(sqlite_url))
+        standard = sorted(r["unique_id"] for r in queue.active_rows("field_ops") if r["tier"] == "standard")
+        assert standard, "the example project's marts are expected in the standard tier (5 minutes)"
+        # Built 3.5 minutes ago: the default tiers hold them back for 90 more seconds, well past the first
+        # round of the drain.
+        built_at = utcnow() - dt.timedelta(minutes=3, seconds=30)
+        seed_history(sqlite_url, standard, built_at)
+
+        run = worker.test(logical_date=WHEN)
+        assert run.state == "success"
+        report = xcom("dbt_queue_worker", "drain_dbt_queue")
+        assert report["rounds"] == 2  # drained, waited deferred, drained again
+        assert names(report["built"]) == [
+            "agg_labor_history",
+            "dim_project",
+            "fact_project_labor",
+            "stg_field_ops__work_orders",
+        ]
+        batches = {b["id"]: b for b in queue.batches("field_ops")}
+        rebuilt = [r for r in queue.history("field_ops") if r["unique_id"] in standard and r["batch_id"]]
+        assert sorted(r["unique_id"] for r in rebuilt) == standard
+        # Held back until the tier's 5 minutes had passed since the earlier build, then built.
+        assert all(
+            batches[r["batch_id"]]["claimed_at"] >= built_at + dt.timedelta(minutes=5) for r in rebuilt
+        )
+        assert queue.active_rows("field_ops") == []
 
 
 class TestOperatorArguments:
