@@ -118,7 +118,7 @@ def _ti_identity(context) -> str:
     return f"{ti.dag_id}|{ti.run_id}|{ti.task_id}|{ti.map_index}"
 
 
-def _same_task_prefix(ti_identity: str) -> str:
+def same_task_prefix(ti_identity: str) -> str:
     """The start of the worker name of every try of one task instance (a hash: names are short columns)."""
     return f"ti-{hashlib.sha256(ti_identity.encode()).hexdigest()[:16]}:"
 
@@ -277,7 +277,7 @@ class DbtDrainOperator(_DbtQueueOperator):
 
     def _drain(self, context) -> dict[str, Any]:
         me = _ti_identity(context)
-        same_task = _same_task_prefix(me)
+        same_task = same_task_prefix(me)
 
         def is_alive(batch: Mapping) -> bool | None:
             # A stale batch of this very task instance is a previous try of ours: it is not alive.
