@@ -1,5 +1,10 @@
-"""The field_ops dbt queue worker: runs whenever an ingest queued models (and every 30 minutes, to pick up
-models a freshness tier held back), claims compatible batches and builds each with one ``dbt build``.
+"""The field_ops dbt queue worker: runs whenever an ingest queued models, claims compatible batches and builds
+each with one ``dbt build``.
+
+No cron is needed to pick up what a freshness tier holds back (or a follow-up owed by a model requested
+during its build): the drain waits for it deferred, holding no worker slot, and drains again when it
+becomes eligible (up to ``max_wait``, 1 hour by default). Two active runs let new demand be drained while
+an earlier run waits.
 
 Views are not queued; deploy them with the project (``dbt build`` once, or ``dbt run --select
 config.materialized:view`` on every release).
@@ -11,7 +16,7 @@ import datetime as dt
 import os
 from pathlib import Path
 
-from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable
+from airflow.sdk import DAG
 
 from airflow_leastaction.operators import DbtDrainOperator, dbt_queue_asset
 
@@ -19,12 +24,10 @@ PROJECT_DIR = os.environ.get("FIELD_OPS_DBT_PROJECT_DIR", str(Path(__file__).par
 
 with DAG(
     "dbt_queue_worker",
-    schedule=AssetOrTimeSchedule(
-        timetable=CronTriggerTimetable("*/30 * * * *", timezone="UTC"), assets=[dbt_queue_asset("field_ops")]
-    ),
+    schedule=[dbt_queue_asset("field_ops")],
     start_date=dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc),
     catchup=False,
-    max_active_runs=1,
+    max_active_runs=2,
     tags=["leastaction", "dbt", "example"],
 ) as dag:
     DbtDrainOperator(
@@ -32,5 +35,6 @@ with DAG(
         project_dir=PROJECT_DIR,
         environment="field_ops",
         grace=dt.timedelta(minutes=5),
+        max_wait=dt.timedelta(hours=1),
         retries=1,
     )

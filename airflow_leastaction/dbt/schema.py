@@ -56,6 +56,7 @@ dbt_queue = Table(
     Column("attempts", Integer, nullable=False, default=0),
     Column("outcome", String(40), nullable=True),  # how a finished row ended (success, test_failed, ...)
     Column("message", Text, nullable=True),
+    # When the row became history; on an active row owed a follow-up pass, when its last build finished.
     Column("finished_at", UtcDateTime(), nullable=True),
     Index(
         "uq_la_dbt_queue_active",

@@ -15,6 +15,7 @@ dbt profiles come from either
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,9 +27,12 @@ from airflow_leastaction.dbt.planner import DEFAULT_EXCLUDED, Planner, validate_
 from airflow_leastaction.dbt.policy import TierPolicy
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.dbt.runner import DbtRunner
-from airflow_leastaction.dbt.worker import QueueWorker
+from airflow_leastaction.dbt.worker import QueueWorker, default_owner
 from airflow_leastaction.exceptions import ConfigurationError, DbtBuildFailedError
 
+#: How long a drain waits, deferred, for work a tier holds back or a follow-up owed: the longest minimum
+#: interval of the default tiers (historical, 1 hour), so every row they hold back is waited for.
+DEFAULT_MAX_WAIT = dt.timedelta(hours=1)
 #: Task states in which the task that owns a batch may still be working on it.
 ALIVE_STATES = frozenset({"running", "queued", "scheduled", "deferred", "restarting", "up_for_reschedule"})
 
@@ -114,6 +118,25 @@ def _ti_identity(context) -> str:
     return f"{ti.dag_id}|{ti.run_id}|{ti.task_id}|{ti.map_index}"
 
 
+def same_task_prefix(ti_identity: str) -> str:
+    """The start of the worker name of every try of one task instance (a hash: names are short columns)."""
+    return f"ti-{hashlib.sha256(ti_identity.encode()).hexdigest()[:16]}:"
+
+
+def combine_rounds(earlier: Mapping[str, Any] | None, latest: Mapping[str, Any]) -> dict[str, Any]:
+    """One report for a drain that ran in several rounds (it waited for held work in between)."""
+    if earlier is None:
+        return {**latest, "rounds": 1}
+    combined = dict(latest)
+    combined["owned"] = earlier["owned"] or latest["owned"]
+    for key in ("requeued", "batches"):
+        combined[key] = [*earlier[key], *latest[key]]
+    for key in ("claimed", "built", "failed"):
+        combined[key] = sorted([*earlier[key], *latest[key]])
+    combined["rounds"] = earlier["rounds"] + 1
+    return combined
+
+
 class DbtEnqueueOperator(_DbtQueueOperator):
     """Queue the dbt models a selector resolves to; publish the queue's Asset.
 
@@ -161,8 +184,9 @@ class DbtEnqueueOperator(_DbtQueueOperator):
 class DbtDrainOperator(_DbtQueueOperator):
     """Drain an environment's queue: claim compatible batches and build each with one ``dbt build``.
 
-    A second drain while one runs exits without claiming. XCom (return value): ``owned``, ``requeued``,
-    ``claimed``, ``built``, ``failed`` and one entry per batch.
+    A second drain while one runs exits without claiming. XCom (return value): ``owned``, ``lease_lost``,
+    ``requeued``, ``claimed``, ``built``, ``failed``, ``next_eligible_at``, ``rounds`` and one entry per
+    batch, over every round.
 
     :param project_dir: the dbt project directory (templated).
     :param environment: queue environment (templated).
@@ -172,7 +196,11 @@ class DbtDrainOperator(_DbtQueueOperator):
     :param grace: how long a silent worker keeps its lease and batches (timedelta or seconds).
     :param heartbeat_interval: seconds between heartbeats.
     :param max_batch_size: most models in one dbt selection.
-    :param max_batches: stop after this many batches (default: until nothing is eligible).
+    :param max_batches: stop after this many batches per round (default: until nothing is eligible).
+    :param max_wait: when work is left that a tier holds back (or a follow-up owed by a model requested
+        during its build), the drain waits for it deferred, holding neither a worker slot nor the lease,
+        and drains again at ``next_eligible_at``; it keeps doing so while that time is within ``max_wait``
+        of the drain's start (timedelta or seconds; default 1 hour; 0 or None: never wait).
     :param fail_on_model_error: fail the task when a model ended failed (the queue has recorded it).
     :param dbt_env: extra environment variables for dbt.
     :param catalog_conn_id: catalog connection (default: ``[leastaction] catalog_conn_id``).
@@ -186,10 +214,16 @@ class DbtDrainOperator(_DbtQueueOperator):
         heartbeat_interval: float = 10.0,
         max_batch_size: int = 100,
         max_batches: int | None = None,
+        max_wait: dt.timedelta | float | None = DEFAULT_MAX_WAIT,
         fail_on_model_error: bool = True,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if max_wait is not None and not isinstance(max_wait, dt.timedelta):
+            max_wait = dt.timedelta(seconds=float(max_wait))
+        if max_wait is not None and max_wait < dt.timedelta(0):
+            raise ConfigurationError(f"task {self.task_id!r}: max_wait must not be negative, got {max_wait}")
+        self.max_wait = max_wait or dt.timedelta(0)
         self.grace = grace if isinstance(grace, dt.timedelta) else dt.timedelta(seconds=float(grace))
         if heartbeat_interval <= 0 or heartbeat_interval >= self.grace.total_seconds():
             raise ConfigurationError(
@@ -203,7 +237,47 @@ class DbtDrainOperator(_DbtQueueOperator):
         self.max_batches, self.fail_on_model_error = max_batches, fail_on_model_error
 
     def execute(self, context) -> dict[str, Any]:
+        return self._round(context, dt.datetime.now(dt.timezone.utc), None)
+
+    def execute_complete(self, context, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Resume after waiting for held work: drain again."""
+        started = event["started"]
+        if not isinstance(started, dt.datetime):  # the event may bring it back as text
+            started = dt.datetime.fromisoformat(started)
+        return self._round(context, started, event["earlier"])
+
+    def _round(self, context, started: dt.datetime, earlier: dict | None) -> dict[str, Any]:
+        report = combine_rounds(earlier, self._drain(context))
+        wake = self._wake_at(report, started)
+        if wake is not None:
+            from airflow_leastaction.triggers.held_work import HeldWorkTrigger
+
+            self.log.info("held work becomes eligible at %s; waiting for it (deferred)", wake.isoformat())
+            carry = {"started": started.isoformat(), "earlier": report}
+            self.defer(trigger=HeldWorkTrigger(wake.isoformat(), carry), method_name="execute_complete")
+        if self.fail_on_model_error and report["failed"]:
+            context["ti"].xcom_push(key="return_value", value=report)
+            raise DbtBuildFailedError(self.environment, report["failed"])
+        return report
+
+    def _wake_at(self, report: Mapping[str, Any], started: dt.datetime) -> dt.datetime | None:
+        """When to drain again (None: done). Only the lease owner waits; another worker owns the rest."""
+        if not report["owned"] or report["lease_lost"] or not report["next_eligible_at"]:
+            return None
+        wake = dt.datetime.fromisoformat(report["next_eligible_at"])
+        if wake > started + self.max_wait:
+            self.log.info(
+                "held work becomes eligible at %s, past max_wait (%s) from this drain's start; "
+                "the next run of this DAG drains it",
+                wake.isoformat(),
+                self.max_wait,
+            )
+            return None
+        return wake
+
+    def _drain(self, context) -> dict[str, Any]:
         me = _ti_identity(context)
+        same_task = same_task_prefix(me)
 
         def is_alive(batch: Mapping) -> bool | None:
             # A stale batch of this very task instance is a previous try of ours: it is not alive.
@@ -213,17 +287,24 @@ class DbtDrainOperator(_DbtQueueOperator):
             self.queue_store(),
             self.make_runner(),
             self.environment,
+            owner=f"{same_task}try{context['ti'].try_number}:{default_owner()}",
             policy=self.tiers,
             grace=self.grace,
             heartbeat_interval=self.heartbeat_interval,
             max_batch_size=self.max_batch_size,
             airflow_ti=me,
             is_alive=is_alive,
+            same_task=same_task,
         )
         report = worker.drain(self.max_batches).as_dict()
         if not report["owned"]:
             self.log.info(
                 "environment %r is being drained by another worker; nothing claimed", self.environment
+            )
+        if report["lease_lost"]:
+            self.log.warning(
+                "environment %r was taken over by another worker; its unfinished models went back to it",
+                self.environment,
             )
         self.log.info(
             "claimed %d, built %d, failed %d model(s) in %d batch(es)",
@@ -232,9 +313,6 @@ class DbtDrainOperator(_DbtQueueOperator):
             len(report["failed"]),
             len(report["batches"]),
         )
-        if self.fail_on_model_error and report["failed"]:
-            context["ti"].xcom_push(key="return_value", value=report)
-            raise DbtBuildFailedError(self.environment, report["failed"])
         return report
 
 

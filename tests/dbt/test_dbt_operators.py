@@ -6,12 +6,15 @@ import datetime as dt
 
 import pytest
 from dbt_queue_helpers import DBT_ENV, ROOT, names
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
 from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.catalog.store import utcnow
+from airflow_leastaction.dbt.policy import TierPolicy
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.operators import DbtDrainOperator, DbtEnqueueOperator, dbt_queue_asset
+from airflow_leastaction.operators.dbt_queue import same_task_prefix
 
 pytestmark = [pytest.mark.dbt, pytest.mark.integration, pytest.mark.slow]
 WHEN = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.timezone.utc)
@@ -98,6 +101,82 @@ class TestQueueOperatorsInAirflow:
         }
 
 
+def seed_history(url: str, unique_ids, finished_at: dt.datetime) -> None:
+    """Record an earlier build of each model (done rows), as a worker leaves them."""
+    from airflow_leastaction.dbt.schema import dbt_queue
+
+    rows = [
+        {"environment": "field_ops", "unique_id": u, "fqn": u, "materialized": "table", "status": "done",
+         "first_requested_at": finished_at, "last_requested_at": finished_at, "finished_at": finished_at,
+         "outcome": "success"}
+        for u in unique_ids
+    ]  # fmt: skip
+    with get_engine(url).begin() as conn:
+        conn.execute(insert(dbt_queue), rows)
+
+
+class TestHeldWork:
+    def test_held_work_is_drained_by_an_asset_scheduled_worker_without_a_cron(self, example_dags, sqlite_url):
+        worker = example_dags.get_dag("dbt_queue_worker")
+        # Scheduled on the queue's Asset alone: no cron to pick up what a tier holds back.
+        assert type(worker.timetable).__name__ == "AssetTriggeredTimetable"
+        assert example_dags.get_dag("dbt_ingest_work_orders").test(logical_date=WHEN).state == "success"
+        queue = QueueStore(get_engine(sqlite_url))
+        standard = sorted(r["unique_id"] for r in queue.active_rows("field_ops") if r["tier"] == "standard")
+        assert standard, "the example project's marts are expected in the standard tier (5 minutes)"
+        # Built 3.5 minutes ago: the default tiers hold them back for 90 more seconds, well past the first
+        # round of the drain.
+        built_at = utcnow() - dt.timedelta(minutes=3, seconds=30)
+        seed_history(sqlite_url, standard, built_at)
+
+        run = worker.test(logical_date=WHEN)
+        assert run.state == "success"
+        report = xcom("dbt_queue_worker", "drain_dbt_queue")
+        assert report["rounds"] == 2  # drained, waited deferred, drained again
+        assert names(report["built"]) == [
+            "agg_labor_history",
+            "dim_project",
+            "fact_project_labor",
+            "stg_field_ops__work_orders",
+        ]
+        batches = {b["id"]: b for b in queue.batches("field_ops")}
+        rebuilt = [r for r in queue.history("field_ops") if r["unique_id"] in standard and r["batch_id"]]
+        assert sorted(r["unique_id"] for r in rebuilt) == standard
+        # Held back until the tier's 5 minutes had passed since the earlier build, then built.
+        assert all(
+            batches[r["batch_id"]]["claimed_at"] >= built_at + dt.timedelta(minutes=5) for r in rebuilt
+        )
+        assert queue.active_rows("field_ops") == []
+
+
+class TestRetry:
+    def test_a_retry_of_the_drain_takes_its_earlier_trys_lease_and_batch_back_at_once(
+        self, example_dags, sqlite_url
+    ):
+        from airflow.utils.types import DagRunType
+
+        when = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.timezone.utc)
+        assert example_dags.get_dag("dbt_ingest_work_orders").test(logical_date=when).state == "success"
+        run_id = DagRunType.MANUAL.generate_run_id(suffix=when.isoformat())
+        ti = f"dbt_queue_worker|{run_id}|drain_dbt_queue|-1"
+        # What an earlier try that died mid-batch leaves: its lease and its running batch, both fresh.
+        earlier = f"{same_task_prefix(ti)}try1:elsewhere:1"
+        queue = QueueStore(get_engine(sqlite_url))
+        assert queue.acquire_lease("field_ops", earlier, dt.timedelta(minutes=5))
+        batch = queue.claim("field_ops", earlier, TierPolicy(), airflow_ti=ti)
+        assert batch is not None
+
+        run = example_dags.get_dag("dbt_queue_worker").test(run_after=when, logical_date=when)
+        assert run.state == "success" and run.run_id == run_id
+        report = xcom("dbt_queue_worker", "drain_dbt_queue")
+        claimed = names(r.unique_id for r in batch.rows)
+        assert report["owned"]  # not after the 5-minute grace: at once
+        assert names(report["requeued"]) == claimed and names(report["built"]) == claimed
+        earlier_batch = next(b for b in queue.batches("field_ops") if b["id"] == batch.id)
+        assert earlier_batch["status"] == "abandoned" and "earlier try" in earlier_batch["message"]
+        assert queue.active_rows("field_ops") == []
+
+
 class TestOperatorArguments:
     @pytest.mark.parametrize("selector", ["", "  "])
     def test_an_empty_selector_fails_at_dag_parse_time(self, deployed_project, selector):
@@ -119,6 +198,46 @@ class TestOperatorArguments:
             DbtDrainOperator(
                 task_id="drain", project_dir=str(deployed_project), grace=5, heartbeat_interval=10
             )
+
+    def test_a_negative_max_wait_fails_at_dag_parse_time(self, deployed_project):
+        with pytest.raises(ConfigurationError, match="'drain'.*max_wait must not be negative"):
+            DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), max_wait=-1)
+
+    @pytest.mark.parametrize(
+        ("report", "max_wait", "wakes"),
+        [
+            (
+                {"owned": True, "lease_lost": False, "next_eligible_at": "2026-11-29T09:30:00+00:00"},
+                3600,
+                True,
+            ),
+            (
+                {"owned": True, "lease_lost": False, "next_eligible_at": "2026-11-29T11:00:00+00:00"},
+                3600,
+                False,
+            ),
+            ({"owned": True, "lease_lost": False, "next_eligible_at": "2026-11-29T09:30:00+00:00"}, 0, False),
+            ({"owned": True, "lease_lost": False, "next_eligible_at": None}, 3600, False),
+            (
+                {"owned": False, "lease_lost": False, "next_eligible_at": "2026-11-29T09:30:00+00:00"},
+                3600,
+                False,
+            ),
+            (
+                {"owned": True, "lease_lost": True, "next_eligible_at": "2026-11-29T09:30:00+00:00"},
+                3600,
+                False,
+            ),
+        ],
+    )
+    def test_the_drain_waits_for_held_work_only_as_owner_and_within_max_wait(
+        self, deployed_project, report, max_wait, wakes
+    ):
+        op = DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), max_wait=max_wait)
+        wake = op._wake_at(report, started=WHEN)
+        assert (wake is not None) == wakes
+        if wakes:
+            assert wake.isoformat() == report["next_eligible_at"]
 
     def test_the_enqueue_publishes_the_environments_asset(self, deployed_project):
         op = DbtEnqueueOperator(

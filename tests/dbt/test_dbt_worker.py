@@ -13,7 +13,7 @@ from dbt_queue_helpers import NO_WAIT, names, seconds
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import utcnow
-from airflow_leastaction.dbt.policy import BatchKey
+from airflow_leastaction.dbt.policy import BatchKey, TierPolicy
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.dbt.worker import QueueWorker
 
@@ -119,6 +119,32 @@ class TestFollowUp:
         # The dirty row went back to pending and was finished by the follow-up: still one row per model.
         assert len(done_rows(sqlite_queue, "model.field_ops.dim_project")) == 1
         assert sqlite_queue.active_rows("field_ops") == []
+
+    def test_with_the_default_tiers_a_follow_up_owed_waits_out_the_tier_and_is_reported(
+        self, sqlite_queue, runner, plans
+    ):
+        enqueue(sqlite_queue, plans["A"])
+        reports = []
+        drain = make_worker(sqlite_queue, runner, policy=TierPolicy())
+        thread = threading.Thread(target=lambda: reports.append(drain.drain()))
+        thread.start()
+        wait_for(lambda: running(sqlite_queue), what="the first batch to start")
+        enqueue(sqlite_queue, plans["A"])  # new data lands while the models are being built
+        thread.join()
+        (report,) = reports
+        fast = names(m.unique_id for m in plans["A"].models if m.tier == "fast")
+        held = names(m.unique_id for m in plans["A"].models if m.tier != "fast")
+        assert fast and held, "the example project is expected to have fast and slower tiers"
+        # The fast tier has no minimum interval: its follow-up pass runs in the same drain.
+        assert len(report.batches) == 2 and names(report.batches[1].outcomes) == fast
+        # The others wait their tier's minimum interval from the build they just had (standard 5 minutes,
+        # historical 1 hour); the drain says until when.
+        owed = sqlite_queue.active_rows("field_ops")
+        assert names(r["unique_id"] for r in owed) == held
+        assert {r["status"] for r in owed} == {"pending"}
+        tiers = TierPolicy()
+        eligible = min(r["finished_at"] + tiers.tier(r["tier"]).min_interval for r in owed)
+        assert report.next_eligible_at == eligible.isoformat()
 
 
 def build_naively(runner, plan, results: list) -> None:
