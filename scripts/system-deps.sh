@@ -23,11 +23,23 @@ VENV="${LEASTACTION_VENV:-.venv}"
 # package holds ensurepip and the pip wheel it installs, which this asks for.
 venv_works() { "$PYTHON" -c "import ensurepip, venv; ensurepip.version()" >/dev/null 2>&1; }
 
+# python3-venv serves the distribution's python3; another version (make PYTHON=python3.11 on a release
+# whose python3 is newer) has its own pythonX.Y-venv.
+venv_package() {
+  local version='import sys; print("%d.%d" % sys.version_info[:2])' mine
+  mine="$("$PYTHON" -c "$version" 2>/dev/null)" || mine=""
+  if [ -n "$mine" ] && [ "$mine" != "$(/usr/bin/python3 -c "$version" 2>/dev/null)" ]; then
+    echo "python$mine-venv"
+  else
+    echo python3-venv
+  fi
+}
+
 need=()
 for want in "$@"; do
   case "$want" in
     venv)
-      [ -x "$VENV/bin/python" ] || venv_works || need+=(python3-venv) ;;
+      [ -x "$VENV/bin/python" ] || venv_works || need+=("$(venv_package)") ;;
     postgres)
       ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need+=(postgresql) ;;
     browser)
