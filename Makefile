@@ -1,15 +1,28 @@
 # make demo: Airflow standalone with the example DAGs and the plugin (SQLite catalog, DuckDB for dbt)
 # make test: the whole test suite (starts PostgreSQL, installs Chromium when missing)
+# Both start from a stock Debian/Ubuntu with make and python3: the system packages come first (as root
+# they are installed; otherwise the one apt-get line to run is printed), then the virtualenv, from PyPI
+# with the pins of constraints/tested.txt.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
 DEMO_PORT ?= 8080
 
-.PHONY: install system-deps postgres test test-fast demo demo-run demo-check bench docs screenshots clean
+.PHONY: install system-deps constraints postgres test test-fast demo demo-run demo-check bench docs screenshots clean
 
-$(STAMP): pyproject.toml constraints/tested.txt
+# The system packages the goals on the command line need, asked for all at once before the virtualenv
+# is made, so that a user without root gets one complete apt-get line.
+SYSTEM_DEPS := venv
+ifneq ($(filter test bench postgres screenshots system-deps,$(MAKECMDGOALS)),)
+SYSTEM_DEPS += postgres
+endif
+ifneq ($(filter test screenshots system-deps,$(MAKECMDGOALS)),)
+SYSTEM_DEPS += browser
+endif
+
+$(STAMP): pyproject.toml constraints/tested.txt | system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints/tested.txt -e ".[postgres,dbt,dev]"
@@ -21,12 +34,17 @@ $(STAMP): pyproject.toml constraints/tested.txt
 install: $(STAMP)
 
 system-deps:
-	scripts/system-deps.sh
+	PYTHON=$(PYTHON) LEASTACTION_VENV=$(VENV) scripts/system-deps.sh $(SYSTEM_DEPS)
+
+# Pin every package of the virtualenv into constraints/tested.txt: run it once `make test` has passed
+# on new versions (the pins are what the suite passed with, not what pip would pick today).
+constraints:
+	scripts/constraints.sh $(VENV)
 
 postgres: system-deps
 	scripts/postgres.sh start
 
-test: install system-deps postgres
+test: install postgres
 	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 test-fast: install
@@ -43,7 +61,7 @@ bench: install postgres
 	$(BIN)/python -m bench.run_all
 
 # Refresh the UI screenshots of docs/ui.md (the suite itself writes them to a temporary directory).
-screenshots: install system-deps
+screenshots: install
 	LEASTACTION_SCREENSHOTS_DIR=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/www/test_browser.py
 
 docs: install
