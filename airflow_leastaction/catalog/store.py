@@ -79,6 +79,19 @@ class CatalogStore(AuditRecords, RunReads):
             with conn.begin():
                 yield conn
 
+    @contextmanager
+    def poll_read(self) -> Iterator[Connection]:
+        """A connection for the reads the triggerer's poller makes every tick: no explicit transaction on
+        SQLite either, so each statement reads the latest committed state on its own (as under
+        PostgreSQL's READ COMMITTED) and a tick sends its queries and nothing else."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.info["sqlite_begin"] = None
+            try:
+                yield conn
+            finally:  # the info outlives this checkout: never leave the choice to the connection's next user
+                conn.info.pop("sqlite_begin", None)
+
     # -- tasks --------------------------------------------------------------------------------------
     def ensure_task(self, conn: Connection, identity: TaskIdentity, meta: TaskMeta | None, now: dt.datetime) -> int:
         row = conn.execute(
@@ -230,7 +243,7 @@ class CatalogStore(AuditRecords, RunReads):
         if not wanted:
             return {}, []
         tasks: dict[TaskIdentity, TaskSnapshot] = {}
-        with self.engine.connect() as conn:
+        with self.poll_read() as conn:
             for chunk in in_chunks(sorted({i.name for i in wanted})):
                 records = exists().where(task_run.c.task_pk == task.c.id).label("records_slots")
                 for row in conn.execute(select(
