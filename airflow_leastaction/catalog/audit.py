@@ -38,7 +38,7 @@ class AuditRecords:
         self, attempt: AttemptKey, judgements: Sequence[Judgement], *, downstream_slot: dt.datetime | None,
         bypass_reason: str | None = None, at: dt.datetime | None = None,
     ) -> list[int]:
-        """Append one decision per judged dependency of this attempt.
+        """Append one decision per judged dependency of this attempt; their ids, in ``judgements`` order.
 
         ``bypass_reason`` (a relaxed gate admitting anyway) records each *unsatisfied* dependency
         BYPASSED with that reason; a satisfied one is SATISFIED all the same, and is consumed.
@@ -47,8 +47,11 @@ class AuditRecords:
         rows = [_decision_row(attempt, j, downstream_slot, now, bypass_reason) for j in judgements]
         if not rows:
             return []
+        # One INSERT ... VALUES (...), (...) RETURNING id for the whole attempt (SQLAlchemy's "insertmanyvalues"):
+        # an attempt costs one statement whatever its number of dependencies. RETURNING promises no row order,
+        # but one INSERT numbers its rows in the order given, so the ids sorted are in ``judgements`` order.
         with self.write() as conn:
-            return [conn.execute(insert(gate_decision).values(**row)).inserted_primary_key[0] for row in rows]
+            return sorted(conn.execute(insert(gate_decision).returning(gate_decision.c.id), rows).scalars())
 
     def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now,
                  gate_task_ids: Sequence[str] = (), consume_own: bool = True) -> int:
@@ -72,14 +75,14 @@ class AuditRecords:
             rows += list(conn.execute(select(gate_decision).join(
                 latest, and_(d.task_id == latest.c.task_id, d.attempt == latest.c.attempt)).where(*same_ti)
             ).mappings())
-        for row in rows:
-            conn.execute(insert(consumption).values(
+        if rows:  # one executemany for all of them
+            conn.execute(insert(consumption), [dict(
                 decision_id=row["id"], dag_id=who.dag_id, task_id=who.task_id, run_id=who.run_id,
                 map_index=who.map_index, attempt=who.attempt, downstream_task_pk=task_pk,
                 downstream_slot=slot, dependency=row["dependency"], upstream_task_pk=row["upstream_task_pk"],
                 upstream_run_pk=row["upstream_run_pk"], upstream_slot=row["upstream_slot"],
                 upstream_revision=row["upstream_revision"], consumed_at=now,
-            ))
+            ) for row in rows])
         return len(rows)
 
     def _consumed_by(self, conn: Connection, who: AttemptKey) -> bool:
