@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Sequence
 
-from sqlalchemy import and_, exists, func, insert, select
+from sqlalchemy import and_, exists, func, insert, literal, null, select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.engine import Connection
 
@@ -65,25 +65,20 @@ class AuditRecords:
         d = gate_decision.c
         same_ti = (d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
                    d.result == DecisionResult.SATISFIED.value)
-        own = select(gate_decision).where(*same_ti, d.task_id == who.task_id, d.attempt == who.attempt)
-        rows = list(conn.execute(own).mappings()) if consume_own else []
+        sources = []
+        if consume_own:
+            sources.append(select(gate_decision).where(*same_ti, d.task_id == who.task_id, d.attempt == who.attempt))
         if gate_task_ids:
             latest = (select(d.task_id, func.max(d.attempt).label("attempt"))
                       .where(d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
                              d.task_id.in_(list(gate_task_ids)))
                       .group_by(d.task_id).subquery())
-            rows += list(conn.execute(select(gate_decision).join(
-                latest, and_(d.task_id == latest.c.task_id, d.attempt == latest.c.attempt)).where(*same_ti)
-            ).mappings())
-        if rows:  # one executemany for all of them
-            conn.execute(insert(consumption), [dict(
-                decision_id=row["id"], dag_id=who.dag_id, task_id=who.task_id, run_id=who.run_id,
-                map_index=who.map_index, attempt=who.attempt, downstream_task_pk=task_pk,
-                downstream_slot=slot, dependency=row["dependency"], upstream_task_pk=row["upstream_task_pk"],
-                upstream_run_pk=row["upstream_run_pk"], upstream_slot=row["upstream_slot"],
-                upstream_revision=row["upstream_revision"], consumed_at=now,
-            ) for row in rows])
-        return len(rows)
+            sources.append(select(gate_decision).join(
+                latest, and_(d.task_id == latest.c.task_id, d.attempt == latest.c.attempt)).where(*same_ti))
+        # INSERT ... SELECT: the decisions never travel through Python, one statement per source whatever
+        # their number.
+        return sum(conn.execute(_consumption_from(source.subquery(), who, task_pk, slot, now)).rowcount
+                   for source in sources)
 
     def _consumed_by(self, conn: Connection, who: AttemptKey) -> bool:
         """Has the attempt ``who`` already recorded consumption (a replayed success must not repeat it)?"""
@@ -201,3 +196,23 @@ def _decision_row(attempt: AttemptKey, j: Judgement, downstream_slot, now, bypas
         upstream_run_pk=j.upstream_run_pk, upstream_slot=j.upstream_slot,
         upstream_revision=j.upstream_revision, result=result, reason=reason, decided_at=now,
     )
+
+
+#: The columns a consumption record copies from the decision it consumes, after ``decision_id``.
+_COPIED = ("dependency", "upstream_task_pk", "upstream_run_pk", "upstream_slot", "upstream_revision")
+
+
+def _consumption_from(decisions, who: AttemptKey, task_pk: int | None, slot, now):
+    """INSERT of one consumption record by ``who`` per row of ``decisions`` (a subquery of decisions)."""
+    def const(value, type_):
+        # A bare NULL takes the target column's type in INSERT ... SELECT on PostgreSQL and SQLite alike.
+        return null() if value is None else literal(value, type_)
+
+    own = {"dag_id": literal(who.dag_id), "task_id": literal(who.task_id), "run_id": literal(who.run_id),
+           "map_index": literal(who.map_index), "attempt": literal(who.attempt),
+           "downstream_task_pk": const(task_pk, consumption.c.downstream_task_pk.type),
+           "downstream_slot": const(slot, consumption.c.downstream_slot.type),
+           "consumed_at": literal(now, consumption.c.consumed_at.type)}
+    columns = ["decision_id", *own, *_COPIED]
+    return insert(consumption).from_select(
+        columns, select(decisions.c.id, *own.values(), *(decisions.c[name] for name in _COPIED)))
