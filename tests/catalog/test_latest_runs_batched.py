@@ -48,12 +48,12 @@ def one_task_at_a_time(store, identities, history: int = 20) -> dict:
     return out
 
 
-def seed(store, tasks: int, seed_value: int) -> list[TaskIdentity]:
+def seed(store, tasks: int, seed_value: int, prefix: str = "up") -> list[TaskIdentity]:
     """Tasks with random runs: every state and run type, unfinished and unstarted runs, runs that finished
     before they started (clock skew); every timestamp distinct, so each order has one answer."""
     rng = random.Random(seed_value)
     minutes = iter(rng.sample(range(1, 500_000), 20 * tasks * 2))
-    identities = [TaskIdentity(f"up_{i}", rng.choice(["team-a", "team-b"])) for i in range(tasks)]
+    identities = [TaskIdentity(f"{prefix}_{i}", rng.choice(["team-a", "team-b"])) for i in range(tasks)]
     rows = []
     for n, identity in enumerate(identities):
         pk = store.register_task(identity, TaskMeta(cron="0 0 * * *"))
@@ -61,10 +61,11 @@ def seed(store, tasks: int, seed_value: int) -> list[TaskIdentity]:
             state = rng.choice(STATES)
             started = T0 + dt.timedelta(minutes=next(minutes)) if rng.random() > 0.1 else None
             finished = T0 + dt.timedelta(minutes=next(minutes)) if state not in IN_FLIGHT_STATES else None
-            rows.append(dict(task_pk=pk, slot=T0 + dt.timedelta(days=k), state=state, attempt=1, run_id=f"r{k}",
-                             run_type=rng.choice(RUN_TYPES), output_revision=int(state == "success"),
-                             repair_pending=False, rows_written=rng.randrange(100), started_at=started,
-                             finished_at=finished, updated_at=utcnow()))
+            rows.append({"task_pk": pk, "slot": T0 + dt.timedelta(days=k), "state": state, "attempt": 1,
+                         "run_id": f"r{k}", "run_type": rng.choice(RUN_TYPES),
+                         "output_revision": int(state == "success"), "repair_pending": False,
+                         "rows_written": rng.randrange(100), "started_at": started, "finished_at": finished,
+                         "updated_at": utcnow()})
     with store.write() as conn:
         conn.execute(insert(task_run), rows)
     return identities
@@ -73,8 +74,7 @@ def seed(store, tasks: int, seed_value: int) -> list[TaskIdentity]:
 @pytest.mark.parametrize("history", [1, 3, 20])
 def test_batched_latest_runs_answer_as_one_task_at_a_time(store, history):
     for seed_value in range(3):
-        identities = seed(store, 12, seed_value) if seed_value == 0 else identities
-        wanted = identities + [TaskIdentity("never_registered", "team-a")]
+        wanted = seed(store, 12, seed_value, f"seed{seed_value}") + [TaskIdentity("never_registered", "team-a")]
         assert store.latest_runs(wanted, history=history) == one_task_at_a_time(store, wanted, history)
 
 
