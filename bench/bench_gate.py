@@ -66,8 +66,11 @@ def catalog(backend: str):
     return fresh_pg_database(admin, "la_bench_gate")
 
 
-def write_cost(backend: str, deps: int, attempts: int) -> tuple[float, float]:
-    """(ms per attempt with decisions + consumption, ms per plain success record)."""
+def write_cost(backend: str, deps: int, attempts: int) -> tuple[float, float, float, float]:
+    """(ms per attempt with decisions + consumption, ms per plain success record, and the statements each
+    sends, every one the engine executes counted)."""
+    from sqlalchemy import event
+
     from airflow_leastaction.catalog.engine import dispose_all, get_engine
     from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
     from airflow_leastaction.gate import DependencyType, Judgement
@@ -88,14 +91,23 @@ def write_cost(backend: str, deps: int, attempts: int) -> tuple[float, float]:
         def plain(i: int):
             store.record_success(TaskIdentity("bench.plain", "bench"), SLOT + dt.timedelta(days=i), run_id=f"p-{i}")
 
-        out = []
+        out, statements = [], []
+        sent = [0]
+
+        def count(*_args):
+            sent[0] += 1
+
         for fn in (gated, plain):
             fn(-1)  # warm up
+            sent[0] = 0
+            event.listen(store.engine, "before_cursor_execute", count)
             start = time.perf_counter()
             for i in range(attempts):
                 fn(i)
             out.append((time.perf_counter() - start) / attempts * 1000)
-        return out[0], out[1]
+            event.remove(store.engine, "before_cursor_execute", count)
+            statements.append(sent[0] / attempts)
+        return out[0], out[1], statements[0], statements[1]
     finally:
         dispose_all()
         drop()
@@ -225,6 +237,7 @@ def main(argv=None) -> int:
     parser.add_argument("--parts", default="engine,writes,latency")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--attempts", type=int, default=200)
+    parser.add_argument("--backends", default="sqlite,postgres", help="catalogs of the writes part")
     args = parser.parse_args(argv)
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="la-bench-home-"))
     parts = args.parts.split(",")
@@ -236,12 +249,15 @@ def main(argv=None) -> int:
             base = base or rate
             print(f"| {k:,} | {rate:,.0f} | {rate / base:.3f}x |", flush=True)
     if "writes" in parts:
-        print("| backend | dependencies | decisions + success + consumption (ms) | plain success (ms) | ratio |")
-        print("| --- | ---: | ---: | ---: | ---: |")
-        for backend in ("sqlite", "postgres"):
+        print("| backend | dependencies | decisions + success + consumption (ms) | plain success (ms) | ratio "
+              "| statements (gated / plain) |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for backend in args.backends.split(","):
             for deps in (1, 10, 100):
-                gated, plain = write_cost(backend, deps, args.attempts if deps < 100 else args.attempts // 4)
-                print(f"| {backend} | {deps} | {gated:.2f} | {plain:.2f} | {gated / plain:.1f}x |", flush=True)
+                gated, plain, g_sql, p_sql = write_cost(backend, deps,
+                                                        args.attempts if deps < 100 else args.attempts // 4)
+                print(f"| {backend} | {deps} | {gated:.2f} | {plain:.2f} | {gated / plain:.1f}x "
+                      f"| {g_sql:.0f} / {p_sql:.0f} |", flush=True)
     if "latency" in parts:
         gate, rule = latency(args.runs)
         g, r = statistics.median(gate), statistics.median(rule)

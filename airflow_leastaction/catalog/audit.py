@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Sequence
 
-from sqlalchemy import and_, exists, func, insert, select
+from sqlalchemy import and_, exists, func, insert, literal, null, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.engine import Connection
 
@@ -38,7 +38,7 @@ class AuditRecords:
         self, attempt: AttemptKey, judgements: Sequence[Judgement], *, downstream_slot: dt.datetime | None,
         bypass_reason: str | None = None, at: dt.datetime | None = None,
     ) -> list[int]:
-        """Append one decision per judged dependency of this attempt.
+        """Append one decision per judged dependency of this attempt; their ids, in ``judgements`` order.
 
         ``bypass_reason`` (a relaxed gate admitting anyway) records each *unsatisfied* dependency
         BYPASSED with that reason; a satisfied one is SATISFIED all the same, and is consumed.
@@ -47,8 +47,11 @@ class AuditRecords:
         rows = [_decision_row(attempt, j, downstream_slot, now, bypass_reason) for j in judgements]
         if not rows:
             return []
+        # One INSERT ... VALUES (...), (...) RETURNING id for the whole attempt (SQLAlchemy's "insertmanyvalues"):
+        # an attempt costs one statement whatever its number of dependencies. RETURNING promises no row order,
+        # but one INSERT numbers its rows in the order given, so the ids sorted are in ``judgements`` order.
         with self.write() as conn:
-            return [conn.execute(insert(gate_decision).values(**row)).inserted_primary_key[0] for row in rows]
+            return sorted(conn.execute(insert(gate_decision).returning(gate_decision.c.id), rows).scalars())
 
     def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now,
                  gate_task_ids: Sequence[str] = (), consume_own: bool = True) -> int:
@@ -62,25 +65,20 @@ class AuditRecords:
         d = gate_decision.c
         same_ti = (d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
                    d.result == DecisionResult.SATISFIED.value)
-        own = select(gate_decision).where(*same_ti, d.task_id == who.task_id, d.attempt == who.attempt)
-        rows = list(conn.execute(own).mappings()) if consume_own else []
+        attempts = [(who.task_id, who.attempt)] if consume_own else []
         if gate_task_ids:
-            latest = (select(d.task_id, func.max(d.attempt).label("attempt"))
-                      .where(d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
-                             d.task_id.in_(list(gate_task_ids)))
-                      .group_by(d.task_id).subquery())
-            rows += list(conn.execute(select(gate_decision).join(
-                latest, and_(d.task_id == latest.c.task_id, d.attempt == latest.c.attempt)).where(*same_ti)
-            ).mappings())
-        for row in rows:
-            conn.execute(insert(consumption).values(
-                decision_id=row["id"], dag_id=who.dag_id, task_id=who.task_id, run_id=who.run_id,
-                map_index=who.map_index, attempt=who.attempt, downstream_task_pk=task_pk,
-                downstream_slot=slot, dependency=row["dependency"], upstream_task_pk=row["upstream_task_pk"],
-                upstream_run_pk=row["upstream_run_pk"], upstream_slot=row["upstream_slot"],
-                upstream_revision=row["upstream_revision"], consumed_at=now,
-            ))
-        return len(rows)
+            # The gates' latest attempts first (one small grouped read on the attempt index): as a subquery
+            # joined in, planners without fresh statistics re-ran it once per decision.
+            attempts += conn.execute(select(d.task_id, func.max(d.attempt))
+                                     .where(d.dag_id == who.dag_id, d.run_id == who.run_id,
+                                            d.map_index == who.map_index, d.task_id.in_(list(gate_task_ids)))
+                                     .group_by(d.task_id)).all()
+        if not attempts:
+            return 0
+        sources = select(gate_decision).where(*same_ti, or_(*(and_(d.task_id == t, d.attempt == n)
+                                                               for t, n in attempts)))
+        # INSERT ... SELECT: the decisions never travel through Python, one statement whatever their number.
+        return conn.execute(_consumption_from(sources.subquery(), who, task_pk, slot, now)).rowcount
 
     def _consumed_by(self, conn: Connection, who: AttemptKey) -> bool:
         """Has the attempt ``who`` already recorded consumption (a replayed success must not repeat it)?"""
@@ -198,3 +196,23 @@ def _decision_row(attempt: AttemptKey, j: Judgement, downstream_slot, now, bypas
         upstream_run_pk=j.upstream_run_pk, upstream_slot=j.upstream_slot,
         upstream_revision=j.upstream_revision, result=result, reason=reason, decided_at=now,
     )
+
+
+#: The columns a consumption record copies from the decision it consumes, after ``decision_id``.
+_COPIED = ("dependency", "upstream_task_pk", "upstream_run_pk", "upstream_slot", "upstream_revision")
+
+
+def _consumption_from(decisions, who: AttemptKey, task_pk: int | None, slot, now):
+    """INSERT of one consumption record by ``who`` per row of ``decisions`` (a subquery of decisions)."""
+    def const(value, type_):
+        # A bare NULL takes the target column's type in INSERT ... SELECT on PostgreSQL and SQLite alike.
+        return null() if value is None else literal(value, type_)
+
+    own = {"dag_id": literal(who.dag_id), "task_id": literal(who.task_id), "run_id": literal(who.run_id),
+           "map_index": literal(who.map_index), "attempt": literal(who.attempt),
+           "downstream_task_pk": const(task_pk, consumption.c.downstream_task_pk.type),
+           "downstream_slot": const(slot, consumption.c.downstream_slot.type),
+           "consumed_at": literal(now, consumption.c.consumed_at.type)}
+    columns = ["decision_id", *own, *_COPIED]
+    return insert(consumption).from_select(
+        columns, select(decisions.c.id, *own.values(), *(decisions.c[name] for name in _COPIED)))

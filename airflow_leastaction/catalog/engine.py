@@ -179,8 +179,11 @@ def _on_sqlite_connect(dbapi_conn, _record):
 def _sqlite_begin(conn):
     # pysqlite's own transaction handling is off (isolation_level=None); we issue BEGIN ourselves so that
     # writers can ask for BEGIN IMMEDIATE and take the write lock up front.
+    # A poll's read asks for none (None): each of its statements then reads on its own, as every statement
+    # does under PostgreSQL's READ COMMITTED, and a tick costs its queries alone.
     mode = conn.info.pop("sqlite_begin", "BEGIN")
-    conn.exec_driver_sql(mode)
+    if mode:
+        conn.exec_driver_sql(mode)
 
 
 def get_engine(url: str | None = None, *, migrate: bool | None = None) -> Engine:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Iterable
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import and_, case, func, or_, select
 
-from airflow_leastaction.catalog.schema import IN_CHUNK, identity_clause, in_chunks, task, task_run
+from airflow_leastaction.catalog.schema import IN_CHUNK, in_chunks, task, task_run
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.parents import IN_FLIGHT_STATES, LatestRuns, RunRecord
 
@@ -20,7 +20,7 @@ BACKFILL_RUN_TYPE = "backfill"
 
 
 class RunReads:
-    """Run-record reads of the catalog store (needs ``engine``)."""
+    """Run-record reads of the catalog store (needs ``engine`` and ``poll_read()``)."""
 
     def slot_records(self, requests: Iterable[tuple[TaskIdentity, dt.datetime]]) -> dict:
         """The slot record of each (task, slot) pair that has one: one query for any number of pairs."""
@@ -30,7 +30,7 @@ class RunReads:
         names = sorted({i.name for i, _ in wanted})
         slots = sorted({s for _, s in wanted})
         found = {}
-        with self.engine.connect() as conn:
+        with self.poll_read() as conn:
             for chunk in in_chunks(names, IN_CHUNK // 2):
                 rows = conn.execute(select(task.c.name, task.c.project, task.c.account, task.c.partition,
                                            *_run_columns()).join(task, task.c.id == task_run.c.task_pk)
@@ -44,30 +44,23 @@ class RunReads:
     def latest_runs(self, identities: Iterable[TaskIdentity], history: int = 20) -> dict:
         """Per task: its latest run, latest finished run and average run length of its last ``history``
         successes (what a gate on another DAG's task judges and times its looks by). Records of backfill
-        runs are never the latest run."""
-        out = {}
-        with self.engine.connect() as conn:
-            for identity in sorted(set(identities)):
-                task_pk = conn.execute(select(task.c.id).where(*identity_clause(identity))).scalar()
-                if task_pk is None:
-                    out[identity] = LatestRuns(None, None, None, None)
-                    continue
-                base = select(*_run_columns()).where(task_run.c.task_pk == task_pk, or_(
-                    task_run.c.run_type.is_(None), task_run.c.run_type != BACKFILL_RUN_TYPE))
-                order = (task_run.c.started_at.desc(), task_run.c.id.desc())
-                latest = conn.execute(base.order_by(*order).limit(1)).first()
-                finished = conn.execute(base.where(task_run.c.finished_at.is_not(None),
-                                                   task_run.c.state.not_in(sorted(IN_FLIGHT_STATES)))
-                                        .order_by(task_run.c.finished_at.desc(), task_run.c.id.desc())
-                                        .limit(1)).first()
-                spans = conn.execute(select(task_run.c.started_at, task_run.c.finished_at).where(
-                    task_run.c.task_pk == task_pk, task_run.c.state == "success",
-                    task_run.c.started_at.is_not(None), task_run.c.finished_at.is_not(None))
-                    .order_by(task_run.c.finished_at.desc()).limit(history)).all()
-                lengths = [f - s for s, f in spans if f >= s]
-                average = sum(lengths, dt.timedelta(0)) / len(lengths) if lengths else None
-                out[identity] = LatestRuns(task_pk, latest and _run_record(latest),
-                                           finished and _run_record(finished), average)
+        runs are never the latest run.
+
+        Two queries for any number of tasks: their task rows, then only the run rows that matter (each
+        task's latest, latest finished and last ``history`` successes, ranked per task by the database).
+        """
+        wanted = set(identities)
+        out = {i: LatestRuns(None, None, None, None) for i in wanted}
+        if not wanted:
+            return out
+        with self.poll_read() as conn:
+            pks = _task_pks(conn, wanted)
+            ranked: dict[int, _Ranked] = {pk: _Ranked() for pk in pks.values()}
+            for chunk in in_chunks(sorted(ranked)):
+                for row in conn.execute(_ranked_runs(chunk, history)):
+                    ranked[row.task_pk].add(row, history)
+        for identity, pk in pks.items():
+            out[identity] = ranked[pk].result(pk)
         return out
 
     def run_rows_written(self, dag_id: str, run_id: str) -> int | None:
@@ -88,3 +81,63 @@ def _run_columns():
 def _run_record(row) -> RunRecord:
     return RunRecord(row.id, row.task_pk, row.slot, row.run_id, row.state, row.output_revision, row.rows_written,
                      row.started_at, row.finished_at)
+
+
+def _task_pks(conn, wanted: set[TaskIdentity]) -> dict[TaskIdentity, int]:
+    """The catalog pk of each wanted task that has a row (one query per ``IN_CHUNK`` names)."""
+    pks = {}
+    for chunk in in_chunks(sorted({i.name for i in wanted})):
+        for r in conn.execute(select(task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition)
+                              .where(task.c.name.in_(chunk))):
+            ident = TaskIdentity(r.name, r.project, r.account, r.partition)
+            if ident in wanted:
+                pks[ident] = r.id
+    return pks
+
+
+def _ranked_runs(task_pks: list[int], history: int):
+    """The run rows of ``task_pks`` that a gate reads, each with its rank in the three per-task orders:
+    latest start among non-backfill runs, latest finish among finished non-backfill runs, latest finish
+    among timed successes (backfills included, as they ran). A row is returned when it ranks first in
+    either of the first two or within ``history`` in the third."""
+    r = task_run.c
+    not_backfill = or_(r.run_type.is_(None), r.run_type != BACKFILL_RUN_TYPE)
+    finished = and_(not_backfill, r.finished_at.is_not(None), r.state.not_in(sorted(IN_FLIGHT_STATES)))
+    timed = and_(r.state == "success", r.started_at.is_not(None), r.finished_at.is_not(None))
+    flags = {"is_latest": not_backfill, "is_finished": finished, "is_timed": timed}
+    flag = {k: case((cond, 1), else_=0).label(k) for k, cond in flags.items()}
+    # Same orders as one query per task would use (so NULL placement follows the backend's default).
+    ranks = (
+        func.row_number().over(partition_by=(r.task_pk, flag["is_latest"]),
+                               order_by=(r.started_at.desc(), r.id.desc())).label("rank_latest"),
+        func.row_number().over(partition_by=(r.task_pk, flag["is_finished"]),
+                               order_by=(r.finished_at.desc(), r.id.desc())).label("rank_finished"),
+        func.row_number().over(partition_by=(r.task_pk, flag["is_timed"]),
+                               order_by=(r.finished_at.desc(), r.id.desc())).label("rank_timed"),
+    )
+    inner = select(*_run_columns(), *flag.values(), *ranks).where(r.task_pk.in_(task_pks)).subquery()
+    q = inner.c
+    return select(inner).where(or_(and_(q.is_latest == 1, q.rank_latest == 1),
+                                   and_(q.is_finished == 1, q.rank_finished == 1),
+                                   and_(q.is_timed == 1, q.rank_timed <= history)))
+
+
+class _Ranked:
+    """One task's ranked run rows, turned into its :class:`LatestRuns`."""
+
+    def __init__(self):
+        self.latest = self.finished = None
+        self.spans: list[tuple[int, dt.timedelta | None]] = []
+
+    def add(self, row, history: int) -> None:
+        if row.is_latest and row.rank_latest == 1:
+            self.latest = _run_record(row)
+        if row.is_finished and row.rank_finished == 1:
+            self.finished = _run_record(row)
+        if row.is_timed and row.rank_timed <= history:
+            self.spans.append((row.rank_timed, row.finished_at - row.started_at))
+
+    def result(self, task_pk: int) -> LatestRuns:
+        lengths = [span for _, span in sorted(self.spans) if span >= dt.timedelta(0)]
+        average = sum(lengths, dt.timedelta(0)) / len(lengths) if lengths else None
+        return LatestRuns(task_pk, self.latest, self.finished, average)

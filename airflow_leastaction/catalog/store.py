@@ -80,6 +80,19 @@ class CatalogStore(AuditRecords, RunReads):
             with conn.begin():
                 yield conn
 
+    @contextmanager
+    def poll_read(self) -> Iterator[Connection]:
+        """A connection for the reads the triggerer's poller makes every tick: no explicit transaction on
+        SQLite either, so each statement reads the latest committed state on its own (as under
+        PostgreSQL's READ COMMITTED) and a tick sends its queries and nothing else."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.info["sqlite_begin"] = None
+            try:
+                yield conn
+            finally:  # the info outlives this checkout: never leave the choice to the connection's next user
+                conn.info.pop("sqlite_begin", None)
+
     # -- tasks --------------------------------------------------------------------------------------
     def ensure_task(self, conn: Connection, identity: TaskIdentity, meta: TaskMeta | None, now: dt.datetime) -> int:
         row = conn.execute(
@@ -233,7 +246,7 @@ class CatalogStore(AuditRecords, RunReads):
             wanted.setdefault(identity, set()).add((child_interval, rest[0] if rest else None))
         if not wanted:
             return {}, []
-        with self.engine.connect() as conn:
+        with self.poll_read() as conn:
             tasks = _read_tasks(conn, wanted)
             slots = SlotIndex()
             by_window: dict[tuple[dt.datetime, dt.datetime], list[int]] = {}
