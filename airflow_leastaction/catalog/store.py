@@ -13,14 +13,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-from sqlalchemy import and_, case, func, insert, literal, or_, select, update
+from sqlalchemy import and_, case, column, func, insert, literal, or_, select, update, values
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.audit import AttemptKey, AuditRecords
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.run_reads import RunReads
 from airflow_leastaction.catalog.schema import (
-    IN_CHUNK,
     UtcDateTime,
     identity_clause,
     in_chunks,
@@ -234,7 +233,7 @@ class CatalogStore(AuditRecords, RunReads):
         self, requests: Iterable[tuple]
     ) -> tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]]:
         """What gates need to judge (parent, child interval) pairs: two queries for any number of pairs
-        (one more per 200 distinct windows of slot records beyond the first 200).
+        (one more per 10,000 distinct windows of slot records beyond the first 10,000).
 
         A request is ``(parent, child interval start)``, or ``(parent, start, end)`` for a parent judged
         on the whole interval. The first query reads the parents' task rows (with their first recorded
@@ -253,14 +252,19 @@ class CatalogStore(AuditRecords, RunReads):
             for ident, t in tasks.items():
                 for window in merge_windows(read_window(t, ci, end) for ci, end in wanted[ident]):
                     by_window.setdefault(window, []).append(t.pk)
-            for clauses in _window_chunks(by_window):
+            for rows in _window_rows(by_window):
+                # The windows travel as a VALUES list joined to the slot records: one statement for any
+                # number of windows (an OR chain of them would hit SQLite's expression-depth limit).
+                windows = values(column("pk", task_run.c.task_pk.type), column("s", task_run.c.slot.type),
+                                 column("e", task_run.c.slot.type), name="w").data(rows).cte("w")
                 slots.extend(
                     SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written,
                                  r.repair_pending)
                     for r in conn.execute(select(
                         task_run.c.id, task_run.c.task_pk, task_run.c.slot, task_run.c.state,
                         task_run.c.output_revision, task_run.c.rows_written, task_run.c.repair_pending,
-                    ).where(or_(*clauses)))
+                    ).join(windows, and_(task_run.c.task_pk == windows.c.pk, task_run.c.slot >= windows.c.s,
+                                         task_run.c.slot < windows.c.e)))
                 )
         return tasks, slots
 
@@ -281,23 +285,15 @@ def _read_tasks(conn: Connection, wanted) -> dict[TaskIdentity, TaskSnapshot]:
     return tasks
 
 
-#: Distinct windows read by one statement: SQLite parses an OR chain as a tree at most 1,000 deep.
-WINDOWS_PER_QUERY = 200
+#: (parent, window) rows read by one statement: three bound parameters each, under every driver's limit.
+WINDOWS_PER_QUERY = 10_000
 
 
-def _window_chunks(by_window: dict[tuple[dt.datetime, dt.datetime], list[int]]):
-    """WHERE terms, one per distinct window (parents that share a window share its term), in chunks that
-    keep each statement under the bound-parameter and expression-depth limits."""
-    clauses, params = [], 0
-    for (start, end), pks in sorted(by_window.items()):
-        for part in in_chunks(sorted(pks), IN_CHUNK - 2):
-            if clauses and (params + len(part) + 2 > IN_CHUNK or len(clauses) >= WINDOWS_PER_QUERY):
-                yield clauses
-                clauses, params = [], 0
-            clauses.append(and_(task_run.c.task_pk.in_(part), task_run.c.slot >= start, task_run.c.slot < end))
-            params += len(part) + 2
-    if clauses:
-        yield clauses
+def _window_rows(by_window: dict[tuple[dt.datetime, dt.datetime], list[int]]):
+    """``(task pk, start, end)`` rows, one per parent and window, in chunks of :data:`WINDOWS_PER_QUERY`."""
+    rows = [(pk, start, end) for (start, end), pks in sorted(by_window.items()) for pk in sorted(pks)]
+    for i in range(0, len(rows), WINDOWS_PER_QUERY):
+        yield rows[i:i + WINDOWS_PER_QUERY]
 
 
 def _slot_row(conn: Connection, task_pk: int, slot: dt.datetime):
