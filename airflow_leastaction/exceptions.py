@@ -60,7 +60,8 @@ class InvalidRetentionCutoffError(ConfigurationError):
 
     def __init__(self, cutoff: object, why: str):
         self.cutoff = cutoff
-        super().__init__(f"cannot prune before {cutoff!s}: {why}")
+        shown = cutoff.isoformat() if hasattr(cutoff, "isoformat") else repr(cutoff)
+        super().__init__(f"cannot prune before {shown}: {why}")
 
 
 class UnappliableOutcomeError(LeastActionError):

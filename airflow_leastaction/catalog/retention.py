@@ -177,6 +177,15 @@ def prunable_ids(table: Table, rule, cutoff: dt.datetime):
     return select(target.c.id).where(rule(target, cutoff))
 
 
+def prune_catalog(before: dt.datetime, *, conn_id: str | None = None, dry_run: bool = False,
+                  batch_size: int = DEFAULT_BATCH_SIZE) -> PruneReport:
+    """:func:`prune` on the deployment's catalog (``conn_id``, default ``[leastaction] catalog_conn_id``):
+    what ``airflow-leastaction db prune`` and a maintenance task both call."""
+    from airflow_leastaction.catalog.engine import get_engine, resolve_url
+
+    return prune(get_engine(resolve_url(conn_id)), before, dry_run=dry_run, batch_size=batch_size)
+
+
 def _prune_table(store, table: Table, rule, cutoff, dry_run: bool, batch_size: int, on_batch) -> TableReport:
     ids_query = prunable_ids(table, rule, cutoff)
     pk = ids_query.selected_columns[0]

@@ -51,11 +51,11 @@ def parse_cutoff(text: str) -> dt.datetime:
 
 
 def _prune(args) -> int:
-    from airflow_leastaction.catalog.retention import DEFAULT_BATCH_SIZE, prune
+    from airflow_leastaction.catalog.retention import DEFAULT_BATCH_SIZE, prune_catalog
 
     cutoff = parse_cutoff(args.before)
-    engine = get_engine(resolve_url(args.conn_id))
-    report = prune(engine, cutoff, dry_run=args.dry_run, batch_size=args.batch_size or DEFAULT_BATCH_SIZE)
+    report = prune_catalog(cutoff, conn_id=args.conn_id, dry_run=args.dry_run,
+                           batch_size=args.batch_size or DEFAULT_BATCH_SIZE)
     if args.json:
         print(json.dumps({"before": report.cutoff.isoformat(), "dry_run": report.dry_run, "rows": report.counts()}))
         return 0

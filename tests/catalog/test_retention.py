@@ -101,7 +101,8 @@ class TestRules:
     def test_in_flight_and_repair_pending_slot_records_are_kept(self, store):
         store.record_running(PARENT, day(1), run_id="r1", at=OLD)  # running
         repaired = success(store, PARENT, day(2), OLD)
-        store.record_running(PARENT, day(2), run_id="r2-repair", at=OLD)  # being repaired
+        store.record_running(PARENT, day(2), run_id="r2-repair", at=OLD)  # a repair that failed: still owed
+        store.record_finished(PARENT, day(2), "failed", run_id="r2-repair", at=OLD)
         store.record_success(PARENT, day(3), run_id="r3", at=OLD)
         prune(store.engine, CUTOFF)
         assert slots_of(store, repaired.task_pk) == {day(1), day(2), day(3)}
