@@ -55,7 +55,7 @@ def _prune(args) -> int:
 
     cutoff = parse_cutoff(args.before)
     report = prune_catalog(cutoff, conn_id=args.conn_id, dry_run=args.dry_run,
-                           batch_size=args.batch_size or DEFAULT_BATCH_SIZE)
+                           batch_size=DEFAULT_BATCH_SIZE if args.batch_size is None else args.batch_size)
     if args.json:
         print(json.dumps({"before": report.cutoff.isoformat(), "dry_run": report.dry_run, "rows": report.counts()}))
         return 0

@@ -204,13 +204,18 @@ class TestRuns:
     def test_a_dry_run_deletes_nothing_and_counts_what_would_go(self, store):
         seed_history(store, 5)
         seed_queue(store)
-        before = {t.name: ids(store, t) for t in (gate_decision, task_run, dbt_queue, dbt_request)}
+        # consumption the prune deletes frees its decision: the dry run counts that decision too
+        one, two = success(store, CHILD, day(1), OLD), success(store, CHILD, day(2), OLD)
+        consume(store, decide(store, at=OLD, slot=day(1), upstream=one), at=OLD, slot=day(1), upstream=one)
+        consume(store, decide(store, at=OLD, slot=day(2), upstream=two), at=OLD, slot=day(2), upstream=two)
+        tables = (consumption, gate_decision, task_run, dbt_queue, dbt_request_event, dbt_request)
+        before = [ids(store, t) for t in tables]
         dry = prune(store.engine, CUTOFF, dry_run=True)
-        assert {t: ids(store, t_) for t, t_ in zip(before, (gate_decision, task_run, dbt_queue, dbt_request))} \
-            == before
+        assert [ids(store, t) for t in tables] == before
         real = prune(store.engine, CUTOFF)
         assert dry.counts() == real.counts()
-        assert real.counts()["la_gate_decision"] == 5 and real.counts()["la_task_run"] == 4
+        assert real.counts() == {"la_consumption": 1, "la_gate_decision": 6, "la_task_run": 4 + 1,
+                                 "la_dbt_request_event": 1, "la_dbt_request": 1, "la_dbt_queue": 2}
 
     def test_a_small_batch_size_deletes_in_several_transactions(self, store):
         seed_history(store, 5)

@@ -54,6 +54,13 @@ class TestDbPrune:
         assert "'last-week'" in capsys.readouterr().err
 
 
+    def test_db_prune_refuses_a_batch_size_that_is_not_positive(self, store, catalog_url, use_catalog, capsys):
+        use_catalog(catalog_url)
+        seeded = set(seed_decisions(store, OLD))
+        assert cli(["db", "prune", "--before", "2025-06-01", "--batch-size", "0"]) == 2
+        assert "batch size 0" in capsys.readouterr().err and decision_ids(store) == seeded
+
+
 def test_the_maintenance_dag_prunes_history_older_than_90_days(store, catalog_url, use_catalog, run_dag):
     use_catalog(catalog_url)
     logical = dt.datetime(2026, 11, 1, tzinfo=UTC)  # the cutoff is 90 days before its interval's end: August
