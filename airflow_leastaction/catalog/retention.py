@@ -25,8 +25,8 @@ The rules, in the order the tables are pruned (a later rule reads what an earlie
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from sqlalchemy import Table, and_, delete, exists, func, not_, or_, select
 from sqlalchemy.engine import Engine
@@ -34,7 +34,13 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from airflow_leastaction.catalog.audit import is_stale
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
-from airflow_leastaction.dbt.schema import ACTIVE_STATUSES, RowStatus, dbt_queue, dbt_request, dbt_request_event
+from airflow_leastaction.dbt.schema import (
+    ACTIVE_STATUSES,
+    RowStatus,
+    dbt_queue,
+    dbt_request,
+    dbt_request_event,
+)
 from airflow_leastaction.exceptions import InvalidRetentionCutoffError
 from airflow_leastaction.parents import IN_FLIGHT_STATES
 

@@ -35,8 +35,8 @@ def meta(dag_id: str, task_id: str) -> TaskMeta:
 
 def decide(store, *, at, run_id="r1", slot=None, result="SATISFIED", upstream=None, task_id="wait") -> int:
     """One gate decision of ``CHILD_DAG``; ``upstream`` is the parent's slot outcome it selected."""
-    sel = {} if upstream is None else dict(upstream_task_pk=upstream.task_pk, upstream_run_pk=upstream.run_pk,
-                                           upstream_slot=upstream.slot, upstream_revision=upstream.output_revision)
+    sel = {} if upstream is None else {"upstream_task_pk": upstream.task_pk, "upstream_run_pk": upstream.run_pk,
+                                           "upstream_slot": upstream.slot, "upstream_revision": upstream.output_revision}
     with store.write() as conn:
         return conn.execute(insert(gate_decision).values(
             dag_id=CHILD_DAG, task_id=task_id, run_id=run_id, attempt=1, downstream_slot=slot,
@@ -47,7 +47,7 @@ def decide(store, *, at, run_id="r1", slot=None, result="SATISFIED", upstream=No
 def consume(store, decision_id: int, *, at, slot, upstream) -> int:
     with store.write() as conn:
         return conn.execute(insert(consumption).values(
-            decision_id=decision_id, dag_id=CHILD_DAG, task_id=CHILD_TASK, run_id=f"r-{slot:%d}", attempt=1,
+            decision_id=decision_id, dag_id=CHILD_DAG, task_id=CHILD_TASK, run_id=f"r-{slot}", attempt=1,
             downstream_slot=slot, dependency=PARENT.key, upstream_task_pk=upstream.task_pk,
             upstream_run_pk=upstream.run_pk, upstream_slot=upstream.slot,
             upstream_revision=upstream.output_revision, consumed_at=at,
@@ -151,6 +151,15 @@ class TestRules:
         prune(store.engine, CUTOFF)
         assert {old, recent} <= ids(store, consumption)
 
+    def test_a_consumer_without_a_downstream_slot_keeps_its_old_record_beside_a_recent_one(self, store):
+        up = success(store, PARENT, day(1), OLD)
+        old = consume(store, decide(store, at=OLD, upstream=up), at=OLD, slot=None, upstream=up)
+        consume(store, decide(store, at=NEW, upstream=up, run_id="r2"), at=NEW, slot=None, upstream=up)
+        later = success(store, PARENT, day(2), OLD)
+        consume(store, decide(store, at=NEW, slot=day(2), upstream=later), at=NEW, slot=day(2), upstream=later)
+        prune(store.engine, CUTOFF)
+        assert old in ids(store, consumption)
+
     def test_decisions_of_a_run_still_in_flight_are_kept(self, store):
         store.record_running(CHILD, day(1), meta=meta(CHILD_DAG, CHILD_TASK), run_id="r1", at=OLD)
         waiting = decide(store, at=OLD, slot=day(1))
@@ -238,7 +247,7 @@ class TestRuns:
                     store.record_success(TaskIdentity("writer", "sales"), NEW + dt.timedelta(days=n), run_id=f"w{n}")
                     with progressed:
                         progressed.notify_all()
-            except Exception as exc:  # reported by the assertion below
+            except Exception as exc:  # noqa: BLE001  (any writer error fails the assertion below)
                 errors.append(exc)
                 with progressed:
                     progressed.notify_all()

@@ -56,10 +56,10 @@ def seed(store, h):
                 task_pk=parent, slot=day(n), state=s["state"], output_revision=rev, repair_pending=slots[n]["repair"],
                 updated_at=TIMES[s["new"]])).inserted_primary_key[0]
         for n in h["child_running"]:
-            slots[("child", n)] = dict(state="running", new=False, repair=False, task=child, slot=n,
-                                       id=conn.execute(insert(task_run).values(
+            slots[("child", n)] = {"state": "running", "new": False, "repair": False, "task": child, "slot": n,
+                                       "id": conn.execute(insert(task_run).values(
                                            task_pk=child, slot=day(n), state="running", updated_at=TIMES[False]
-                                       )).inserted_primary_key[0])
+                                       )).inserted_primary_key[0]}
         decisions, consumed = [], []
         for c in h["consumed"]:
             if c["uslot"] not in slots:
@@ -78,9 +78,9 @@ def seed(store, h):
 
 
 def _decision(conn, dslot, new):
-    row = dict(dag_id=DAG, task_id="wait", run_id="r", attempt=1, downstream_slot=day(dslot), dependency=DEP,
-               result="SATISFIED", reason="seeded", decided_at=TIMES[new])
-    return dict(dslot=dslot, new=new, id=conn.execute(insert(gate_decision).values(**row)).inserted_primary_key[0])
+    row = {"dag_id": DAG, "task_id": "wait", "run_id": "r", "attempt": 1, "downstream_slot": day(dslot), "dependency": DEP,
+               "result": "SATISFIED", "reason": "seeded", "decided_at": TIMES[new]}
+    return {"dslot": dslot, "new": new, "id": conn.execute(insert(gate_decision).values(**row)).inserted_primary_key[0]}
 
 
 def oracle(slots, decisions, consumed):

@@ -33,7 +33,7 @@ class TestDbPrune:
         assert cli(["db", "prune", "--before", "2025-06-01"]) == 0
         out = capsys.readouterr().out
         assert "la_gate_decision: deleted 1" in out and "la_consumption: deleted 0" in out
-        assert decision_ids(store) == {new}
+        assert decision_ids(store) == {new} and old not in decision_ids(store)
 
     def test_db_prune_dry_run_counts_and_deletes_nothing(self, store, catalog_url, use_catalog, capsys):
         use_catalog(catalog_url)
