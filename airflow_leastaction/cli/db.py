@@ -11,7 +11,7 @@ from airflow_leastaction.exceptions import InvalidRetentionCutoffError
 
 
 def register(sub) -> None:
-    db = sub.add_parser("db", help="catalog schema migrations").add_subparsers(dest="db_command", required=True)
+    db = sub.add_parser("db", help="catalog schema migrations and retention").add_subparsers(dest="db_command", required=True)
     up = db.add_parser("upgrade", help="apply every pending migration")
     up.set_defaults(func=_upgrade)
     cur = db.add_parser("current", help="print the applied and the latest revisions")
