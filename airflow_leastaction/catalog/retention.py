@@ -192,6 +192,17 @@ def prune_catalog(before: dt.datetime, *, conn_id: str | None = None, dry_run: b
     return prune(get_engine(resolve_url(conn_id)), before, dry_run=dry_run, batch_size=batch_size)
 
 
+def delete_batch(conn, table: Table, rule, cutoff: dt.datetime, ids: list) -> int:
+    """Delete the rows ``ids`` of ``table`` that ``rule`` still lets go; returns how many went.
+
+    The rule is checked again here: between the read that chose ``ids`` and this delete, a writer may
+    have made one of them necessary (a consumption record pointing at a decision, a newer slot).
+    """
+    ids_query = prunable_ids(table, rule, cutoff)
+    guarded = ids_query.where(ids_query.selected_columns[0].in_(ids))
+    return conn.execute(delete(table).where(table.c.id.in_(guarded))).rowcount
+
+
 def _prune_table(store, table: Table, rule, cutoff, dry_run: bool, batch_size: int, on_batch) -> TableReport:
     ids_query = prunable_ids(table, rule, cutoff)
     pk = ids_query.selected_columns[0]
@@ -209,9 +220,8 @@ def _prune_table(store, table: Table, rule, cutoff, dry_run: bool, batch_size: i
         if dry_run:
             out.rows += len(ids)
         else:
-            with store.write() as conn:  # re-checked in the delete: a writer may need a row since
-                guarded = ids_query.where(pk.in_(ids))
-                out.rows += conn.execute(delete(table).where(table.c.id.in_(guarded))).rowcount
+            with store.write() as conn:
+                out.rows += delete_batch(conn, table, rule, cutoff, ids)
             out.transactions += 1
         if on_batch is not None:
             on_batch(table.name, len(ids))

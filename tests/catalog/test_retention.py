@@ -8,7 +8,13 @@ import threading
 import pytest
 from sqlalchemy import insert, select
 
-from airflow_leastaction.catalog.retention import check_cutoff, prune
+from airflow_leastaction.catalog.retention import (
+    check_cutoff,
+    decision_prunable,
+    delete_batch,
+    prunable_ids,
+    prune,
+)
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task_run
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.cli.db import parse_cutoff
@@ -232,6 +238,17 @@ class TestRuns:
         assert (report.tables["la_gate_decision"].rows, report.tables["la_gate_decision"].transactions) == (5, 3)
         assert (report.tables["la_task_run"].rows, report.tables["la_task_run"].transactions) == (4, 2)
         assert ids(store, gate_decision) == set()
+
+    def test_a_row_a_writer_needs_after_the_batch_was_chosen_stays(self, store):
+        up = success(store, PARENT, day(1), OLD)
+        chosen = decide(store, at=OLD, slot=day(1), upstream=up)
+        with store.engine.connect() as conn:
+            batch = list(conn.execute(prunable_ids(gate_decision, decision_prunable, CUTOFF)).scalars())
+        assert batch == [chosen]
+        consume(store, chosen, at=NEW, slot=day(1), upstream=up)  # a consumer succeeds in between
+        with store.write() as conn:
+            assert delete_batch(conn, gate_decision, decision_prunable, CUTOFF, batch) == 0
+        assert chosen in ids(store, gate_decision)
 
     def test_a_writer_keeps_writing_while_a_prune_runs(self, store):
         seed_history(store, 12)
