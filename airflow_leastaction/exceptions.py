@@ -60,6 +60,17 @@ class UnknownConnectionError(CatalogError, ConfigurationError):
         )
 
 
+class InvalidRetentionCutoffError(ConfigurationError):
+    """``db prune`` was given a cutoff it cannot use (no UTC offset, in the future) or a bad batch size."""
+
+    exit_status = 2
+
+    def __init__(self, cutoff: object, why: str):
+        self.cutoff = cutoff
+        shown = cutoff.isoformat() if hasattr(cutoff, "isoformat") else repr(cutoff)
+        super().__init__(f"cannot prune before {shown}: {why}")
+
+
 class UnappliableOutcomeError(LeastActionError):
     """A task outcome the catalog can never store (it is quarantined, not spooled or retried)."""
 
