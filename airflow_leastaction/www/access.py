@@ -43,7 +43,7 @@ def _known_dag_ids(reads: CatalogReads) -> set[str]:
 
 
 def readable_dags(user: GetUserDep, reads: CatalogReads = Depends(catalog_reads)) -> DagScope:
-    """The DAGs this user may read, asked of the auth manager one DAG at a time (its own batch method).
+    """The DAGs this user may read, as the auth manager's ``filter_authorized_dag_ids`` answers.
 
     A user who may read every known DAG gets no filter at all, so rows of a DAG that neither Airflow
     nor the catalog knows any more (deleted, renamed) stay visible to them and to nobody else.
