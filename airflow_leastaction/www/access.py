@@ -38,7 +38,8 @@ def _known_dag_ids(reads: CatalogReads) -> set[str]:
     with create_session() as session:
         known = set(session.scalars(select(DagModel.dag_id)))
     with reads.engine.connect() as conn:
-        known |= set(conn.execute(select(task.c.dag_id).where(task.c.dag_id.is_not(None)).distinct()).scalars())
+        dags = select(task.c.dag_id).where(task.c.dag_id.is_not(None)).distinct()
+        known |= set(conn.execute(dags).scalars())
     return known
 
 

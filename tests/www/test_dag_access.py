@@ -33,8 +33,8 @@ def _rollup_runs(store: CatalogStore) -> None:
     meta = scenario.airflow_meta(scenario.ROLLUP, "0 5 * * 1")
     who = AttemptKey(DENIED, "rollup", "scheduled__2024-01-01T05:00:00+00:00", -1, 1)
     scenario.gate(store, who, [scenario.REPORT], scenario.day(1), scenario.day(1, 6))
-    store.record_success(scenario.ROLLUP, scenario.day(1), meta=meta, run_id=who.run_id, at=scenario.day(1, 7),
-                         consumer=who)
+    store.record_success(scenario.ROLLUP, scenario.day(1), meta=meta, run_id=who.run_id,
+                         at=scenario.day(1, 7), consumer=who)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,8 @@ def deployment(tmp_path_factory):
         server.run("sync-perm", "--include-dags")
         fab_role(server, "sales_only", [f"DAG:{ALLOWED}", "Task Instances", "DAG Runs"])
         fab_user(server, USER, PASSWORD, "sales_only")
-        tokens = {"user": token_for(server, USER, PASSWORD), "admin": token_for(server, ADMIN_USER, ADMIN_PASSWORD)}
+        tokens = {"user": token_for(server, USER, PASSWORD),
+                  "admin": token_for(server, ADMIN_USER, ADMIN_PASSWORD)}
         yield server, story, tokens
     dispose_all()
 
@@ -59,7 +60,8 @@ def deployment(tmp_path_factory):
 def _get(deployment, who: str, path: str, *, html: bool = False) -> httpx.Response:
     """GET a LeastAction route as ``who``: JSON routes with a bearer token, pages with the UI's cookie."""
     server, _, tokens = deployment
-    auth = {"cookies": {"_token": tokens[who]}} if html else {"headers": {"Authorization": f"Bearer {tokens[who]}"}}
+    token = tokens[who]
+    auth = {"cookies": {"_token": token}} if html else {"headers": {"Authorization": f"Bearer {token}"}}
     return httpx.get(server.base_url + PREFIX + path, timeout=60, **auth)
 
 
