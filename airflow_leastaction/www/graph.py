@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy import or_, select
@@ -63,6 +64,8 @@ class DependencyGraph:
     nodes: dict[TaskIdentity, GraphNode] = field(default_factory=dict)
     edges: list[GraphEdge] = field(default_factory=list)
     truncated: bool = False
+    #: Tasks left out because they belong to a DAG the reader may not read (or are reached only through one).
+    withheld: int = 0
     width: int = 0
     height: int = 0
 
@@ -82,15 +85,20 @@ class DependencyGraph:
         return [e for e in self.edges if e.parent == identity]
 
 
-def build_graph(engine: Engine, centres: list[dict], interval: dt.datetime, *, up: int = 2, down: int = 2
-                ) -> DependencyGraph:
-    """Ancestors ``up`` levels and descendants ``down`` levels around ``centres`` (catalog task rows)."""
+def build_graph(engine: Engine, centres: list[dict], interval: dt.datetime, *, up: int = 2, down: int = 2,
+                visible: Callable[[dict], bool] | None = None) -> DependencyGraph:
+    """Ancestors ``up`` levels and descendants ``down`` levels around ``centres`` (catalog task rows).
+
+    :param visible: which catalog rows the reader may see (default: all); see :func:`_withhold`.
+    """
     graph = DependencyGraph(interval)
     for row in centres:
         graph.add(identity_of(row), 0, row)
     with engine.connect() as conn:
         _walk_up(conn, graph, list(graph.nodes), up)
         _walk_down(conn, graph, [i for i, n in graph.nodes.items() if n.depth == 0], down)
+    if visible is not None:
+        _withhold(graph, visible)
     _judge_edges(CatalogStore(engine), graph)
     _layout(graph)
     return graph
@@ -150,6 +158,30 @@ def _naming_any(conn, identities: set[TaskIdentity]):
         # The JSON-quoted name is a cheap, index-free pre-filter; parse_parents does the exact match.
         needles = [task.c.parents.contains(json.dumps(n), autoescape=True) for n in names[start:start + 50]]
         yield from (dict(r) for r in conn.execute(select(task).where(or_(*needles))).mappings())
+
+
+def _withhold(graph: DependencyGraph, visible: Callable[[dict], bool]) -> None:
+    """Drop the catalog rows ``visible`` refuses, their edges, and whatever is then cut off from the centre.
+
+    A task reached only through a hidden one (its parent named by a hidden declaration, say) would tell
+    what the hidden task declares, so only tasks still connected to a centre through visible ones stay.
+    """
+    hidden = {i for i, n in graph.nodes.items() if n.row is not None and n.depth != 0 and not visible(n.row)}
+    edges = [e for e in graph.edges if e.parent not in hidden and e.child not in hidden]
+    neighbours: dict[TaskIdentity, set[TaskIdentity]] = {}
+    for e in edges:
+        neighbours.setdefault(e.parent, set()).add(e.child)
+        neighbours.setdefault(e.child, set()).add(e.parent)
+    reached = {i for i, n in graph.nodes.items() if n.depth == 0}
+    frontier = list(reached)
+    while frontier:
+        for other in neighbours.get(frontier.pop(), ()):
+            if other not in reached:
+                reached.add(other)
+                frontier.append(other)
+    graph.withheld = len(graph.nodes) - len(reached)
+    graph.nodes = {i: n for i, n in graph.nodes.items() if i in reached}
+    graph.edges = [e for e in edges if e.parent in reached and e.child in reached]
 
 
 def _judge_edges(store: CatalogStore, graph: DependencyGraph) -> None:

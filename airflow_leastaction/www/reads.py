@@ -10,7 +10,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass, field
 
-from sqlalchemy import Select, case, func, literal, select, tuple_
+from sqlalchemy import Select, case, func, literal, or_, select, tuple_
 from sqlalchemy.engine import Engine
 
 from airflow_leastaction.catalog.audit import is_stale
@@ -50,6 +50,31 @@ class Cursor:
             return cls(when, int(pk))
         except ValueError:
             raise BadCursorError(text) from None
+
+
+@dataclass(frozen=True)
+class DagScope:
+    """The DAGs whose rows a request may see: ``dag_ids`` None means every DAG (no filter at all).
+
+    A catalog row that belongs to no DAG (a task an external system reported) is readable by anyone who
+    may read task definitions; see :mod:`airflow_leastaction.www.access`.
+    """
+
+    dag_ids: frozenset[str] | None = None
+
+    def allows(self, dag_id: str | None) -> bool:
+        return dag_id is None or self.dag_ids is None or dag_id in self.dag_ids
+
+    def where(self, stmt: Select, col, *, no_dag_readable: bool = False) -> Select:
+        """``stmt`` cut to the readable DAGs (the ids are bound parameters)."""
+        if self.dag_ids is None:
+            return stmt
+        allowed = col.in_(sorted(self.dag_ids))
+        return stmt.where(or_(allowed, col.is_(None)) if no_dag_readable else allowed)
+
+
+#: Every DAG: what the CLI, the tests and a user who may read all DAGs get.
+EVERY_DAG = DagScope()
 
 
 @dataclass
@@ -120,9 +145,10 @@ class CatalogReads:
     def __init__(self, engine: Engine):
         self.engine = engine
 
-    def decisions(self, f: DecisionFilter, cursor: Cursor | None, limit: int) -> Page:
+    def decisions(self, f: DecisionFilter, cursor: Cursor | None, limit: int,
+                  scope: DagScope = EVERY_DAG) -> Page:
         d = gate_decision.c
-        stmt = select(gate_decision)
+        stmt = scope.where(select(gate_decision), d.dag_id)
         for col, value in ((d.dag_id, f.dag_id), (d.run_id, f.run_id), (d.map_index, f.map_index),
                            (d.result, f.result)):
             if value is not None:
@@ -138,7 +164,8 @@ class CatalogReads:
             rows = [dict(r) for r in conn.execute(stmt).mappings()]
         return _page(rows, limit, "decided_at")
 
-    def consumption(self, f: ConsumptionFilter, cursor: Cursor | None, limit: int) -> Page:
+    def consumption(self, f: ConsumptionFilter, cursor: Cursor | None, limit: int,
+                    scope: DagScope = EVERY_DAG) -> Page:
         """Consumption records with the upstream slot's current revision, each flagged stale or not by the
         same rule as ``airflow-leastaction stale`` (:func:`~airflow_leastaction.catalog.audit.is_stale`)."""
         c = consumption.c
@@ -152,6 +179,7 @@ class CatalogReads:
             .select_from(consumption.outerjoin(up, up.c.id == c.upstream_run_pk)
                          .outerjoin(ut, ut.c.id == c.upstream_task_pk))
         )
+        stmt = scope.where(stmt, c.dag_id)
         if f.dag_id is not None:
             stmt = stmt.where(c.dag_id == f.dag_id)
         if f.task_id is not None:
@@ -167,10 +195,10 @@ class CatalogReads:
             row["stale"] = bool(row["stale"])
         return _page(rows, limit, "consumed_at")
 
-    def catalog(self, f: CatalogFilter, after: str | None, limit: int) -> Page:
+    def catalog(self, f: CatalogFilter, after: str | None, limit: int, scope: DagScope = EVERY_DAG) -> Page:
         """Tasks ordered by ``(name, id)``, each with its most recent slot records."""
         t = task.c
-        stmt = select(task)
+        stmt = scope.where(select(task), t.dag_id, no_dag_readable=True)
         if f.search:
             stmt = stmt.where(func.lower(t.name).contains(f.search.lower(), autoescape=True))
         for col, value in ((t.project, f.project), (t.state, f.state), (t.source, f.source), (t.dag_id, f.dag_id)):
@@ -239,5 +267,6 @@ def identity_of(row: dict) -> TaskIdentity:
     return TaskIdentity(row["name"], row["project"], row["account"] or "", row["partition"] or "")
 
 
-__all__ = ["CatalogReads", "Cursor", "Page", "DecisionFilter", "ConsumptionFilter", "CatalogFilter",
+__all__ = ["CatalogReads", "Cursor", "Page", "DagScope", "EVERY_DAG",
+           "DecisionFilter", "ConsumptionFilter", "CatalogFilter",
            "BadCursorError", "parse_parents", "identity_of"]

@@ -115,6 +115,8 @@ class Graph(BaseModel):
     nodes: list[GraphNode]
     edges: list[GraphEdge]
     truncated: bool
+    #: How many tasks were left out because they belong to DAGs the caller may not read.
+    withheld: int = 0
 
 
 class QueueRow(BaseModel):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
-from airflow_leastaction.www.access import READ_TASKS
+from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS
 from airflow_leastaction.www.params import blank, one_of
-from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, CatalogRow, Page
+from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, CatalogRow, DagScope, Page
 from airflow_leastaction.www.render import catalog_reads, render
 from airflow_leastaction.www.schemas import CatalogTask, Identity, Listing, Slot
 
@@ -26,9 +26,9 @@ def catalog_filter(
 
 def catalog_page(
     f: CatalogFilter = Depends(catalog_filter), reads: CatalogReads = Depends(catalog_reads),
-    cursor: str | None = None, limit: int = Query(50, ge=1, le=500),
+    cursor: str | None = None, limit: int = Query(50, ge=1, le=500), scope: DagScope = READABLE_DAGS,
 ) -> tuple[CatalogFilter, Page]:
-    return f, reads.catalog(f, blank(cursor), limit)
+    return f, reads.catalog(f, blank(cursor), limit, scope)
 
 
 def catalog_task(row: CatalogRow) -> CatalogTask:

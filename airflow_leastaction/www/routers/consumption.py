@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
-from airflow_leastaction.www.access import READ_TASK_INSTANCES
+from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS
 from airflow_leastaction.www.params import blank, optional_int
-from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter, Cursor, Page
+from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter, Cursor, DagScope, Page
 from airflow_leastaction.www.render import catalog_reads, render
 from airflow_leastaction.www.schemas import Consumption, Listing
 
@@ -25,9 +25,9 @@ def consumption_filter(
 
 def consumption_page(
     f: ConsumptionFilter = Depends(consumption_filter), reads: CatalogReads = Depends(catalog_reads),
-    cursor: str | None = None, limit: int = Query(50, ge=1, le=500),
+    cursor: str | None = None, limit: int = Query(50, ge=1, le=500), scope: DagScope = READABLE_DAGS,
 ) -> tuple[ConsumptionFilter, Page, CatalogReads]:
-    return f, reads.consumption(f, Cursor.decode(blank(cursor)), limit), reads
+    return f, reads.consumption(f, Cursor.decode(blank(cursor)), limit, scope), reads
 
 
 @router.get("/api/consumption", response_model=Listing[Consumption])
@@ -38,7 +38,9 @@ def list_consumption(page=Depends(consumption_page)):
 
 
 @router.get("/consumption", response_class=HTMLResponse)
-def consumption_view(request: Request, page=Depends(consumption_page)):
+def consumption_view(request: Request, page=Depends(consumption_page), scope: DagScope = READABLE_DAGS):
     f, result, reads = page
     upstream = reads.task_by_pk(f.upstream_task_pk) if f.upstream_task_pk is not None else None
+    if upstream is not None and not scope.allows(upstream["dag_id"]):
+        upstream = None  # the heading would name a task of a DAG this user may not read
     return render(request, "consumption.html", "consumption", f=f, page=result, upstream=upstream)

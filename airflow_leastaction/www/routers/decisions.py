@@ -11,9 +11,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
 from airflow_leastaction.operators.run_condition import GATE_SUFFIX
-from airflow_leastaction.www.access import READ_TASK_INSTANCES
+from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS
 from airflow_leastaction.www.params import blank, one_of, optional_int, parse_time
-from airflow_leastaction.www.reads import CatalogReads, Cursor, DecisionFilter, Page
+from airflow_leastaction.www.reads import CatalogReads, Cursor, DagScope, DecisionFilter, Page
 from airflow_leastaction.www.render import catalog_reads, render
 from airflow_leastaction.www.schemas import Decision, Listing
 
@@ -54,9 +54,9 @@ def gated_by(task_id: str | None) -> str | None:
 
 def decision_page(
     f: DecisionFilter = Depends(decision_filter), reads: CatalogReads = Depends(catalog_reads),
-    cursor: str | None = None, limit: int = Query(50, ge=1, le=500),
+    cursor: str | None = None, limit: int = Query(50, ge=1, le=500), scope: DagScope = READABLE_DAGS,
 ) -> tuple[DecisionFilter, Page]:
-    return f, reads.decisions(f, Cursor.decode(blank(cursor)), limit)
+    return f, reads.decisions(f, Cursor.decode(blank(cursor)), limit, scope)
 
 
 @router.get("/api/decisions", response_model=Listing[Decision])

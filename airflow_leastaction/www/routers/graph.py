@@ -7,10 +7,10 @@ import datetime as dt
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse
 
-from airflow_leastaction.www.access import READ_TASKS
+from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS, require_readable
 from airflow_leastaction.www.graph import DependencyGraph, build_graph
 from airflow_leastaction.www.params import blank, parse_time
-from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, identity_of
+from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, DagScope, identity_of
 from airflow_leastaction.www.render import catalog_reads, render
 from airflow_leastaction.www.schemas import Graph, GraphEdge, GraphNode, Identity
 
@@ -29,19 +29,25 @@ def _interval(value: str | None, rows: list[dict]) -> dt.datetime:
 def task_graph(
     task_pk: int | None = None, interval: str | None = Query(None, description="child interval to judge edges for"),
     up: int = Query(2, ge=0, le=6), down: int = Query(2, ge=0, le=6),
-    reads: CatalogReads = Depends(catalog_reads),
+    reads: CatalogReads = Depends(catalog_reads), scope: DagScope = READABLE_DAGS,
 ) -> tuple[dict | None, DependencyGraph | None]:
     if task_pk is None:
         return None, None
     row = reads.task_by_pk(task_pk)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no catalog task with id {task_pk}")
-    return row, build_graph(reads.engine, [row], _interval(interval, [row]), up=up, down=down)
+    require_readable(scope, row["dag_id"], f"catalog task {task_pk}")
+    return row, build_graph(reads.engine, [row], _interval(interval, [row]), up=up, down=down,
+                            visible=_visible(scope))
+
+
+def _visible(scope: DagScope):
+    return None if scope.dag_ids is None else (lambda row: scope.allows(row["dag_id"]))
 
 
 def graph_model(graph: DependencyGraph) -> Graph:
     return Graph(
-        interval=graph.interval, truncated=graph.truncated,
+        interval=graph.interval, truncated=graph.truncated, withheld=graph.withheld,
         nodes=[GraphNode(task_pk=n.pk, identity=Identity(**i.as_dict()), label=str(i), depth=n.depth,
                          state=n.state, in_catalog=n.row is not None) for i, n in graph.nodes.items()],
         edges=[GraphEdge(parent=str(e.parent), child=str(e.child), satisfied=e.satisfied, rejected=e.rejected,
@@ -60,17 +66,19 @@ def get_graph(found=Depends(task_graph)):
 
 @router.get("/graph", response_class=HTMLResponse)
 def graph_view(request: Request, q: str | None = None, found=Depends(task_graph),
-               reads: CatalogReads = Depends(catalog_reads)):
+               reads: CatalogReads = Depends(catalog_reads), scope: DagScope = READABLE_DAGS):
     centre, graph = found
-    matches = reads.catalog(CatalogFilter(search=blank(q)), None, 20).rows if blank(q) else []
+    matches = reads.catalog(CatalogFilter(search=blank(q)), None, 20, scope).rows if blank(q) else []
     return render(request, "graph.html", "graph", centre=centre, graph=graph, q=blank(q) or "", matches=matches)
 
 
 @router.get("/dag", response_class=HTMLResponse)
 def dag_view(request: Request, dag_id: str, interval: str | None = None,
-             reads: CatalogReads = Depends(catalog_reads)):
+             reads: CatalogReads = Depends(catalog_reads), scope: DagScope = READABLE_DAGS):
     """The catalog tasks of one DAG with their declared parents and the tasks that name them as parents."""
+    require_readable(scope, dag_id, f"DAG {dag_id!r}")  # also the router's check; kept next to the read
     rows = reads.tasks_of_dag(dag_id)
-    graph = build_graph(reads.engine, rows, _interval(interval, rows), up=1, down=1) if rows else None
+    graph = (build_graph(reads.engine, rows, _interval(interval, rows), up=1, down=1, visible=_visible(scope))
+             if rows else None)
     sections = [(r, graph.parents_of(identity_of(r)), graph.children_of(identity_of(r))) for r in rows]
     return render(request, "dag.html", "graph", dag_id=dag_id, rows=rows, graph=graph, sections=sections)

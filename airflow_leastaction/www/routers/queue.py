@@ -5,14 +5,16 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
-from airflow_leastaction.www.access import READ_TASK_INSTANCES
+from airflow_leastaction.www.access import READ_TASK_INSTANCES, requires_access_every_dag
 from airflow_leastaction.www.params import blank
 from airflow_leastaction.www.queue_reads import OUTCOMES, QueueReads, QueueView
 from airflow_leastaction.www.reads import CatalogReads
 from airflow_leastaction.www.render import catalog_reads, render
 from airflow_leastaction.www.schemas import Queue
 
-router = APIRouter(tags=["queue"], dependencies=[READ_TASK_INSTANCES])
+# The queue merges the requests of every DAG that asks for models (one row per model, its request
+# count across DAGs): it cannot be cut per DAG without miscounting, so it needs read access to every DAG.
+router = APIRouter(tags=["queue"], dependencies=[READ_TASK_INSTANCES, Depends(requires_access_every_dag)])
 
 
 def queue_view(environment: str | None = None, reads: CatalogReads = Depends(catalog_reads)) -> QueueView:
