@@ -104,4 +104,5 @@ class TestRuns:
         assert states(run)["child"] == "skipped"
         [decision] = decisions(rc_catalog, "rc_whole_day", "child__gate")
         assert decision["result"] == "UNSATISFIED"
-        assert decision["reason"].endswith("not complete (whole interval): 2026-11-20 23:00 (has not run)")
+        assert decision["reason"].endswith("not complete (whole interval): 2026-11-20 23:00 (has not run) "
+                                       "(judged at 2026-11-20T00:00:00+00:00, the run's data interval start)")
