@@ -56,6 +56,9 @@ export AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY=3
 export AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE=False
 export AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL=10
 export AIRFLOW__LEASTACTION__POLL_INTERVAL=2
+# The dbt worker's runs end once the queue is empty, so the demo's runs settle (in production a drain
+# waits up to an hour for work a freshness tier holds back).
+export FIELD_OPS_DRAIN_MAX_WAIT_MINUTES="${FIELD_OPS_DRAIN_MAX_WAIT_MINUTES:-0}"
 # The dbt example lands rows in its CSV sources: give it a copy, so the clone stays as it was.
 if [ ! -d "$DEMO_HOME/dbt_project" ]; then
   mkdir -p "$DEMO_HOME/dbt_project"

@@ -148,6 +148,8 @@ class AirflowCluster:
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
                 "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
                 "AIRFLOW__LEASTACTION__POLL_INTERVAL": "2",
+                # The example dbt worker ends once the queue is empty instead of waiting for held work.
+                "FIELD_OPS_DRAIN_MAX_WAIT_MINUTES": "0",
                 "PYTHONUNBUFFERED": "1",
             }
         )
