@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install the system packages the test suite drives for real: Debian's postgresql and chromium.
-# Idempotent: does nothing when both are present.
+# Install the system packages the test suite drives for real: Debian's postgresql, redis-server (the
+# Celery broker) and chromium. Idempotent: does nothing when all are present.
 #
 # Ubuntu ships chromium only as a snap: its apt package is a wrapper that installs the snap, which does
 # not run without snapd (containers, CI images). There we leave the browser to the user: point
@@ -9,6 +9,7 @@
 set -euo pipefail
 need=()
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need+=(postgresql)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 distro="$( . /etc/os-release 2>/dev/null && echo "${ID:-}" )"
 if [ -n "${LEASTACTION_CHROMIUM:-}" ]; then
   :
