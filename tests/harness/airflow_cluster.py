@@ -229,12 +229,26 @@ class AirflowCluster:
         return next(c for c in self._procs if c.name == name)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
-        """Send ``sig`` to a component's whole process group (a crash, with ``SIGKILL``) and wait for the
-        leader to exit; the cluster then expects it to stay down."""
+        """Send ``sig`` to a component's process group and to the groups of everything it started (Airflow
+        runs each task in a process group of its own): a crash of the machine's share, with ``SIGKILL``.
+        Waits for the leader to exit; the cluster then expects it to stay down."""
         comp = self.component(name)
-        _signal_group(comp, sig)
+        for group in {comp.process.pid, *(_processes()[pid][1] for pid in self.descendants(name))}:
+            try:
+                os.killpg(group, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
         comp.process.wait(30)
         self._down.add(name)
+
+    def descendants(self, name: str) -> set[int]:
+        """Every live process started, directly or not, by the component's leader."""
+        procs = _processes()
+        found, frontier = set(), {self.component(name).process.pid}
+        while frontier:
+            frontier = {pid for pid, (ppid, _) in procs.items() if ppid in frontier} - found
+            found |= frontier
+        return found
 
     def stop(self, timeout: float = 30) -> None:
         """SIGTERM each component's process group, then SIGKILL whatever is left after ``timeout``."""
@@ -359,6 +373,16 @@ class AirflowCluster:
                 "max_active_runs": max_active_runs, "reprocess_behavior": "none"}
         return self.api("POST", "/api/v2/backfills", json=body)
 
+    def wait_for_backfills(self, dag_id: str, timeout: float = 120) -> list[dict]:
+        """Wait until every backfill of ``dag_id`` is completed (the scheduler marks it some loops after
+        its last run ends; a new backfill of the DAG is refused until then)."""
+
+        def completed():
+            found = self.api("GET", "/api/v2/backfills", params={"dag_id": dag_id})["backfills"]
+            return found if all(b["completed_at"] for b in found) else None
+
+        return self.wait_until(completed, timeout, f"the backfills of {dag_id} to complete")
+
     def runs(self, dag_id: str) -> list[dict]:
         return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 500})["dag_runs"]
 
@@ -408,6 +432,20 @@ def _signal_group(comp: Component, sig: int) -> None:
         os.killpg(comp.process.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, process group) of every live process."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                found[int(entry.name)] = (int(fields[1]), int(fields[2]))
+    return found
 
 
 def _group_members(groups: set[int]) -> list[int]:
