@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from harness.processes import group_members, instance_names, processes, signal_group
 from typing_extensions import Self
 
 DEFAULT_COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
@@ -233,7 +234,7 @@ class AirflowCluster:
         runs each task in a process group of its own): a crash of the machine's share, with ``SIGKILL``.
         Waits for the leader to exit; the cluster then expects it to stay down."""
         comp = self.component(name)
-        for group in {comp.process.pid, *(_processes()[pid][1] for pid in self.descendants(name))}:
+        for group in {comp.process.pid, *(processes()[pid][1] for pid in self.descendants(name))}:
             try:
                 os.killpg(group, sig)
             except (ProcessLookupError, PermissionError):
@@ -243,7 +244,7 @@ class AirflowCluster:
 
     def descendants(self, name: str) -> set[int]:
         """Every live process started, directly or not, by the component's leader."""
-        procs = _processes()
+        procs = processes()
         found, frontier = set(), {self.component(name).process.pid}
         while frontier:
             frontier = {pid for pid, (ppid, _) in procs.items() if ppid in frontier} - found
@@ -253,7 +254,7 @@ class AirflowCluster:
     def stop(self, timeout: float = 30) -> None:
         """SIGTERM each component's process group, then SIGKILL whatever is left after ``timeout``."""
         for comp in self._procs:
-            _signal_group(comp, signal.SIGTERM)
+            signal_group(comp, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for comp in self._procs:
             if comp.process is None:
@@ -262,17 +263,17 @@ class AirflowCluster:
                 comp.process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-            if comp.process.poll() is None or _group_members({comp.process.pid}):
+            if comp.process.poll() is None or group_members({comp.process.pid}):
                 self.needed_sigkill.append(comp.name)
             # Children (task runners, uvicorn workers) may outlive the leader: clear the whole group.
-            _signal_group(comp, signal.SIGKILL)
+            signal_group(comp, signal.SIGKILL)
             if comp.process.poll() is None:
                 comp.process.wait(10)
         self._procs.clear()
 
     def leftover_pids(self) -> list[int]:
         """Processes still alive in any component's process group (should be empty after :meth:`stop`)."""
-        return _group_members(self._groups)
+        return group_members(self._groups)
 
     def __enter__(self) -> Self:
         self.migrate()
@@ -410,54 +411,3 @@ class AirflowCluster:
             return runs if done else None
 
         return self.wait_until(finished, timeout, f"{count} finished runs of {dag_id}")
-
-
-def instance_names(commands) -> list[tuple[str, str]]:
-    """``(instance name, command)`` for each component: the command with dashes for spaces, numbered from
-    1 when the command is listed more than once (``celery-worker-1``, ``celery-worker-2``)."""
-    counts = {c: commands.count(c) for c in commands}
-    seen: dict[str, int] = {}
-    named = []
-    for command in commands:
-        seen[command] = seen.get(command, 0) + 1
-        base = command.replace(" ", "-")
-        named.append((f"{base}-{seen[command]}" if counts[command] > 1 else base, command))
-    return named
-
-
-def _signal_group(comp: Component, sig: int) -> None:
-    if comp.process is None:
-        return
-    try:
-        os.killpg(comp.process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _processes() -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, process group) of every live process."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z":
-                found[int(entry.name)] = (int(fields[1]), int(fields[2]))
-    return found
-
-
-def _group_members(groups: set[int]) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # fields: state ppid pgrp ...; zombies are already gone for our purposes.
-        if fields[0] != "Z" and int(fields[2]) in groups:
-            found.append(int(entry.name))
-    return found
