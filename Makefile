@@ -18,6 +18,9 @@ SYSTEM_DEPS := venv
 ifneq ($(filter test bench postgres screenshots system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += postgres
 endif
+ifneq ($(filter test system-deps,$(MAKECMDGOALS)),)
+SYSTEM_DEPS += redis
+endif
 ifneq ($(filter test screenshots system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += browser
 endif

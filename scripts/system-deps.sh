@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Install the system packages `make` needs, before it creates the virtualenv: on a stock Debian or
 # Ubuntu with only make and python3, the first `make test` or `make demo` must not fail halfway.
-# Usage: scripts/system-deps.sh [venv] [postgres] [browser]   (no argument: all three)
+# Usage: scripts/system-deps.sh [venv] [postgres] [redis] [browser]   (no argument: all four)
 #   venv      python3-venv, so that $PYTHON (default python3) can create a virtualenv with pip in it
 #             (checked only while $LEASTACTION_VENV, default .venv, does not exist yet)
 #   postgres  Debian's postgresql, which the test suite and the benchmarks start on a loopback port
+#   redis     Debian's redis-server, the Celery broker of the production-topology tests
 #   browser   chromium, which drives the UI tests
 # Every dependency of the package installs as a binary wheel from PyPI (no compiler, no headers).
 # Idempotent: does nothing when everything is present. As root it installs what is missing with apt;
@@ -15,7 +16,7 @@
 # LEASTACTION_CHROMIUM at a Chromium or Chrome binary (for example Playwright's:
 # `.venv/bin/python -m playwright install chromium`); without one the browser tests are skipped.
 set -euo pipefail
-[ $# -gt 0 ] || set -- venv postgres browser
+[ $# -gt 0 ] || set -- venv postgres redis browser
 PYTHON="${PYTHON:-python3}"
 VENV="${LEASTACTION_VENV:-.venv}"
 
@@ -42,6 +43,8 @@ for want in "$@"; do
       [ -x "$VENV/bin/python" ] || venv_works || need+=("$(venv_package)") ;;
     postgres)
       ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need+=(postgresql) ;;
+    redis)
+      command -v redis-server >/dev/null 2>&1 || need+=(redis-server) ;;
     browser)
       distro="$( . /etc/os-release 2>/dev/null && echo "${ID:-}" )"
       if [ -n "${LEASTACTION_CHROMIUM:-}" ]; then
@@ -52,7 +55,7 @@ for want in "$@"; do
       else
         command -v chromium >/dev/null 2>&1 || need+=(chromium)
       fi ;;
-    *) echo "usage: $0 [venv] [postgres] [browser]" >&2; exit 2 ;;
+    *) echo "usage: $0 [venv] [postgres] [redis] [browser]" >&2; exit 2 ;;
   esac
 done
 [ ${#need[@]} -eq 0 ] && exit 0

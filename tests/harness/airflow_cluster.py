@@ -32,9 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from harness.processes import group_members, instance_names, processes, signal_group
 from typing_extensions import Self
 
 DEFAULT_COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
+#: The production shape of docker/docker-compose.yaml: two triggerers and two Celery workers.
+CELERY_COMPONENTS = ("scheduler", "dag-processor", "api-server", "triggerer", "triggerer",
+                     "celery worker", "celery worker")
 FINISHED_RUN_STATES = {"success", "failed"}
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "admin"
@@ -48,6 +52,17 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def celery_settings(broker_url: str, sql_alchemy_conn: str) -> dict[str, str]:
+    """Environment of a CeleryExecutor deployment: Redis as the broker, Airflow's database for results."""
+    return {
+        "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+        "AIRFLOW__CELERY__BROKER_URL": broker_url,
+        "AIRFLOW__CELERY__RESULT_BACKEND": f"db+{sql_alchemy_conn}",
+        # Two workers on a small machine: a few task processes each, not one per core of a big host.
+        "AIRFLOW__CELERY__WORKER_CONCURRENCY": "4",
+    }
 
 
 def fresh_pg_database(admin_url: str, prefix: str = "la_e2e") -> tuple[str, callable]:
@@ -91,7 +106,8 @@ class AirflowCluster:
     :param sql_alchemy_conn: Airflow's metadata database (default: SQLite in the home dir).
     :param catalog_url: the catalog's SQLAlchemy URL, passed as the default ``leastaction_catalog``
         connection (default: the embedded SQLite file under the home dir).
-    :param components: ``airflow`` subcommands to run, one process each.
+    :param components: ``airflow`` subcommands to run, one process each (``"celery worker"`` included); a
+        subcommand listed twice runs twice, as instances ``name-1``, ``name-2`` (see :func:`instance_names`).
     :param home: AIRFLOW_HOME (default: a new temp dir, also holding the logs).
     :param port: API server port (default: a free one).
     :param env: extra environment, applied last (``AIRFLOW__SECTION__KEY`` overrides).
@@ -107,6 +123,7 @@ class AirflowCluster:
     _procs: list[Component] = field(default_factory=list, init=False)
     _token: str | None = field(default=None, init=False)
     _groups: set[int] = field(default_factory=set, init=False)
+    _down: set[str] = field(default_factory=set, init=False)
     #: Components whose process group was still alive ``timeout`` seconds after SIGTERM (set by :meth:`stop`).
     needed_sigkill: list[str] = field(default_factory=list, init=False)
 
@@ -183,28 +200,63 @@ class AirflowCluster:
 
     def start(self, timeout: float = 120) -> AirflowCluster:
         """Start every component and wait until the API server reports them healthy."""
-        for name in self.components:
-            argv = [sys.executable, "-m", "airflow", name]
-            if name == "api-server":
+        for name, command in instance_names(self.components):
+            argv = [sys.executable, "-m", "airflow", *command.split()]
+            if command == "api-server":
                 argv += ["--port", str(self.port), "--host", "127.0.0.1"]
-            self._procs.append(self._spawn(name, argv))
+            if command == "celery worker":
+                # Celery refuses two workers of one node name: each instance is its own node.
+                argv += ["--celery-hostname", f"{name}@%h"]
+            # Each instance serves its own logs: two workers or triggerers on one host need two ports.
+            own = {"AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+                   "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port())}
+            self._procs.append(self._spawn(name, argv, own))
         self.wait_healthy(timeout)
         return self
 
-    def _spawn(self, name: str, argv: list[str]) -> Component:
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Component:
         comp = Component(name, argv, self.log_dir / f"{name}.log")
         log = comp.log_path.open("ab")
         # A session of its own: stopping the group also stops the workers the component forks.
-        comp.process = subprocess.Popen(argv, env=self.environ, stdout=log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        comp.process = subprocess.Popen(argv, env={**self.environ, **(env or {})}, stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         self._groups.add(comp.process.pid)
         return comp
 
+    def workers(self) -> list[Component]:
+        """The running Celery workers."""
+        return [c for c in self._procs if "celery" in c.argv and c.name not in self._down]
+
+    def component(self, name: str) -> Component:
+        return next(c for c in self._procs if c.name == name)
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to a component's process group and to the groups of everything it started (Airflow
+        runs each task in a process group of its own): a crash of the machine's share, with ``SIGKILL``.
+        Waits for the leader to exit; the cluster then expects it to stay down."""
+        comp = self.component(name)
+        for group in {comp.process.pid, *(processes()[pid][1] for pid in self.descendants(name))}:
+            try:
+                os.killpg(group, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        comp.process.wait(30)
+        self._down.add(name)
+
+    def descendants(self, name: str) -> set[int]:
+        """Every live process started, directly or not, by the component's leader."""
+        procs = processes()
+        found, frontier = set(), {self.component(name).process.pid}
+        while frontier:
+            frontier = {pid for pid, (ppid, _) in procs.items() if ppid in frontier} - found
+            found |= frontier
+        return found
+
     def stop(self, timeout: float = 30) -> None:
         """SIGTERM each component's process group, then SIGKILL whatever is left after ``timeout``."""
         for comp in self._procs:
-            _signal_group(comp, signal.SIGTERM)
+            signal_group(comp, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for comp in self._procs:
             if comp.process is None:
@@ -213,17 +265,17 @@ class AirflowCluster:
                 comp.process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-            if comp.process.poll() is None or _group_members({comp.process.pid}):
+            if comp.process.poll() is None or group_members({comp.process.pid}):
                 self.needed_sigkill.append(comp.name)
             # Children (task runners, uvicorn workers) may outlive the leader: clear the whole group.
-            _signal_group(comp, signal.SIGKILL)
+            signal_group(comp, signal.SIGKILL)
             if comp.process.poll() is None:
                 comp.process.wait(10)
         self._procs.clear()
 
     def leftover_pids(self) -> list[int]:
         """Processes still alive in any component's process group (should be empty after :meth:`stop`)."""
-        return _group_members(self._groups)
+        return group_members(self._groups)
 
     def __enter__(self) -> Self:
         self.migrate()
@@ -281,7 +333,7 @@ class AirflowCluster:
         return health
 
     def _check_alive(self) -> None:
-        dead = [c.name for c in self._procs if not c.alive()]
+        dead = [c.name for c in self._procs if not c.alive() and c.name not in self._down]
         if dead:
             raise ClusterError(f"component(s) exited: {', '.join(dead)}\n{self.describe()}")
 
@@ -324,6 +376,16 @@ class AirflowCluster:
                 "max_active_runs": max_active_runs, "reprocess_behavior": "none"}
         return self.api("POST", "/api/v2/backfills", json=body)
 
+    def wait_for_backfills(self, dag_id: str, timeout: float = 120) -> list[dict]:
+        """Wait until every backfill of ``dag_id`` is completed (the scheduler marks it some loops after
+        its last run ends; a new backfill of the DAG is refused until then)."""
+
+        def completed():
+            found = self.api("GET", "/api/v2/backfills", params={"dag_id": dag_id})["backfills"]
+            return found if all(b["completed_at"] for b in found) else None
+
+        return self.wait_until(completed, timeout, f"the backfills of {dag_id} to complete")
+
     def runs(self, dag_id: str) -> list[dict]:
         return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 500})["dag_runs"]
 
@@ -351,27 +413,3 @@ class AirflowCluster:
             return runs if done else None
 
         return self.wait_until(finished, timeout, f"{count} finished runs of {dag_id}")
-
-
-def _signal_group(comp: Component, sig: int) -> None:
-    if comp.process is None:
-        return
-    try:
-        os.killpg(comp.process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_members(groups: set[int]) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # fields: state ppid pgrp ...; zombies are already gone for our purposes.
-        if fields[0] != "Z" and int(fields[2]) in groups:
-            found.append(int(entry.name))
-    return found

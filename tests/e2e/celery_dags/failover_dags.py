@@ -1,0 +1,46 @@
+"""DAGs of the Celery failover tests: many sensors waiting on one parent, and a second queue worker with a
+short grace that competes with the example's for the field_ops environment."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from airflow.sdk import DAG, task
+
+from airflow_leastaction.operators import DbtDrainOperator
+from airflow_leastaction.sensors import ParentIntervalSensor, airflow_task
+from airflow_leastaction.timetables import IntervalCronTimetable
+
+START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+DAILY = IntervalCronTimetable("0 0 * * *", timezone="UTC")
+GATES = int(os.environ.get("LEASTACTION_FAILOVER_GATES", "24"))
+
+with DAG("failover_parent", schedule=DAILY, start_date=START, catchup=False, tags=["leastaction", "failover"]):
+
+    @task
+    def load():
+        return "loaded"
+
+    load()
+
+
+with DAG("failover_gates", schedule=DAILY, start_date=START, catchup=False, max_active_tasks=GATES,
+         tags=["leastaction", "failover"]):
+    for i in range(GATES):
+        ParentIntervalSensor(task_id=f"wait_{i:03d}", parents=[airflow_task("failover_parent", "load")],
+                             poke_interval=2, timeout=3600)
+
+
+with DAG("dbt_queue_second_worker", schedule=None, start_date=START, catchup=False, max_active_runs=1,
+         tags=["leastaction", "dbt", "failover"]):
+    DbtDrainOperator(
+        task_id="drain_dbt_queue",
+        project_dir=os.environ.get("FIELD_OPS_DBT_PROJECT_DIR", ""),
+        environment="field_ops",
+        # Short, so that a retry after a worker crash takes the lease back within the test.
+        grace=dt.timedelta(seconds=20),
+        heartbeat_interval=2,
+        retries=1,
+        retry_delay=dt.timedelta(seconds=2),
+    )

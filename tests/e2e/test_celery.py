@@ -1,0 +1,229 @@
+"""The production topology of docker/docker-compose.yaml without Docker: CeleryExecutor with Redis (Debian's
+redis-server, started by this module), PostgreSQL for Airflow and the catalog, and the scheduler,
+dag-processor, API server, two triggerers and two Celery workers as separate processes.
+
+The example DAGs run through the same flows as on the LocalExecutor (tests/harness/example_flows.py), with
+two drain runs competing for the dbt environment; then one triggerer and one worker are killed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import os
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from harness.airflow_cluster import CELERY_COMPONENTS, celery_settings, free_port
+from harness.example_flows import (
+    EXAMPLES,
+    RUN_TIMEOUT,
+    TRIO,
+    BackfillTrioFlow,
+    DbtQueueFlow,
+    RunConditionFlow,
+    example_deployment,
+    plugin,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parents[2]
+TEST_DAGS = Path(__file__).parent / "celery_dags"
+# Waiting sensors of the failover test; set LEASTACTION_FAILOVER_GATES for a larger run.
+GATES = int(os.environ.get("LEASTACTION_FAILOVER_GATES", "40"))
+FAILOVER_DAY = "2026-11-20T00:00:00Z"
+CRASH_DAY = "2026-11-21T00:00:00Z"
+INGESTS = ("dbt_ingest_work_orders", "dbt_ingest_time_entries")
+FAILOVER_SETTINGS = {
+    # A triggerer silent for 10 s is dead: the survivor takes its triggers on its next loop.
+    "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "10",
+    # A task whose worker died is failed (and retried) after 30 s without a heartbeat, not 5 minutes.
+    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
+    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
+    "LEASTACTION_FAILOVER_GATES": str(GATES),
+}
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    env = {**os.environ, "LEASTACTION_REDIS_PORT": str(free_port()),
+           "LEASTACTION_REDIS_DIR": str(tmp_path_factory.mktemp("redis"))}
+    script = str(ROOT / "scripts" / "redis.sh")
+    url = subprocess.run([script, "start"], env=env, check=True, capture_output=True, text=True,
+                         timeout=300).stdout.strip().splitlines()[-1]
+    yield url
+    subprocess.run([script, "stop"], env=env, check=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def cluster(pg_admin_url, redis_url, tmp_path_factory):
+    work = tmp_path_factory.mktemp("celery")
+    dags = work / "dags"
+    dags.mkdir()
+    for source in [*EXAMPLES.glob("*.py"), *TEST_DAGS.glob("*.py")]:
+        shutil.copy(source, dags)
+
+    def settings(airflow_url: str) -> dict[str, str]:
+        return {**celery_settings(redis_url, airflow_url), **FAILOVER_SETTINGS}
+
+    with example_deployment(pg_admin_url, work, dags_folder=dags, settings=settings,
+                            components=CELERY_COMPONENTS) as cluster:
+        yield cluster
+
+
+class TestBackfillTrio(BackfillTrioFlow):
+    """The three-day backfill, its tasks spread over two Celery workers and its sensors over two triggerers."""
+
+
+class TestRunConditions(RunConditionFlow):
+    pass
+
+
+class TestDbtQueue(DbtQueueFlow):
+    """Two drain runs started together compete for the field_ops environment."""
+
+    DRAIN_DAGS = ("dbt_queue_worker", "dbt_queue_second_worker")
+
+    def test_one_owner_drains_the_environment_at_a_time(self, queue):
+        _, view = queue
+        spans = sorted((b["claimed_at"], b["finished_at"], b["owner"]) for b in view["batches"])
+        for (_, end, owner), (start, _, other) in itertools.pairwise(spans):
+            assert owner == other or end <= start, spans
+
+    def test_the_drain_without_the_lease_claims_nothing(self, queue):
+        _, view = queue
+        owners = {b["owner"] for b in view["batches"]}
+        assert len(owners) == 1, owners
+
+
+class TestFirstTry:
+    def test_every_project_task_ran_on_its_first_try(self, cluster):
+        dag_ids = (*TRIO, "run_conditions_pipeline", *INGESTS, "dbt_queue_worker", "dbt_queue_second_worker")
+        tries = {(dag_id, ti["task_id"]): ti["try_number"]
+                 for dag_id in dag_ids for run in cluster.runs(dag_id)
+                 for ti in cluster.task_instances(dag_id, run["dag_run_id"]) if ti["state"] != "skipped"}
+        assert tries and all(n == 1 for n in tries.values()), {k: n for k, n in tries.items() if n != 1}
+
+
+def metadata(cluster, sql: str, **params) -> list:
+    engine = sa.create_engine(cluster.sql_alchemy_conn)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(sa.text(sql), params).all()
+    finally:
+        engine.dispose()
+
+
+def trigger_holders(cluster) -> Counter:
+    """Triggerer job id -> how many triggers it runs (None: unassigned)."""
+    return Counter(r[0] for r in metadata(cluster, "SELECT triggerer_id FROM trigger"))
+
+
+def heartbeats(cluster) -> dict[int, dt.datetime]:
+    rows = metadata(cluster, "SELECT id, latest_heartbeat FROM job WHERE job_type = 'TriggererJob'")
+    return dict(rows)
+
+
+class TestTriggererFailover:
+    @pytest.fixture(scope="class")
+    def failover(self, cluster):
+        cluster.wait_for_dag("failover_gates")
+        cluster.backfill("failover_gates", FAILOVER_DAY, FAILOVER_DAY)
+        cluster.unpause("failover_gates")
+        before = cluster.wait_until(
+            lambda: (h := trigger_holders(cluster)) and sum(h.values()) == GATES and None not in h and h,
+            RUN_TIMEOUT, f"{GATES} deferred sensors assigned to triggerers")
+        killed_at = metadata(cluster, "SELECT now()")[0][0]
+        cluster.kill("triggerer-1")
+
+        def moved():
+            holders, beats = trigger_holders(cluster), heartbeats(cluster)
+            alive = {job for job, beat in beats.items() if beat > killed_at + dt.timedelta(seconds=12)}
+            return holders if set(holders) <= alive and sum(holders.values()) == GATES else None
+
+        after = cluster.wait_until(moved, 120, "the triggers of the killed triggerer to move")
+        cluster.wait_for_dag("failover_parent")
+        cluster.backfill("failover_parent", FAILOVER_DAY, FAILOVER_DAY)
+        cluster.unpause("failover_parent")
+        (run,) = cluster.wait_for_runs("failover_gates", 1, RUN_TIMEOUT)
+        return before, after, run
+
+    def test_both_triggerers_held_gates_and_the_survivor_took_them_all(self, failover):
+        before, after, _ = failover
+        assert len(before) == 2, before
+        assert len(after) == 1 and set(after) < set(before), (before, after)
+
+    def test_every_gate_is_released_once_after_its_parent_completes(self, cluster, failover):
+        _, _, run = failover
+        assert run["state"] == "success"
+        parent = cluster.task_instances("failover_parent", cluster.runs("failover_parent")[0]["dag_run_id"])[0]
+        decisions = plugin(cluster, "decisions", dag_id="failover_gates")["items"]
+        satisfied = Counter(d["task_id"] for d in decisions if d["result"] == "SATISFIED")
+        assert len(satisfied) == GATES and set(satisfied.values()) == {1}, satisfied
+        parent_done = dt.datetime.fromisoformat(parent["end_date"])
+        assert all(dt.datetime.fromisoformat(d["decided_at"]) >= parent_done
+                   for d in decisions if d["result"] == "SATISFIED")
+
+
+def queue_rows(cluster, since: dt.datetime) -> list[dict]:
+    engine = sa.create_engine(cluster.catalog_url)
+    try:
+        with engine.connect() as conn:
+            sql = "SELECT unique_id, status, outcome, batch_id FROM la_dbt_queue WHERE first_requested_at >= :since"
+            return [dict(r) for r in conn.execute(sa.text(sql), {"since": since}).mappings()]
+    finally:
+        engine.dispose()
+
+
+def worker_running(cluster, owner: str) -> str | None:
+    """The Celery worker instance that started the batch owner's process (owners are ``host:pid:...``)."""
+    pid = int(owner.split(":")[1])
+    return next((c.name for c in cluster.workers() if pid in cluster.descendants(c.name)), None)
+
+
+class TestWorkerCrash:
+    @pytest.fixture(scope="class")
+    def crash(self, cluster):
+        cluster.api("PATCH", "/api/v2/dags/dbt_queue_worker", json={"is_paused": True})
+        since = metadata(cluster, "SELECT now()")[0][0]
+        for dag_id in INGESTS:
+            cluster.backfill(dag_id, CRASH_DAY, CRASH_DAY)
+        for dag_id in INGESTS:
+            cluster.wait_for_runs(dag_id, 2, RUN_TIMEOUT)
+        run = cluster.trigger("dbt_queue_second_worker")
+
+        def running_batch():
+            active = plugin(cluster, "queue", environment="field_ops")["active"]
+            owners = {r["owner"] for r in active if r["status"] == "running" and r["owner"]}
+            return next(iter(owners), None)
+
+        owner = cluster.wait_until(running_batch, RUN_TIMEOUT, "a batch to start building", interval=0.2)
+        victim = worker_running(cluster, owner)
+        assert victim, f"no Celery worker runs batch owner {owner}"
+        cluster.kill(victim)
+        finished = cluster.wait_for_run("dbt_queue_second_worker", run["dag_run_id"], RUN_TIMEOUT)
+        return finished, queue_rows(cluster, since), plugin(cluster, "queue", environment="field_ops")
+
+    def test_queue_recovers_after_the_grace_and_the_drain_succeeds(self, crash):
+        finished, _, view = crash
+        assert finished["state"] == "success"
+        statuses = [b["status"] for b in view["batches"]]
+        assert "abandoned" in statuses and statuses[0] == "success", view["batches"]
+        # What is left waits for its freshness tier (built minutes ago by the first drain), in no batch.
+        assert all(r["status"] == "pending" and r["batch_id"] is None for r in view["active"]), view["active"]
+
+    def test_no_model_is_lost_or_built_twice(self, crash):
+        _, rows, view = crash
+        abandoned = next(b for b in view["batches"] if b["status"] == "abandoned")
+        built = Counter(r["unique_id"] for r in rows if r["outcome"] == "success")
+        held = {r["unique_id"] for r in rows if r["status"] == "pending" and r["batch_id"] is None}
+        assert set(built.values()) == {1}, built
+        assert set(built) | held == {r["unique_id"] for r in rows}, rows
+        # Every model of the killed batch was requeued and built again, in another batch.
+        assert len(built) >= abandoned["model_count"] > 0, (abandoned, rows)
+        assert abandoned["id"] not in {r["batch_id"] for r in rows}
