@@ -87,7 +87,7 @@ def test_make_installs_system_packages_before_it_creates_the_virtualenv(tmp_path
     deps = next(i for i, line in enumerate(plan) if "scripts/system-deps.sh" in line)
     venv = next(i for i, line in enumerate(plan) if "-m venv" in line)
     assert deps < venv, plan
-    assert plan[deps].split()[-3:] == ["venv", "postgres", "browser"], plan[deps]
+    assert plan[deps].split()[-4:] == ["venv", "postgres", "redis", "browser"], plan[deps]
 
 
 def _as_a_user(argv: list[str]) -> list[str]:
