@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
@@ -92,6 +93,26 @@ def url_from_connection(conn) -> str:
 
 
 def _lookup_connection(conn_id: str):
+    if _airflow_session_in_use():
+        # The scheduler and the API server (where run listeners fire) hold a thread-local ORM session; a
+        # look-up through Airflow's metastore secrets backend would close it (``create_session``) and
+        # detach the caller's objects. Another thread gets a session of its own.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="leastaction-connection") as pool:
+            return pool.submit(_lookup_connection_here, conn_id).result()
+    return _lookup_connection_here(conn_id)
+
+
+def _airflow_session_in_use() -> bool:
+    try:
+        from airflow import settings
+
+        registry = getattr(getattr(settings, "Session", None), "registry", None)
+        return bool(registry is not None and registry.has())
+    except Exception:  # no Airflow ORM in this process (a task runner, the CLI before Airflow is set up)
+        return False
+
+
+def _lookup_connection_here(conn_id: str):
     try:
         from airflow.sdk import BaseHook
 
