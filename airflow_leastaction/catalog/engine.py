@@ -103,6 +103,10 @@ def _lookup_connection(conn_id: str):
 
 
 def _airflow_session_in_use() -> bool:
+    # Only server processes (scheduler, API server) read connections through the metastore backend; a
+    # task runner, dag.test() included, reads them through its supervisor, from its own thread.
+    if os.environ.get("_AIRFLOW_PROCESS_CONTEXT") != "server":
+        return False
     try:
         from airflow import settings
 

@@ -181,8 +181,9 @@ def queue_rows(cluster, since: dt.datetime) -> list[dict]:
 
 
 def worker_running(cluster, owner: str) -> str | None:
-    """The Celery worker instance that started the batch owner's process (owners are ``host:pid:...``)."""
-    pid = int(owner.split(":")[1])
+    """The Celery worker instance that started the batch owner's process (owners end in ``host:pid:nonce``;
+    a drain task prefixes its task instance and try)."""
+    pid = int(owner.split(":")[-2])
     return next((c.name for c in cluster.workers() if pid in cluster.descendants(c.name)), None)
 
 
