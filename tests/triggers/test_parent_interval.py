@@ -77,8 +77,18 @@ class TestSharedPolling:
         engine = get_engine(catalog_url)
         with QueryCounter(engine) as counter:
             tasks = [asyncio.create_task(first_event(make_trigger(parents))) for _ in range(40)]
-            await asyncio.sleep(0.4)  # several ticks with every trigger waiting
-            poller = CatalogPoller._shared[(id(asyncio.get_running_loop()), catalog_url, 0.05)]
+            key = (id(asyncio.get_running_loop()), catalog_url, 0.05)
+            # Several ticks with every trigger waiting; counted in ticks, not seconds, so a loaded machine
+            # only makes the test slower.
+            deadline = asyncio.get_running_loop().time() + 30
+            while (
+                key not in CatalogPoller._shared
+                or CatalogPoller._shared[key].subscribers < 40
+                or CatalogPoller._shared[key].ticks < 4
+            ):
+                assert asyncio.get_running_loop().time() < deadline, "the shared poller never ticked 4 times"
+                await asyncio.sleep(0.01)
+            poller = CatalogPoller._shared[key]
             assert poller.subscribers == 40
             # Read both counters between ticks: right after a tick completes the poller sleeps, so no
             # query of the next tick is in flight.
