@@ -48,7 +48,7 @@ postgres: system-deps
 	scripts/postgres.sh start
 
 test: install postgres
-	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(BIN)/python -m pytest -q -p no:cacheprovider --durations=40 $(PYTEST_ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow and not browser" $(PYTEST_ARGS)
