@@ -2,7 +2,10 @@
 
 A module is *pure* when its docstring says so, the house convention: a sentence starting with "Pure"
 ("Pure logic.", "Pure: ...") or the words "no Airflow" / "nor Airflow" ("Pure, no Airflow import").
-Both checks read the package from disk, so modules are found wherever they move.
+Both checks read the package from disk, so modules are found wherever they move. The import graph has
+an edge per module-level import, to the module named (``from x import y``: to ``x.y`` when that is a
+module), as import-linter and pylint count them; the package ``__init__`` that Python runs on the way is
+not an edge of its own.
 """
 
 from __future__ import annotations
@@ -101,13 +104,16 @@ def _module_level_imports(body: list[ast.stmt]):
             yield from _module_level_imports(node.body)
 
 
+def is_package(module: str) -> bool:
+    return (ROOT.parent / Path(*module.split(".")) / "__init__.py").exists()
+
+
 def _imported(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
     """The package modules ``node`` imports: ``from x import y`` is module ``x.y`` when that exists."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     if node.level:
-        is_package = (ROOT.parent / Path(*module.split(".")) / "__init__.py").exists()
-        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = module.split(".") if is_package(module) else module.split(".")[:-1]
         base = base[: len(base) - (node.level - 1)]
         source = ".".join(base + ([node.module] if node.module else []))
     else:
@@ -152,6 +158,53 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_cycle_finder_finds_a_cycle_and_only_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_only_imports_run_at_import_time_count():
+    source = """
+import a
+from b import c
+if TYPE_CHECKING:
+    import typing_only
+if sys.version_info >= (3, 12):
+    import new
+else:
+    import old
+try:
+    import fast
+except ImportError:
+    import slow
+def later():
+    import inside_a_function
+class Holder:
+    import in_a_class_body
+"""
+    found = [
+        alias.name if isinstance(n, ast.Import) else n.module
+        for n in _module_level_imports(ast.parse(source).body)
+        for alias in n.names[:1]
+    ]
+    assert found == ["a", "b", "new", "old", "fast", "slow", "in_a_class_body"]
+
+
+def test_relative_imports_resolve_to_the_package_modules():
+    # Taken from the package as it is, so the check holds wherever modules move: a subpackage, one of its
+    # modules, and the package holding the subpackage.
+    modules_of = {m: [o for o in MODULES if o.rpartition(".")[0] == m and not is_package(o)] for m in MODULES}
+    package = next(m for m in MODULES if m.count(".") >= 1 and is_package(m) and modules_of[m])
+    child = modules_of[package][0]
+    short = package.rpartition(".")[2]
+    leaf = child.rpartition(".")[2]
+
+    def resolve(module: str, line: str) -> list[str]:
+        return _imported(module, ast.parse(line).body[0])
+
+    assert resolve(child, f"from . import {leaf}") == [child]
+    assert resolve(child, f"from .{leaf} import anything") == [child]
+    assert resolve(package, f"from . import {leaf}") == [child]
+    assert resolve(child, f"from .. import {short}") == [package]
+    assert resolve(child, f"from ..{short}.{leaf} import anything") == [child]
+    assert resolve(child, "import json") == ["json"]
 
 
 def test_the_import_graph_sees_the_package_imports():
