@@ -100,7 +100,7 @@ CASES = [
         [],
         "2026-11-20",
         None,
-        (False, True, "orders_raw: expected slot 2026-11-20 (day), completed up to 2026-11-20; parent is failed"),
+        (False, True, "orders_raw: slot 2026-11-20 (day) is covered, completed up to 2026-11-20; parent is failed"),
         id="a parent is rejected outright in error, fail, cancelled or cancel",
         marks=pytest.mark.xfail(
             strict=True,
