@@ -3,6 +3,7 @@
 # Both start from a stock Debian/Ubuntu with make and python3: the system packages come first (as root
 # they are installed; otherwise the one apt-get line to run is printed), then the virtualenv, from PyPI
 # with the pins of constraints/tested.txt.
+# make lint: ruff's formatter and linter, checking only (scripts/lint-fix.sh applies their fixes)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -10,7 +11,7 @@ STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
 DEMO_PORT ?= 8080
 
-.PHONY: install system-deps constraints postgres test test-fast demo demo-run demo-check bench docs screenshots clean
+.PHONY: install system-deps constraints postgres lint test test-fast demo demo-run demo-check bench docs screenshots clean
 
 # The system packages the goals on the command line need, asked for all at once before the virtualenv
 # is made, so that a user without root gets one complete apt-get line.
@@ -46,6 +47,11 @@ constraints:
 
 postgres: system-deps
 	scripts/postgres.sh start
+
+# Checks only, so CI fails on an unformatted file instead of rewriting it; the settings are pyproject's.
+lint: install
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
 
 test: install postgres
 	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(BIN)/python -m pytest -q -p no:cacheprovider --durations=40 $(PYTEST_ARGS)
