@@ -41,6 +41,10 @@ with DAG("dbt_queue_second_worker", schedule=None, start_date=START, catchup=Fal
         # Short, so that a retry after a worker crash takes the lease back within the test.
         grace=dt.timedelta(seconds=20),
         heartbeat_interval=2,
+        # The run ends once nothing is eligible: what a freshness tier holds back (models the first drain
+        # built minutes ago) stays pending. The default (1 hour) would defer the run until then, past the
+        # test's wait.
+        max_wait=0,
         retries=1,
         retry_delay=dt.timedelta(seconds=2),
     )
