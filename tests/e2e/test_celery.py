@@ -77,7 +77,9 @@ def cluster(pg_admin_url, redis_url, tmp_path_factory):
         shutil.copy(source, dags)
 
     def settings(airflow_url: str) -> dict[str, str]:
-        return {**celery_settings(redis_url, airflow_url), **FAILOVER_SETTINGS}
+        return {**celery_settings(redis_url, airflow_url), **FAILOVER_SETTINGS,
+                "LEASTACTION_TEST_DBT_HOOKS": str(TEST_DAGS / "hold_dbt"),
+                "LEASTACTION_TEST_DBT_HOLD": str(work / "hold-dbt")}
 
     with example_deployment(pg_admin_url, work, dags_folder=dags, settings=settings,
                             components=CELERY_COMPONENTS) as cluster:
@@ -234,6 +236,9 @@ class TestWorkerCrash:
             cluster.backfill(dag_id, CRASH_DAY, CRASH_DAY)
         for dag_id in INGESTS:
             cluster.wait_for_runs(dag_id, 2, RUN_TIMEOUT)
+        # The drain's dbt waits at start-up while this file exists: the kill lands while a batch builds.
+        hold = Path(cluster.environ["LEASTACTION_TEST_DBT_HOLD"])
+        hold.touch()
         run = cluster.trigger("dbt_queue_second_worker")
 
         def running_batch():
@@ -245,6 +250,7 @@ class TestWorkerCrash:
         victim = worker_running(cluster, owner)
         assert victim, f"no Celery worker runs batch owner {owner}"
         cluster.kill(victim)
+        hold.unlink()
         finished = cluster.wait_for_run("dbt_queue_second_worker", run["dag_run_id"], RUN_TIMEOUT)
         return finished, queue_rows(cluster, since), plugin(cluster, "queue", environment="field_ops")
 
