@@ -11,15 +11,15 @@ STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
 DEMO_PORT ?= 8080
 
-.PHONY: install system-deps constraints postgres lint test test-fast demo demo-run demo-check bench docs screenshots clean
+.PHONY: install system-deps constraints postgres lint test test-fast demo demo-run demo-check bench failover docs screenshots clean
 
 # The system packages the goals on the command line need, asked for all at once before the virtualenv
 # is made, so that a user without root gets one complete apt-get line.
 SYSTEM_DEPS := venv
-ifneq ($(filter test bench postgres screenshots system-deps,$(MAKECMDGOALS)),)
+ifneq ($(filter test bench failover postgres screenshots system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += postgres
 endif
-ifneq ($(filter test system-deps,$(MAKECMDGOALS)),)
+ifneq ($(filter test failover system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += redis
 endif
 ifneq ($(filter test screenshots system-deps,$(MAKECMDGOALS)),)
@@ -68,6 +68,16 @@ demo-check: install
 
 bench: install postgres
 	$(BIN)/python -m bench.run_all
+
+# Triggerer failover at production scale: the CeleryExecutor deployment of tests/e2e/test_celery.py with
+# FAILOVER_GATES sensors waiting across two triggerers, one of them killed (-9); durations in FAILOVER_REPORT.
+FAILOVER_GATES ?= 300
+FAILOVER_REPORT ?= $(CURDIR)/.bench/failover.json
+failover: install postgres
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) LEASTACTION_FAILOVER_GATES=$(FAILOVER_GATES) \
+	LEASTACTION_FAILOVER_REPORT=$(FAILOVER_REPORT) $(BIN)/python -m pytest -q -p no:cacheprovider \
+	  -o timeout=3600 tests/e2e/test_celery.py -k TestTriggererFailover $(PYTEST_ARGS)
+	cat $(FAILOVER_REPORT)
 
 # Refresh the UI screenshots of docs/ui.md (the suite itself writes them to a temporary directory).
 screenshots: install

@@ -386,12 +386,21 @@ class AirflowCluster:
 
         return self.wait_until(completed, timeout, f"the backfills of {dag_id} to complete")
 
+    def listing(self, path: str, key: str) -> list[dict]:
+        """Every item of a REST listing, page after page (``[api] maximum_page_limit`` caps a page at 100)."""
+        items: list[dict] = []
+        while True:
+            # Ordered by a unique key, so that pages neither repeat nor skip an item.
+            page = self.api("GET", path, params={"limit": 100, "offset": len(items), "order_by": "id"})
+            items += page[key]
+            if not page[key] or len(items) >= page["total_entries"]:
+                return items
+
     def runs(self, dag_id: str) -> list[dict]:
-        return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 500})["dag_runs"]
+        return self.listing(f"/api/v2/dags/{dag_id}/dagRuns", "dag_runs")
 
     def task_instances(self, dag_id: str, run_id: str) -> list[dict]:
-        path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
-        return self.api("GET", path, params={"limit": 500})["task_instances"]
+        return self.listing(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances", "task_instances")
 
     def wait_for_run(self, dag_id: str, run_id: str, timeout: float = 180) -> dict:
         """Wait until one run is success or failed; return it."""

@@ -15,6 +15,9 @@ from airflow_leastaction.timetables import IntervalCronTimetable
 START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 DAILY = IntervalCronTimetable("0 0 * * *", timezone="UTC")
 GATES = int(os.environ.get("LEASTACTION_FAILOVER_GATES", "24"))
+# The worker-crash test holds the second drain's dbt processes at start-up (hold_dbt/sitecustomize.py)
+# while it kills the worker running the batch.
+DBT_HOOKS = os.environ.get("LEASTACTION_TEST_DBT_HOOKS")
 
 with DAG("failover_parent", schedule=DAILY, start_date=START, catchup=False, tags=["leastaction", "failover"]):
 
@@ -41,6 +44,11 @@ with DAG("dbt_queue_second_worker", schedule=None, start_date=START, catchup=Fal
         # Short, so that a retry after a worker crash takes the lease back within the test.
         grace=dt.timedelta(seconds=20),
         heartbeat_interval=2,
+        # The run ends once nothing is eligible: what a freshness tier holds back (models the first drain
+        # built minutes ago) stays pending. The default (1 hour) would defer the run until then, past the
+        # test's wait.
+        max_wait=0,
+        dbt_env={"PYTHONPATH": DBT_HOOKS} if DBT_HOOKS else None,
         retries=1,
         retry_delay=dt.timedelta(seconds=2),
     )
