@@ -12,7 +12,8 @@ from sqlalchemy import and_, case, func, or_, select
 
 from airflow_leastaction.catalog.schema import IN_CHUNK, in_chunks, task, task_run
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import IN_FLIGHT_STATES, LatestRuns, RunRecord
+from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord
+from airflow_leastaction.states import IN_FLIGHT_STATES
 
 #: Airflow's run type of a backfill. A backfill re-runs history: it never counts as a task's latest run,
 #: so it neither satisfies nor blocks a dependency on that task, and no gate waits for it.

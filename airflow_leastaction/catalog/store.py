@@ -28,8 +28,14 @@ from airflow_leastaction.catalog.schema import (
     utcnow,
 )
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals import normalize_cron, resolve_timezone
-from airflow_leastaction.parents import SlotIndex, SlotSnapshot, TaskSnapshot, merge_windows, read_window
+from airflow_leastaction.intervals.judging import (
+    SlotIndex,
+    SlotSnapshot,
+    TaskSnapshot,
+    merge_windows,
+    read_window,
+)
+from airflow_leastaction.intervals.slots import normalize_cron, resolve_timezone
 
 __all__ = ["AttemptKey", "CatalogStore", "SlotOutcome", "TaskMeta", "utcnow"]
 

@@ -14,6 +14,8 @@ from airflow_leastaction.admission import gate_mode, settle
 from airflow_leastaction.catalog.engine import is_outage, setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict
+from airflow_leastaction.intervals.run_slot import RunSlot, noted
+from airflow_leastaction.intervals.run_slot import run_slot as slot_of_run
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_conditions.judging import (
     RunView,
@@ -25,8 +27,6 @@ from airflow_leastaction.run_conditions.judging import (
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
-from airflow_leastaction.run_slot import RunSlot, noted
-from airflow_leastaction.run_slot import run_slot as slot_of_run
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger, RunOutcomeTrigger
 
 RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"

@@ -10,11 +10,10 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from airflow_leastaction.coverage import snapshot_requests
 from airflow_leastaction.gate import (
+    TERMINAL_STATES,
     UNFINISHED_STATES,
     DependencyType,
-    TERMINAL_STATES,
     GateOutcome,
     Judgement,
     Verdict,
@@ -22,7 +21,9 @@ from airflow_leastaction.gate import (
     judge_upstream_task,
     run_settled,
 )
-from airflow_leastaction.parents import LatestRuns, RunRecord, judge_latest_run, judge_parents
+from airflow_leastaction.intervals.coverage import snapshot_requests
+from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord, judge_latest_run
 from airflow_leastaction.run_conditions.model import GateSpec
 from airflow_leastaction.run_conditions.wait_rule import (
     WaitClock,

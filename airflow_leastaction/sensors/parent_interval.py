@@ -12,13 +12,18 @@ from airflow.sdk.exceptions import AirflowSensorTimeout
 from airflow_leastaction.admission import gate_mode, settle
 from airflow_leastaction.catalog.engine import is_outage, setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
-from airflow_leastaction.coverage import check_coverage, snapshot_requests
-from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, MissingDataIntervalError, ParentFailedError
+from airflow_leastaction.exceptions import (
+    ConfigurationError,
+    DuplicateParentError,
+    MissingDataIntervalError,
+    ParentFailedError,
+)
 from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import judge_parents
+from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requests
+from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.run_slot import RunSlot, explicit_slot, noted, run_slot
 from airflow_leastaction.refs import airflow_task, schedule_meta
-from airflow_leastaction.run_slot import RunSlot, explicit_slot, noted, run_slot
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger, encode_consumed
 
 ON_PARENT_FAILURE = ("wait", "fail")

@@ -10,9 +10,9 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_leastaction.admission import gate_mode
 from airflow_leastaction.catalog.engine import aresolve_url
 from airflow_leastaction.gate import ALL, Verdict, decide
-from airflow_leastaction.coverage import snapshot_requests
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import judge_parents
+from airflow_leastaction.intervals.coverage import snapshot_requests
+from airflow_leastaction.intervals.judging import judge_parents
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import judge_parents
+from airflow_leastaction.intervals.judging import judge_parents
 from airflow_leastaction.www.reads import identity_of, parse_parents
 
 #: A graph page never grows past this many nodes; the page says when it was cut.

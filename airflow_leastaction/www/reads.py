@@ -17,7 +17,7 @@ from airflow_leastaction.catalog.audit import is_stale
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals import cron_granularity
+from airflow_leastaction.intervals.slots import cron_granularity
 
 #: Slot records shown per task on the catalog page.
 RECENT_SLOTS = 5
