@@ -1,0 +1,8 @@
+"""Moved to :mod:`airflow_leastaction.run_conditions.waves`; this path works, with a warning, for one release."""
+
+import warnings
+
+from airflow_leastaction.run_conditions.waves import *  # noqa: F401,F403
+
+warnings.warn("airflow_leastaction.graph moved to airflow_leastaction.run_conditions.waves", DeprecationWarning,
+              stacklevel=2)
