@@ -37,7 +37,7 @@ class RunReads:
                                            *_run_columns()).join(task, task.c.id == task_run.c.task_pk)
                                     .where(task.c.name.in_(chunk), task_run.c.slot.in_(slots[:IN_CHUNK // 2])))
                 for r in rows:
-                    key = (TaskIdentity(r.name, r.project, r.account, r.partition), r.slot)
+                    key = (TaskIdentity.from_row(r), r.slot)
                     if key in wanted:
                         found[key] = _run_record(r)
         return found
@@ -90,7 +90,7 @@ def _task_pks(conn, wanted: set[TaskIdentity]) -> dict[TaskIdentity, int]:
     for chunk in in_chunks(sorted({i.name for i in wanted})):
         for r in conn.execute(select(task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition)
                               .where(task.c.name.in_(chunk))):
-            ident = TaskIdentity(r.name, r.project, r.account, r.partition)
+            ident = TaskIdentity.from_row(r)
             if ident in wanted:
                 pks[ident] = r.id
     return pks

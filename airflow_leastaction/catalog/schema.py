@@ -7,9 +7,7 @@ Schema changes go through the Alembic migrations in ``catalog/migrations``.
 from __future__ import annotations
 
 import datetime as dt
-import enum
 
-from airflow_leastaction.gate import DecisionResult  # noqa: F401  (re-exported)
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -25,6 +23,8 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
+
+from airflow_leastaction.gate import DecisionResult  # noqa: F401  (re-exported)
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -58,24 +58,6 @@ class UtcDateTime(TypeDecorator):
         if value.tzinfo is None:
             return value.replace(tzinfo=dt.timezone.utc)
         return value.astimezone(dt.timezone.utc)
-
-
-class SlotState(str, enum.Enum):
-    """State of one task slot (one interval of one task)."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCESS = "success"
-    UP_FOR_RETRY = "up_for_retry"  # an attempt failed and Airflow will retry it: not final
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    UPSTREAM_FAILED = "upstream_failed"
-    CANCELLED = "cancelled"
-    ERROR = "error"
-
-
-#: States in which a parent rejects its children outright (it may still be retried).
-REJECTING_STATES = frozenset({"failed", "error", "cancelled", "cancel", "fail", "upstream_failed"})
 
 
 task = Table(

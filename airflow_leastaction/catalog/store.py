@@ -284,7 +284,7 @@ def _read_tasks(conn: Connection, wanted) -> dict[TaskIdentity, TaskSnapshot]:
             task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition, task.c.cron,
             task.c.timezone, task.c.state, task.c.prev_interval_start, first,
         ).where(task.c.name.in_(chunk))):
-            ident = TaskIdentity(row.name, row.project, row.account, row.partition)
+            ident = TaskIdentity.from_row(row)
             if ident in wanted:
                 tasks[ident] = TaskSnapshot(row.id, ident, row.cron, row.timezone, row.state,
                                             row.prev_interval_start, row.first_slot is not None, row.first_slot)

@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Mapping
 
-from airflow_leastaction.gate import DependencyType, Judgement
+from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import (
     check_parent_interval,
@@ -251,17 +251,5 @@ def judge_parents(
     return out
 
 
-def has_data_judgement(j: Judgement, rows_written: int | None) -> Judgement:
-    """Narrow a SUCCESS judgement to HAS_DATA: unknown or zero rows written does not satisfy."""
-    if not j.satisfied:
-        return Judgement(**{**j.__dict__, "dependency_type": DependencyType.HAS_DATA})
-    if not rows_written:
-        what = "reported no rows written" if rows_written is None else "wrote 0 rows"
-        return Judgement(**{**j.__dict__, "satisfied": False, "dependency_type": DependencyType.HAS_DATA,
-                            "reason": f"{j.reason}, but {what} (HAS_DATA needs at least one)"})
-    return Judgement(**{**j.__dict__, "dependency_type": DependencyType.HAS_DATA,
-                        "reason": f"{j.reason}, {rows_written} rows written"})
-
-
 __all__ = ["TaskSnapshot", "SlotSnapshot", "SlotIndex", "covering_window", "read_window", "merge_windows",
-           "judge_parent", "judge_parents", "has_data_judgement"]
+           "judge_parent", "judge_parents"]

@@ -13,7 +13,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleExcept
 from airflow_leastaction.admission import gate_mode, settle
 from airflow_leastaction.catalog.engine import is_outage, setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
-from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict
+from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict, check_condition
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.intervals.run_slot import run_slot as slot_of_run
 from airflow_leastaction.refs import airflow_task
@@ -27,6 +27,8 @@ from airflow_leastaction.run_conditions.judging import (
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
+from airflow_leastaction.states import KEPT_FROM_RUNNING_STATES, TERMINAL_STATES
+from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger, RunOutcomeTrigger
 
 RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
@@ -125,7 +127,8 @@ class RunConditionGate(_Waiting):
         super().__init__(**kwargs)
         self.gated_task_id = gated_task_id
         self.dependencies = [d if isinstance(d, Dependency) else Dependency.from_dict(d) for d in dependencies]
-        self.condition = RunCondition(condition, count)
+        dag_id = self.dag_id if self.has_dag() else None
+        self.condition = RunCondition(*check_condition(dag_id, gated_task_id, condition, count))
         self.active = active
         if max_wait is None:
             max_wait = float(setting("gate_wait_minutes", "60")) * 60
@@ -186,7 +189,7 @@ class RunConditionGate(_Waiting):
         # The trigger saw ADMIT or SKIP (or the gates relaxed, in the triggerer's configuration); decide
         # again here, on the worker, and record it.
         event = event or {}
-        self._step(context, event.get("clock"), event.get("mode") if event.get("status") == "relaxed" else None)
+        self._step(context, event.get("clock"), event.get("mode") if event.get("status") == wire.RELAXED else None)
 
     def _step(self, context, carried: dict | None, mode: str | None = None) -> None:
         mode = mode or gate_mode()
@@ -278,7 +281,7 @@ class RunOutcome(_Waiting):
 
     def execute(self, context) -> None:
         states = {t: s for t, s in task_states(self.dag_id, context["run_id"]).items() if t != self.task_id}
-        if any(s not in ("success", "failed", "skipped", "removed", "upstream_failed") for s in states.values()):
+        if any(s not in TERMINAL_STATES for s in states.values()):
             if not self.deferrable or _triggers_run_inline():
                 self._reschedule()
             self.defer(trigger=RunOutcomeTrigger(self.dag_id, context["run_id"], self.task_id, self.poll_interval),
@@ -290,7 +293,7 @@ class RunOutcome(_Waiting):
 
     def _conclude(self, context, states: dict[str, str | None]) -> None:
         failed = sorted(t for t, s in states.items() if s == "failed")
-        because = sorted(t for t in self._downstream_of(failed) if states.get(t) in ("skipped", "upstream_failed")
+        because = sorted(t for t in self._downstream_of(failed) if states.get(t) in KEPT_FROM_RUNNING_STATES
                          and not t.endswith(GATE_SUFFIX))
         context["ti"].xcom_push(key=RUN_SUMMARY_KEY, value={"failed": failed, "skipped_because_of_failure": because})
         if not failed:

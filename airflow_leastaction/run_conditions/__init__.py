@@ -22,13 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition
+from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition, check_condition
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, GateSpec
 from airflow_leastaction.run_conditions.waves import (
     Node,
-    check_condition,
     check_type,
     check_upstreams,
     validate_addition,

@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from airflow_leastaction.gate import (
-    TERMINAL_STATES,
-    UNFINISHED_STATES,
     DependencyType,
     GateOutcome,
     Judgement,
@@ -33,6 +31,7 @@ from airflow_leastaction.run_conditions.wait_rule import (
     due,
     start,
 )
+from airflow_leastaction.states import NOT_STARTED_STATES, TERMINAL_STATES, UNFINISHED_STATES
 
 
 @dataclass(frozen=True)
@@ -135,7 +134,7 @@ def held_by_run_gate(spec: GateSpec, run: RunView) -> GateOutcome | None:
     if spec.run_gate is None:
         return None
     state = run.states.get(spec.run_gate)
-    state = None if state in (None, "none") else str(state)
+    state = None if state in NOT_STARTED_STATES else str(state)
     if state == "success":
         return None
     dependency = f"task:{spec.run_gate}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from airflow_leastaction.gate import DependencyType, Judgement
+from airflow_leastaction.gate import DependencyType, Judgement, missing_data
 from airflow_leastaction.states import IN_FLIGHT_STATES, REJECTING_STATES
 
 __all__ = ["RunRecord", "LatestRuns", "is_fresh", "judge_finished_run", "judge_latest_run"]
@@ -68,10 +68,9 @@ def judge_finished_run(dependency: str, typ: DependencyType, label: str, run: Ru
     ok = {DependencyType.SUCCESS: state == "success", DependencyType.HAS_DATA: state == "success",
           DependencyType.FAILURE: state == "failed", DependencyType.ALWAYS: True}[typ]
     reason = what
-    if ok and typ is DependencyType.HAS_DATA and not run.rows_written:
+    if ok and typ is DependencyType.HAS_DATA and (what := missing_data(run.rows_written)) is not None:
         ok = False
-        reason += (", but reported no rows written" if run.rows_written is None else ", but wrote 0 rows") + \
-            " (HAS_DATA needs at least one)"
+        reason += f", but {what} (HAS_DATA needs at least one)"
     elif ok and typ is DependencyType.HAS_DATA:
         reason += f", {run.rows_written} rows written"
     if ok and not is_fresh(run, consumed, consume_repairs):

@@ -12,18 +12,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from airflow_leastaction.exceptions import (
-    CountWithoutNError,
     DependencyCycleError,
     InactiveDependencyError,
-    InvalidCountError,
-    RunConditionError,
     SelfDependencyError,
     UnknownDependencyTypeError,
     UnknownTaskError,
 )
 from airflow_leastaction.gate import DependencyType
-
-CONDITION_KINDS = ("ALL", "ANY", "N")
 
 
 @dataclass(frozen=True)
@@ -44,22 +39,6 @@ def check_type(dag_id: str | None, task_id: str, value) -> DependencyType:
         names = ", ".join(m.value for m in DependencyType)
         raise UnknownDependencyTypeError(dag_id, task_id, f"unknown dependency type {value!r}; expected one "
                                          f"of {names}") from None
-
-
-def check_condition(dag_id: str | None, task_id: str, kind, count, total: int) -> tuple[str, int | None]:
-    """Check a run condition for a task with ``total`` dependencies; returns (kind, count)."""
-    kind = str(kind or "ALL").upper()
-    if kind not in CONDITION_KINDS:
-        raise RunConditionError(dag_id, task_id, f"unknown run condition {kind!r}; expected ALL, ANY or N")
-    if count is not None and kind != "N":
-        raise CountWithoutNError(dag_id, task_id, f"a count ({count}) is set only with run condition N, not {kind}")
-    if kind == "N":
-        if count is None or isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise InvalidCountError(dag_id, task_id, f"run condition N needs a count of at least 1, got {count!r}")
-        if count > total:
-            raise InvalidCountError(dag_id, task_id, f"run condition N needs {count} satisfied dependencies but "
-                                    f"the task has only {total}; it could never start")
-    return kind, count
 
 
 def check_upstreams(dag_id: str | None, task_id: str, upstream: Iterable[str], known: Iterable[str]) -> None:

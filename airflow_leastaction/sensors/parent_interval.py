@@ -24,6 +24,7 @@ from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requ
 from airflow_leastaction.intervals.judging import judge_parents
 from airflow_leastaction.intervals.run_slot import RunSlot, explicit_slot, noted, run_slot
 from airflow_leastaction.refs import airflow_task, schedule_meta
+from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger, encode_consumed
 
 ON_PARENT_FAILURE = ("wait", "fail")
@@ -278,12 +279,12 @@ class ParentIntervalSensor(BaseSensorOperator):
         event = event or {}
         status = event.get("status")
         reasons = "; ".join(event.get("reasons") or []) or "no reason given"
-        if status == "timeout":
+        if status == wire.TIMEOUT:
             raise AirflowSensorTimeout(f"task {self.task_id!r}: parents not satisfied in time: {reasons}")
-        if status == "failed":
+        if status == wire.FAILED:
             raise ParentFailedError(f"task {self.task_id!r}: parent failed: {reasons}")
         # The trigger saw the parents satisfied (or the gates relaxed, in the triggerer's configuration);
         # admission is decided here, on the worker, and recorded.
-        admitted, consumed = self._check(context, event.get("mode") if status == "relaxed" else None)
+        admitted, consumed = self._check(context, event.get("mode") if status == wire.RELAXED else None)
         if not admitted:
             self._defer(context, consumed, dt.datetime.fromisoformat(deadline) if deadline else None)

@@ -13,6 +13,7 @@ from airflow_leastaction.gate import ALL, Verdict, decide
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
 
 
@@ -97,7 +98,7 @@ class ParentIntervalTrigger(BaseTrigger):
                 try:
                     snapshot = await next_until(sub, deadline)
                 except DeadlineReached:
-                    yield TriggerEvent(self._event("timeout", judgements, reasons))
+                    yield TriggerEvent(self._event(wire.TIMEOUT, judgements, reasons))
                     return
                 except Exception as exc:  # the catalog is down: keep waiting, judge nothing
                     reasons, judgements = [f"catalog unreachable: {exc}"], []
@@ -106,7 +107,7 @@ class ParentIntervalTrigger(BaseTrigger):
                     judgements = judge_parents(parents, child, snapshot, consumed, interval_end=end)
                     outcome = decide(ALL, judgements)
                     if outcome.verdict is Verdict.ADMIT:
-                        yield TriggerEvent(self._event("admitted", judgements))
+                        yield TriggerEvent(self._event(wire.ADMITTED, judgements))
                         return
                     reasons = outcome.waiting_reasons
                     state = tuple(reasons)
@@ -117,10 +118,10 @@ class ParentIntervalTrigger(BaseTrigger):
                 if mode != "enforce":
                     # The deployment relaxed its gates after this wait began: the worker admits and
                     # records BYPASSED decisions.
-                    yield TriggerEvent({**self._event("relaxed", judgements, reasons), "mode": mode})
+                    yield TriggerEvent({**self._event(wire.RELAXED, judgements, reasons), "mode": mode})
                     return
                 if self.on_parent_failure == "fail" and any(j.rejected for j in judgements):
-                    yield TriggerEvent(self._event("failed", judgements))
+                    yield TriggerEvent(self._event(wire.FAILED, judgements))
                     return
 
     def _event(self, status: str, judgements, reasons: list[str] | None = None) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
-from airflow_leastaction.catalog.engine import aresolve_url
-from airflow_leastaction.gate import TERMINAL_STATES, Verdict
-from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.admission import gate_mode
+from airflow_leastaction.catalog.engine import aresolve_url
+from airflow_leastaction.gate import Verdict
+from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.judging import (
     RunView,
     evaluate,
@@ -25,6 +25,8 @@ from airflow_leastaction.run_conditions.judging import (
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
+from airflow_leastaction.states import TERMINAL_STATES
+from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller
 
 
@@ -171,7 +173,7 @@ class RunConditionTrigger(BaseTrigger):
             return None
         if outcome is None and not await self._in_run_finished(spec):
             return None
-        return TriggerEvent({"status": "relaxed", "mode": mode, "summary": summary, "clock": clock.as_dict()})
+        return TriggerEvent({"status": wire.RELAXED, "mode": mode, "summary": summary, "clock": clock.as_dict()})
 
     async def _in_run_finished(self, spec: GateSpec) -> bool:
         """Whether every same-run upstream is finished, from Airflow alone (the catalog is down)."""
@@ -209,6 +211,6 @@ class RunOutcomeTrigger(BaseTrigger):
             if states is not None:
                 others = {t: s for t, s in states.items() if t != self.task_id}
                 if all(s in TERMINAL_STATES for s in others.values()):
-                    yield TriggerEvent({"status": "finished", "states": others})
+                    yield TriggerEvent({"status": wire.FINISHED, "states": others})
                     return
             await asyncio.sleep(self.poll_interval)

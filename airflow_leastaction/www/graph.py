@@ -19,7 +19,7 @@ from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import judge_parents
-from airflow_leastaction.www.reads import identity_of, parse_parents
+from airflow_leastaction.www.reads import parse_parents
 
 #: A graph page never grows past this many nodes; the page says when it was cut.
 MAX_NODES = 150
@@ -93,7 +93,7 @@ def build_graph(engine: Engine, centres: list[dict], interval: dt.datetime, *, u
     """
     graph = DependencyGraph(interval)
     for row in centres:
-        graph.add(identity_of(row), 0, row)
+        graph.add(TaskIdentity.from_row(row), 0, row)
     with engine.connect() as conn:
         _walk_up(conn, graph, list(graph.nodes), up)
         _walk_down(conn, graph, [i for i, n in graph.nodes.items() if n.depth == 0], down)
@@ -109,7 +109,7 @@ def _rows_by_identity(conn, identities: set[TaskIdentity]) -> dict[TaskIdentity,
     found: dict[TaskIdentity, dict] = {}
     for start in range(0, len(names), IN_CHUNK):
         for row in conn.execute(select(task).where(task.c.name.in_(names[start:start + IN_CHUNK]))).mappings():
-            ident = identity_of(row)
+            ident = TaskIdentity.from_row(row)
             if ident in identities:
                 found[ident] = dict(row)
     return found
@@ -141,7 +141,7 @@ def _walk_down(conn, graph: DependencyGraph, frontier: list[TaskIdentity], level
         targets = set(frontier)
         next_frontier = []
         for row in _naming_any(conn, targets):
-            child = identity_of(row)
+            child = TaskIdentity.from_row(row)
             for parent in parse_parents(row["parents"]):
                 if parent in targets and (parent, child) not in seen_edges:
                     seen_edges.add((parent, child))

@@ -263,10 +263,6 @@ def _granularity(cron: str | None) -> str | None:
         return None
 
 
-def identity_of(row: dict) -> TaskIdentity:
-    return TaskIdentity(row["name"], row["project"], row["account"] or "", row["partition"] or "")
-
-
 __all__ = ["CatalogReads", "Cursor", "Page", "DagScope", "EVERY_DAG",
            "DecisionFilter", "ConsumptionFilter", "CatalogFilter",
-           "BadCursorError", "parse_parents", "identity_of"]
+           "BadCursorError", "parse_parents"]

@@ -7,10 +7,11 @@ import datetime as dt
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse
 
+from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS, require_readable
 from airflow_leastaction.www.graph import DependencyGraph, build_graph
 from airflow_leastaction.www.params import blank, parse_time
-from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, DagScope, identity_of
+from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, DagScope
 from airflow_leastaction.www.render import catalog_reads, render
 from airflow_leastaction.www.schemas import Graph, GraphEdge, GraphNode, Identity
 
@@ -80,5 +81,5 @@ def dag_view(request: Request, dag_id: str, interval: str | None = None,
     rows = reads.tasks_of_dag(dag_id)
     graph = (build_graph(reads.engine, rows, _interval(interval, rows), up=1, down=1, visible=_visible(scope))
              if rows else None)
-    sections = [(r, graph.parents_of(identity_of(r)), graph.children_of(identity_of(r))) for r in rows]
+    sections = [(r, graph.parents_of(TaskIdentity.from_row(r)), graph.children_of(TaskIdentity.from_row(r))) for r in rows]
     return render(request, "dag.html", "graph", dag_id=dag_id, rows=rows, graph=graph, sections=sections)
