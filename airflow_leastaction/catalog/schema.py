@@ -1,6 +1,5 @@
-"""Catalog tables, in their own ``MetaData`` (never Airflow's).
+"""Catalog tables, in their own ``MetaData`` (never Airflow's; see :mod:`airflow_leastaction.catalog.metadata`).
 
-Every datetime column holds an aware UTC instant (:class:`UtcDateTime`), on SQLite as on PostgreSQL.
 Schema changes go through the Alembic migrations in ``catalog/migrations``.
 """
 
@@ -12,53 +11,17 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
-    MetaData,
     String,
     Table,
     Text,
-    TypeDecorator,
     UniqueConstraint,
 )
 
+from airflow_leastaction.catalog.metadata import NAMING, BigId, UtcDateTime, metadata  # noqa: F401  (re-exported)
 from airflow_leastaction.gate import DecisionResult  # noqa: F401  (re-exported)
-
-NAMING = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-metadata = MetaData(naming_convention=NAMING)
-
-BigId = BigInteger().with_variant(Integer, "sqlite")
-
-
-class UtcDateTime(TypeDecorator):
-    """Stores aware datetimes as UTC; returns aware UTC datetimes (SQLite keeps no zone itself)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value, dialect):
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError(f"naive datetime {value.isoformat()} given to the catalog; pass an aware one")
-        value = value.astimezone(dt.timezone.utc)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value, dialect):
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=dt.timezone.utc)
-        return value.astimezone(dt.timezone.utc)
-
 
 task = Table(
     "la_task",

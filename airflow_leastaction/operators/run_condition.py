@@ -11,8 +11,9 @@ from airflow.sdk import BaseOperator, TriggerRule
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 
 from airflow_leastaction.admission import gate_mode, settle
-from airflow_leastaction.catalog.engine import is_outage, setting
+from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
+from airflow_leastaction.config import setting
 from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict, check_condition
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.intervals.run_slot import run_slot as slot_of_run

@@ -10,8 +10,9 @@ from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout
 
 from airflow_leastaction.admission import gate_mode, settle
-from airflow_leastaction.catalog.engine import is_outage, setting
+from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
+from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import (
     ConfigurationError,
     DuplicateParentError,
