@@ -17,14 +17,6 @@ from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
 
 
-def encode_consumed(consumed: dict[str, dict[dt.datetime, int]] | None) -> dict[str, dict[str, int]]:
-    return {k: {slot.isoformat(): rev for slot, rev in v.items()} for k, v in (consumed or {}).items()}
-
-
-def decode_consumed(data: dict[str, dict[str, int]] | None) -> dict[str, dict[dt.datetime, int]]:
-    return {k: {dt.datetime.fromisoformat(s): rev for s, rev in v.items()} for k, v in (data or {}).items()}
-
-
 class ParentIntervalTrigger(BaseTrigger):
     """Wait until every parent has finished the interval that covers ``child_interval``.
 
@@ -86,7 +78,7 @@ class ParentIntervalTrigger(BaseTrigger):
         parents = [TaskIdentity.from_dict(p) for p in self.parents]
         child = dt.datetime.fromisoformat(self.child_interval)
         end = dt.datetime.fromisoformat(self.interval_end) if self.interval_end else None
-        consumed = decode_consumed(self.consumed)
+        consumed = wire.decode_consumed(self.consumed)
         deadline = dt.datetime.fromisoformat(self.deadline) if self.deadline else None
         poller = CatalogPoller.shared(await aresolve_url(self.catalog_conn_id), self.poll_interval)
         last_state: tuple | None = None

@@ -62,7 +62,8 @@ class RunConditionTrigger(BaseTrigger):
     :param slot: ISO-8601 slot of the run in the catalog.
     :param upstream: direct upstream task ids of every task of the DAG.
     :param waiting: task ids of the gates and the run-outcome task.
-    :param consumed: per dependency key, the (ISO upstream slot, revision) consumed last.
+    :param consumed: per dependency key, the revision consumed last by its upstream slot (ISO), in
+        :func:`~airflow_leastaction.triggers.wire.encode_last_consumed`'s form.
     :param clock: the wait clock (``WaitClock.as_dict()``); it starts when the same-run dependencies
         are final.
     :param max_wait: seconds one check may wait for runs in progress elsewhere.
@@ -108,7 +109,7 @@ class RunConditionTrigger(BaseTrigger):
         policy = WaitPolicy(dt.timedelta(seconds=self.max_wait), self.max_looks,
                             dt.timedelta(seconds=self.poll_interval))
         clock = WaitClock.from_dict(self.clock)
-        consumed = {k: (dt.datetime.fromisoformat(v[0]), v[1]) for k, v in self.consumed.items()}
+        consumed = wire.decode_last_consumed(self.consumed)
         by_identity = {tid: TaskIdentity.from_dict(i) for tid, i in self.slot_requests.items()}
         url = await aresolve_url(self.catalog_conn_id)
         last_reasons = None
