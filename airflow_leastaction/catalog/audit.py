@@ -87,12 +87,6 @@ class AuditRecords:
             c.dag_id == who.dag_id, c.task_id == who.task_id, c.run_id == who.run_id,
             c.map_index == who.map_index, c.attempt == who.attempt).limit(1)).first() is not None
 
-    def consume(self, who: AttemptKey, *, downstream_task_pk: int | None = None,
-                downstream_slot: dt.datetime | None = None, gate_task_ids: Sequence[str] = ()) -> int:
-        """Write consumption for an attempt that succeeded outside the listener's success record."""
-        with self.write() as conn:
-            return self._consume(conn, who, downstream_task_pk, downstream_slot, utcnow(), gate_task_ids)
-
     def consumed_revisions(self, dag_id: str, task_ids: Sequence[str], downstream_slot: dt.datetime
                            ) -> dict[tuple[str, dt.datetime | None], int]:
         """Per (dependency, upstream slot), the highest revision these tasks' slot has consumed."""
