@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from sqlalchemy import and_, exists, func, insert, literal, null, or_, select
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task_run, utcnow
+from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.gate import DecisionResult, Judgement
 
 
@@ -31,7 +32,10 @@ class AttemptKey:
 
 
 class AuditRecords:
-    """Decision and consumption operations of the catalog store (needs ``engine`` and ``write()``)."""
+    """Decision and consumption operations of the catalog store."""
+
+    engine: Engine
+    transactions: Transactions
 
     # -- gate decisions and consumption -------------------------------------------------------------
     def record_decisions(
@@ -50,7 +54,7 @@ class AuditRecords:
         # One INSERT ... VALUES (...), (...) RETURNING id for the whole attempt (SQLAlchemy's "insertmanyvalues"):
         # an attempt costs one statement whatever its number of dependencies. RETURNING promises no row order,
         # but one INSERT numbers its rows in the order given, so the ids sorted are in ``judgements`` order.
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             return sorted(conn.execute(insert(gate_decision).returning(gate_decision.c.id), rows).scalars())
 
     def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now,

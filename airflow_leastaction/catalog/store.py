@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 from sqlalchemy import and_, case, column, func, insert, literal, or_, select, update, values
 from sqlalchemy.engine import Connection, Engine
@@ -27,6 +27,7 @@ from airflow_leastaction.catalog.schema import (
     task_run,
     utcnow,
 )
+from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import (
     SlotIndex,
@@ -74,29 +75,16 @@ class CatalogStore(AuditRecords, RunReads):
 
             engine = get_engine(resolve_url(conn_id))
         self.engine = engine
+        self.transactions = Transactions(engine)
 
     # -- transactions -------------------------------------------------------------------------------
-    @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A write transaction; on SQLite it takes the write lock up front (``BEGIN IMMEDIATE``)."""
-        with self.engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                conn.info["sqlite_begin"] = "BEGIN IMMEDIATE"
-            with conn.begin():
-                yield conn
+    def write(self) -> AbstractContextManager[Connection]:
+        """A write transaction (:meth:`Transactions.write`)."""
+        return self.transactions.write()
 
-    @contextmanager
-    def poll_read(self) -> Iterator[Connection]:
-        """A connection for the reads the triggerer's poller makes every tick: no explicit transaction on
-        SQLite either, so each statement reads the latest committed state on its own (as under
-        PostgreSQL's READ COMMITTED) and a tick sends its queries and nothing else."""
-        with self.engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                conn.info["sqlite_begin"] = None
-            try:
-                yield conn
-            finally:  # the info outlives this checkout: never leave the choice to the connection's next user
-                conn.info.pop("sqlite_begin", None)
+    def poll_read(self) -> AbstractContextManager[Connection]:
+        """A connection for the poller's reads (:meth:`Transactions.poll_read`)."""
+        return self.transactions.poll_read()
 
     # -- tasks --------------------------------------------------------------------------------------
     def ensure_task(self, conn: Connection, identity: TaskIdentity, meta: TaskMeta | None, now: dt.datetime) -> int:
