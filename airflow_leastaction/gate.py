@@ -39,10 +39,11 @@ class DependencyType(str, enum.Enum):
 
     @classmethod
     def parse(cls, value: "DependencyType | str") -> "DependencyType":
+        """The one check of a dependency type: a member, or its name in any case."""
         if isinstance(value, cls):
             return value
         try:
-            return cls(str(value).upper())
+            return cls(str(getattr(value, "value", value)).upper())
         except ValueError:
             names = ", ".join(m.value for m in cls)
             raise ConfigurationError(f"unknown dependency type {value!r}; expected one of {names}") from None

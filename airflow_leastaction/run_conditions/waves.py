@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from airflow_leastaction.exceptions import (
+    ConfigurationError,
     DependencyCycleError,
     InactiveDependencyError,
     SelfDependencyError,
@@ -33,12 +34,11 @@ class Node:
 
 
 def check_type(dag_id: str | None, task_id: str, value) -> DependencyType:
+    """:meth:`DependencyType.parse`, with an error naming the DAG and task."""
     try:
-        return DependencyType(str(getattr(value, "value", value)).upper())
-    except ValueError:
-        names = ", ".join(m.value for m in DependencyType)
-        raise UnknownDependencyTypeError(dag_id, task_id, f"unknown dependency type {value!r}; expected one "
-                                         f"of {names}") from None
+        return DependencyType.parse(value)
+    except ConfigurationError as exc:
+        raise UnknownDependencyTypeError(dag_id, task_id, str(exc)) from None
 
 
 def check_upstreams(dag_id: str | None, task_id: str, upstream: Iterable[str], known: Iterable[str]) -> None:
