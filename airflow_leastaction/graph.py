@@ -1,4 +1,7 @@
-"""Moved to :mod:`airflow_leastaction.run_conditions.waves`; this path works, with a warning, for one release."""
+"""Moved to :mod:`airflow_leastaction.run_conditions.waves`.
+
+This path still works, with a warning, for one release.
+"""
 
 import warnings
 

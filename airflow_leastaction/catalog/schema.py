@@ -1,4 +1,4 @@
-"""Catalog tables, in their own ``MetaData`` (never Airflow's; see :mod:`airflow_leastaction.catalog.metadata`).
+"""Catalog tables, in their own ``MetaData`` (never Airflow's): see :mod:`airflow_leastaction.catalog.metadata`.
 
 Schema changes go through the Alembic migrations in ``catalog/migrations``.
 """

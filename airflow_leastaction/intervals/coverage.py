@@ -1,8 +1,8 @@
 """Whole-interval coverage: a parent judged on every slot inside the child's interval. Pure logic.
 
-The default rule (``coverage="slot"``, :func:`airflow_leastaction.intervals.judging.judge_parent`) asks whether the
-parent slot covering the child's interval start is done: right for "the parent's state is current". A
-daily aggregate of 24 hourly loads needs all 24: ``coverage="interval"`` asks that of every parent slot
+The default rule (``coverage="slot"``,
+:func:`~airflow_leastaction.intervals.judging.judge_parent`) asks whether the parent slot covering the
+child's interval start is done: right for "the parent's state is current". A daily aggregate of 24 hourly loads needs all 24: ``coverage="interval"`` asks that of every parent slot
 in ``[child interval start, end)``, each judged by its own slot record (repairs included).
 """
 

@@ -7,8 +7,8 @@
     run_condition(report, has_data(load_orders), success(load_refunds), when="ANY")
     run_condition(alert, failure(load_orders))
 
-Each declaration is checked at DAG parse time (see :mod:`airflow_leastaction.run_conditions.waves`) and adds a gate task
-``<task_id>__gate`` between the dependencies and the task, so the graph view shows every dependency as
+Each declaration is checked at DAG parse time (see :mod:`~airflow_leastaction.run_conditions.waves`) and
+adds a gate task ``<task_id>__gate`` between the dependencies and the task, so the graph view shows every dependency as
 an edge and the waiting as a deferred gate with its reasons in the log. The first declaration in a DAG
 also adds ``leastaction_run_outcome``, which ends the run FAILED when a task of it failed.
 
