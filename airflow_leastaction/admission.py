@@ -13,8 +13,8 @@ import datetime as dt
 import logging
 from dataclasses import dataclass
 
-from airflow_leastaction.catalog.engine import setting
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
+from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gate import GateOutcome, Verdict
 

@@ -139,10 +139,10 @@ class RunConditionError(ConfigurationError):
 
     exit_status = 10
 
-    def __init__(self, dag_id: str | None, task_id: str, why: str):
+    def __init__(self, dag_id: str | None, task_id: str | None, why: str):
         self.dag_id = dag_id
         self.task_id = task_id
-        where = f"DAG {dag_id!r} task {task_id!r}" if dag_id else f"task {task_id!r}"
+        where = f"DAG {dag_id!r} task {task_id!r}" if dag_id else f"task {task_id!r}" if task_id else "run condition"
         super().__init__(f"{where}: {why}")
 
 

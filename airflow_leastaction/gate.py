@@ -13,7 +13,20 @@ import enum
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.exceptions import (
+    ConfigurationError,
+    CountWithoutNError,
+    InvalidCountError,
+    RunConditionError,
+)
+from airflow_leastaction.states import (
+    ACTIVE_STATES,
+    DID_NOT_RUN_STATES,
+    FAILED_STATES,
+    NOT_STARTED_STATES,
+    TERMINAL_STATES,
+    UNFINISHED_STATES,
+)
 
 
 class DependencyType(str, enum.Enum):
@@ -26,10 +39,11 @@ class DependencyType(str, enum.Enum):
 
     @classmethod
     def parse(cls, value: "DependencyType | str") -> "DependencyType":
+        """The one check of a dependency type: a member, or its name in any case."""
         if isinstance(value, cls):
             return value
         try:
-            return cls(str(value).upper())
+            return cls(str(getattr(value, "value", value)).upper())
         except ValueError:
             names = ", ".join(m.value for m in cls)
             raise ConfigurationError(f"unknown dependency type {value!r}; expected one of {names}") from None
@@ -47,6 +61,30 @@ class Verdict(str, enum.Enum):
     SKIP = "SKIP"  # can never hold in this run
 
 
+#: The kinds of run condition: every dependency, at least one, or at least ``count``.
+CONDITION_KINDS = ("ALL", "ANY", "N")
+
+
+def check_condition(dag_id: str | None, task_id: str | None, kind, count,
+                    total: int | None = None) -> tuple[str, int | None]:
+    """The ALL/ANY/N rule: check a run condition, for a task with ``total`` dependencies when known.
+
+    Returns (kind, count), the kind upper-cased. Errors name the DAG and task when given.
+    """
+    kind = str(kind or "ALL").upper()
+    if kind not in CONDITION_KINDS:
+        raise RunConditionError(dag_id, task_id, f"unknown run condition {kind!r}; expected ALL, ANY or N")
+    if count is not None and kind != "N":
+        raise CountWithoutNError(dag_id, task_id, f"a count ({count}) is set only with run condition N, not {kind}")
+    if kind == "N":
+        if count is None or isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise InvalidCountError(dag_id, task_id, f"run condition N needs a count of at least 1, got {count!r}")
+        if total is not None and count > total:
+            raise InvalidCountError(dag_id, task_id, f"run condition N needs {count} satisfied dependencies but "
+                                    f"the task has only {total}; it could never start")
+    return kind, count
+
+
 @dataclass(frozen=True)
 class RunCondition:
     """How many dependencies must be satisfied: ``ALL`` (default), ``ANY``, or ``N`` with ``count``."""
@@ -55,14 +93,8 @@ class RunCondition:
     count: int | None = None
 
     def __post_init__(self):
-        kind = (self.kind or "ALL").upper()
+        kind, _ = check_condition(None, None, self.kind, self.count)
         object.__setattr__(self, "kind", kind)
-        if kind not in ("ALL", "ANY", "N"):
-            raise ConfigurationError(f"unknown run condition {self.kind!r}; expected ALL, ANY or N")
-        if kind != "N" and self.count is not None:
-            raise ConfigurationError(f"run condition {kind} takes no count (got count={self.count}); use N")
-        if kind == "N" and (not isinstance(self.count, int) or self.count < 1):
-            raise ConfigurationError(f"run condition N needs a count of at least 1, got {self.count!r}")
 
     def needed(self, total: int) -> int:
         if self.kind == "ALL":
@@ -71,19 +103,22 @@ class RunCondition:
             return min(1, total)
         return self.count  # type: ignore[return-value]
 
-    def check_total(self, total: int, owner: str) -> None:
-        """Reject an N count no number of satisfied dependencies could reach."""
-        if self.kind == "N" and self.count > total:  # type: ignore[operator]
-            raise ConfigurationError(
-                f"{owner}: run condition N needs {self.count} satisfied dependencies but it has only {total}"
-            )
-
     def __str__(self) -> str:
         return f"N={self.count}" if self.kind == "N" else self.kind
 
 
 ALL = RunCondition("ALL")
 ANY = RunCondition("ANY")
+
+
+def missing_data(rows_written: int | None) -> str | None:
+    """The HAS_DATA rule: a success satisfies HAS_DATA only when it wrote at least one row.
+
+    Returns what is missing (unknown or zero rows written), or None when the success has data.
+    """
+    if rows_written:
+        return None
+    return "reported no rows written" if rows_written is None else "wrote 0 rows"
 
 
 @dataclass(frozen=True)
@@ -174,15 +209,6 @@ def decide(condition: RunCondition, judgements: Iterable[Judgement]) -> GateOutc
 
 
 # -- upstream tasks in the same run -----------------------------------------------------------------
-#: Airflow task states in which a task has not finished: it satisfies no dependency yet.
-UNFINISHED_STATES = frozenset({None, "none", "scheduled", "queued", "running", "deferred", "up_for_retry",
-                               "up_for_reschedule", "restarting", "awaiting_input"})
-#: Finished without running its work: only ALWAYS is satisfied. upstream_failed counts here because the
-#: task itself did not fail; it was kept from running.
-DID_NOT_RUN_STATES = frozenset({"skipped", "removed", "upstream_failed"})
-FAILED_STATES = frozenset({"failed"})
-
-
 def judge_upstream_task(
     dependency: str, dependency_type: DependencyType, state: str | None, *, run_settled: bool = False,
     rows_written: int | None = None, record_known: bool = True, selected: dict | None = None,
@@ -200,7 +226,7 @@ def judge_upstream_task(
     :param selected: the upstream run and revision selected (``upstream_*`` fields of the judgement).
     """
     name = dependency.split(":", 1)[-1]
-    state = None if state in (None, "none") else str(state)
+    state = None if state in NOT_STARTED_STATES else str(state)
     typ = dependency_type
 
     def verdict(ok: bool, reason: str, *, final: bool = True, rejected: bool = False) -> Judgement:
@@ -230,17 +256,11 @@ def judge_upstream_task(
             # count is unknown for good once nothing else can start.
             return verdict(False, "upstream succeeded; waiting for its rows written to reach the catalog",
                            final=run_settled)
-        if not rows_written:
-            what = "reported no rows written" if rows_written is None else "wrote 0 rows"
+        if (what := missing_data(rows_written)) is not None:
             return verdict(False, f"upstream succeeded but {what}; HAS_DATA needs at least one")
         return verdict(True, f"upstream succeeded and wrote {rows_written} rows")
     return verdict(True, "upstream succeeded")
 
-
-#: States in which a task may still start or finish on its own (the run "goes on").
-ACTIVE_STATES = frozenset({"scheduled", "queued", "running", "deferred", "up_for_retry", "up_for_reschedule",
-                           "restarting", "awaiting_input"})
-TERMINAL_STATES = frozenset({"success", "failed", "skipped", "removed", "upstream_failed"})
 
 
 def blocked_tasks(states: dict[str, str | None], upstream: dict[str, Iterable[str]],
@@ -254,7 +274,7 @@ def blocked_tasks(states: dict[str, str | None], upstream: dict[str, Iterable[st
     waiting = set(waiting)
 
     def not_started(task_id: str) -> bool:
-        return states.get(task_id) in (None, "none")
+        return states.get(task_id) in NOT_STARTED_STATES
 
     downstream: dict[str, list[str]] = {}
     for task_id, ups in upstream.items():
@@ -283,7 +303,7 @@ def run_settled(states: dict[str, str | None], upstream: dict[str, Iterable[str]
     others = {t: s for t, s in states.items() if t not in waiting}
     if any(s in ACTIVE_STATES for s in others.values()):
         return False
-    if not any(s in (None, "none") for s in others.values()):
+    if not any(s in NOT_STARTED_STATES for s in others.values()):
         return True
     blocked = blocked_tasks(states, upstream, waiting)
-    return all(t in blocked for t, s in others.items() if s in (None, "none"))
+    return all(t in blocked for t, s in others.items() if s in NOT_STARTED_STATES)

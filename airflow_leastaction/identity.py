@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -23,10 +24,10 @@ class TaskIdentity:
     coverage: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
-        for field in ("name", "project", "account", "partition"):
-            value = getattr(self, field)
+        for part in ("name", "project", "account", "partition"):
+            value = getattr(self, part)
             if not isinstance(value, str):
-                raise TypeError(f"task identity {field} must be a string, got {value!r}")
+                raise TypeError(f"task identity {part} must be a string, got {value!r}")
         if not self.name.strip() or not self.project.strip():
             raise ValueError(f"task identity needs a name and a project, got {self!r}")
 
@@ -50,6 +51,17 @@ class TaskIdentity:
     def from_dict(cls, data: dict) -> "TaskIdentity":
         return cls(data["name"], data["project"], data.get("account", ""), data.get("partition", ""),
                    data.get("coverage"))
+
+    @classmethod
+    def from_row(cls, row) -> "TaskIdentity":
+        """The identity of a catalog task row: a mapping or a row with attributes (a database row).
+
+        A missing (NULL) account or partition reads as empty, as the catalog writes them.
+        """
+        def read(column: str):
+            return row[column] if isinstance(row, Mapping) else getattr(row, column)
+
+        return cls(read("name"), read("project"), read("account") or "", read("partition") or "")
 
 
 def airflow_task_name(dag_id: str, task_id: str) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from airflow_leastaction.catalog.engine import setting
 from airflow_leastaction.catalog.store import TaskMeta
-from airflow_leastaction.coverage import check_coverage
+from airflow_leastaction.config import setting
 from airflow_leastaction.identity import TaskIdentity, airflow_dag_name, airflow_task_name
+from airflow_leastaction.intervals.coverage import check_coverage
 
 
 def deployment_project() -> str:

@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from airflow_leastaction.gate import TERMINAL_STATES
-from airflow_leastaction.parents import RunRecord
-
-#: ``removed``: the task left the DAG; it has no outcome to mirror.
-RECORDED_FINAL_STATES = TERMINAL_STATES - {"removed"}
+from airflow_leastaction.run_conditions.latest_run import RunRecord
+from airflow_leastaction.states import RECORDED_FINAL_STATES
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ def engine_rate(k: int, seconds: float = 1.0) -> float:
     spec = GateSpec("child", tuple(Dependency(t, "HAS_DATA" if i % 3 else "SUCCESS") for i, t in enumerate(ids)), ALL)
     states = {t: "success" for t in ids}
     states[ids[-1]] = "running"
-    from airflow_leastaction.parents import RunRecord
+    from airflow_leastaction.run_conditions.latest_run import RunRecord
 
     records = {t: RunRecord(i, i, SLOT, "r", "success", 1, 5, SLOT, SLOT) for i, t in enumerate(ids)}
     view = RunView("r", states, {"child": ids, **{t: [] for t in ids}}, frozenset({"child__gate"}), records)

@@ -107,7 +107,7 @@ async def per_trigger_polling(parents, child, url):
     from airflow_leastaction.catalog.store import CatalogStore
     from airflow_leastaction.gate import ALL, Verdict, decide
     from airflow_leastaction.identity import TaskIdentity
-    from airflow_leastaction.parents import judge_parents
+    from airflow_leastaction.intervals.judging import judge_parents
 
     store = CatalogStore(get_engine(url))
     me = TaskIdentity(child, "bench")

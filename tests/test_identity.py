@@ -7,7 +7,7 @@ import re
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from airflow_leastaction.identity import airflow_task_ids, airflow_task_name
+from airflow_leastaction.identity import TaskIdentity, airflow_task_ids, airflow_task_name
 
 # Airflow's key rule (letters, digits, "_", "-", "."); a small alphabet makes clashes likely to be tried.
 AIRFLOW_KEY = re.compile(r"^[\w.-]+$")
@@ -32,3 +32,11 @@ def test_a_catalog_name_gives_back_the_dag_and_task_it_was_made_from(dag_id, tas
 def test_dag_ids_without_a_dot_keep_the_dotted_name():
     assert airflow_task_name("orders", "group.load") == "orders.group.load"
     assert airflow_task_name("sales.daily", "load") == "sales.daily:load"
+
+
+def test_an_identity_is_read_the_same_from_a_mapping_row_and_an_attribute_row():
+    from types import SimpleNamespace
+
+    mapping = {"name": "orders", "project": "sales", "account": None, "partition": "eu"}
+    assert TaskIdentity.from_row(mapping) == TaskIdentity.from_row(SimpleNamespace(**mapping)) == \
+        TaskIdentity("orders", "sales", "", "eu")

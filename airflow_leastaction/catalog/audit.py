@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from sqlalchemy import and_, exists, func, insert, literal, null, or_, select
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task_run, utcnow
+from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.gate import DecisionResult, Judgement
 
 
@@ -31,7 +32,10 @@ class AttemptKey:
 
 
 class AuditRecords:
-    """Decision and consumption operations of the catalog store (needs ``engine`` and ``write()``)."""
+    """Decision and consumption operations of the catalog store."""
+
+    engine: Engine
+    transactions: Transactions
 
     # -- gate decisions and consumption -------------------------------------------------------------
     def record_decisions(
@@ -50,7 +54,7 @@ class AuditRecords:
         # One INSERT ... VALUES (...), (...) RETURNING id for the whole attempt (SQLAlchemy's "insertmanyvalues"):
         # an attempt costs one statement whatever its number of dependencies. RETURNING promises no row order,
         # but one INSERT numbers its rows in the order given, so the ids sorted are in ``judgements`` order.
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             return sorted(conn.execute(insert(gate_decision).returning(gate_decision.c.id), rows).scalars())
 
     def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now,
@@ -86,12 +90,6 @@ class AuditRecords:
         return conn.execute(select(c.id).where(
             c.dag_id == who.dag_id, c.task_id == who.task_id, c.run_id == who.run_id,
             c.map_index == who.map_index, c.attempt == who.attempt).limit(1)).first() is not None
-
-    def consume(self, who: AttemptKey, *, downstream_task_pk: int | None = None,
-                downstream_slot: dt.datetime | None = None, gate_task_ids: Sequence[str] = ()) -> int:
-        """Write consumption for an attempt that succeeded outside the listener's success record."""
-        with self.write() as conn:
-            return self._consume(conn, who, downstream_task_pk, downstream_slot, utcnow(), gate_task_ids)
 
     def consumed_revisions(self, dag_id: str, task_ids: Sequence[str], downstream_slot: dt.datetime
                            ) -> dict[tuple[str, dt.datetime | None], int]:

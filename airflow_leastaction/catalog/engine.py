@@ -27,6 +27,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 
+from airflow_leastaction.config import airflow_home, setting
 from airflow_leastaction.exceptions import CatalogError, UnknownConnectionError
 
 DEFAULT_CONN_ID = "leastaction_catalog_default"
@@ -38,26 +39,9 @@ _urls: dict[str, str] = {}
 _lock = threading.Lock()
 
 
-def airflow_home() -> Path:
-    return Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
-
-
 def embedded_url() -> str:
     path = airflow_home() / "leastaction" / "catalog.db"
     return f"sqlite:///{path}"
-
-
-def setting(key: str, fallback: str) -> str:
-    """A ``[leastaction]`` option from Airflow's configuration (env ``AIRFLOW__LEASTACTION__KEY`` too)."""
-    env = os.environ.get(f"AIRFLOW__LEASTACTION__{key.upper()}")
-    if env is not None:
-        return env
-    try:
-        from airflow.configuration import conf
-
-        return conf.get("leastaction", key, fallback=fallback)
-    except Exception:  # configuration not importable outside an Airflow install
-        return fallback
 
 
 def default_conn_id() -> str:

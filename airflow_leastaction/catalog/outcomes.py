@@ -21,9 +21,9 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from airflow_leastaction.catalog.engine import airflow_home, setting
 from airflow_leastaction.catalog.spool_check import can_never_apply, check_outcome, quarantine
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore, SlotOutcome, TaskMeta
+from airflow_leastaction.config import airflow_home, setting
 from airflow_leastaction.exceptions import UnappliableOutcomeError
 from airflow_leastaction.identity import TaskIdentity
 

@@ -42,7 +42,7 @@ from airflow_leastaction.dbt.schema import (
     dbt_request_event,
 )
 from airflow_leastaction.exceptions import InvalidRetentionCutoffError
-from airflow_leastaction.parents import IN_FLIGHT_STATES
+from airflow_leastaction.states import IN_FLIGHT_STATES
 
 #: Rows deleted per transaction by default: small enough that no writer waits long behind a batch.
 DEFAULT_BATCH_SIZE = 2000

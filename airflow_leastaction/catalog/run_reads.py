@@ -9,10 +9,13 @@ import datetime as dt
 from typing import Iterable
 
 from sqlalchemy import and_, case, func, or_, select
+from sqlalchemy.engine import Engine
 
 from airflow_leastaction.catalog.schema import IN_CHUNK, in_chunks, task, task_run
+from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import IN_FLIGHT_STATES, LatestRuns, RunRecord
+from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord
+from airflow_leastaction.states import IN_FLIGHT_STATES
 
 #: Airflow's run type of a backfill. A backfill re-runs history: it never counts as a task's latest run,
 #: so it neither satisfies nor blocks a dependency on that task, and no gate waits for it.
@@ -20,7 +23,10 @@ BACKFILL_RUN_TYPE = "backfill"
 
 
 class RunReads:
-    """Run-record reads of the catalog store (needs ``engine`` and ``poll_read()``)."""
+    """Run-record reads of the catalog store."""
+
+    engine: Engine
+    transactions: Transactions
 
     def slot_records(self, requests: Iterable[tuple[TaskIdentity, dt.datetime]]) -> dict:
         """The slot record of each (task, slot) pair that has one: one query for any number of pairs."""
@@ -30,13 +36,13 @@ class RunReads:
         names = sorted({i.name for i, _ in wanted})
         slots = sorted({s for _, s in wanted})
         found = {}
-        with self.poll_read() as conn:
+        with self.transactions.poll_read() as conn:
             for chunk in in_chunks(names, IN_CHUNK // 2):
                 rows = conn.execute(select(task.c.name, task.c.project, task.c.account, task.c.partition,
                                            *_run_columns()).join(task, task.c.id == task_run.c.task_pk)
                                     .where(task.c.name.in_(chunk), task_run.c.slot.in_(slots[:IN_CHUNK // 2])))
                 for r in rows:
-                    key = (TaskIdentity(r.name, r.project, r.account, r.partition), r.slot)
+                    key = (TaskIdentity.from_row(r), r.slot)
                     if key in wanted:
                         found[key] = _run_record(r)
         return found
@@ -53,7 +59,7 @@ class RunReads:
         out = {i: LatestRuns(None, None, None, None) for i in wanted}
         if not wanted:
             return out
-        with self.poll_read() as conn:
+        with self.transactions.poll_read() as conn:
             pks = _task_pks(conn, wanted)
             ranked: dict[int, _Ranked] = {pk: _Ranked() for pk in pks.values()}
             for chunk in in_chunks(sorted(ranked)):
@@ -89,7 +95,7 @@ def _task_pks(conn, wanted: set[TaskIdentity]) -> dict[TaskIdentity, int]:
     for chunk in in_chunks(sorted({i.name for i in wanted})):
         for r in conn.execute(select(task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition)
                               .where(task.c.name.in_(chunk))):
-            ident = TaskIdentity(r.name, r.project, r.account, r.partition)
+            ident = TaskIdentity.from_row(r)
             if ident in wanted:
                 pks[ident] = r.id
     return pks

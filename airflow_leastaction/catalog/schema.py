@@ -1,82 +1,27 @@
-"""Catalog tables, in their own ``MetaData`` (never Airflow's).
+"""Catalog tables, in their own ``MetaData`` (never Airflow's): see :mod:`airflow_leastaction.catalog.metadata`.
 
-Every datetime column holds an aware UTC instant (:class:`UtcDateTime`), on SQLite as on PostgreSQL.
 Schema changes go through the Alembic migrations in ``catalog/migrations``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import enum
 
-from airflow_leastaction.gate import DecisionResult  # noqa: F401  (re-exported)
 from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
-    MetaData,
     String,
     Table,
     Text,
-    TypeDecorator,
     UniqueConstraint,
 )
 
-NAMING = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-metadata = MetaData(naming_convention=NAMING)
-
-BigId = BigInteger().with_variant(Integer, "sqlite")
-
-
-class UtcDateTime(TypeDecorator):
-    """Stores aware datetimes as UTC; returns aware UTC datetimes (SQLite keeps no zone itself)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value, dialect):
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError(f"naive datetime {value.isoformat()} given to the catalog; pass an aware one")
-        value = value.astimezone(dt.timezone.utc)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value, dialect):
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=dt.timezone.utc)
-        return value.astimezone(dt.timezone.utc)
-
-
-class SlotState(str, enum.Enum):
-    """State of one task slot (one interval of one task)."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCESS = "success"
-    UP_FOR_RETRY = "up_for_retry"  # an attempt failed and Airflow will retry it: not final
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    UPSTREAM_FAILED = "upstream_failed"
-    CANCELLED = "cancelled"
-    ERROR = "error"
-
-
-#: States in which a parent rejects its children outright (it may still be retried).
-REJECTING_STATES = frozenset({"failed", "error", "cancelled", "cancel", "fail", "upstream_failed"})
-
+from airflow_leastaction.catalog.metadata import NAMING, BigId, UtcDateTime, metadata  # noqa: F401  (re-exported)
+from airflow_leastaction.gate import DecisionResult  # noqa: F401  (re-exported)
 
 task = Table(
     "la_task",

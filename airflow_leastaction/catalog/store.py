@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 from sqlalchemy import and_, case, column, func, insert, literal, or_, select, update, values
 from sqlalchemy.engine import Connection, Engine
@@ -27,9 +27,16 @@ from airflow_leastaction.catalog.schema import (
     task_run,
     utcnow,
 )
+from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals import normalize_cron, resolve_timezone
-from airflow_leastaction.parents import SlotIndex, SlotSnapshot, TaskSnapshot, merge_windows, read_window
+from airflow_leastaction.intervals.judging import (
+    SlotIndex,
+    SlotSnapshot,
+    TaskSnapshot,
+    merge_windows,
+    read_window,
+)
+from airflow_leastaction.intervals.slots import normalize_cron, resolve_timezone
 
 __all__ = ["AttemptKey", "CatalogStore", "SlotOutcome", "TaskMeta", "utcnow"]
 
@@ -68,29 +75,16 @@ class CatalogStore(AuditRecords, RunReads):
 
             engine = get_engine(resolve_url(conn_id))
         self.engine = engine
+        self.transactions = Transactions(engine)
 
     # -- transactions -------------------------------------------------------------------------------
-    @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A write transaction; on SQLite it takes the write lock up front (``BEGIN IMMEDIATE``)."""
-        with self.engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                conn.info["sqlite_begin"] = "BEGIN IMMEDIATE"
-            with conn.begin():
-                yield conn
+    def write(self) -> AbstractContextManager[Connection]:
+        """A write transaction (:meth:`Transactions.write`)."""
+        return self.transactions.write()
 
-    @contextmanager
-    def poll_read(self) -> Iterator[Connection]:
-        """A connection for the reads the triggerer's poller makes every tick: no explicit transaction on
-        SQLite either, so each statement reads the latest committed state on its own (as under
-        PostgreSQL's READ COMMITTED) and a tick sends its queries and nothing else."""
-        with self.engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                conn.info["sqlite_begin"] = None
-            try:
-                yield conn
-            finally:  # the info outlives this checkout: never leave the choice to the connection's next user
-                conn.info.pop("sqlite_begin", None)
+    def poll_read(self) -> AbstractContextManager[Connection]:
+        """A connection for the poller's reads (:meth:`Transactions.poll_read`)."""
+        return self.transactions.poll_read()
 
     # -- tasks --------------------------------------------------------------------------------------
     def ensure_task(self, conn: Connection, identity: TaskIdentity, meta: TaskMeta | None, now: dt.datetime) -> int:
@@ -278,7 +272,7 @@ def _read_tasks(conn: Connection, wanted) -> dict[TaskIdentity, TaskSnapshot]:
             task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition, task.c.cron,
             task.c.timezone, task.c.state, task.c.prev_interval_start, first,
         ).where(task.c.name.in_(chunk))):
-            ident = TaskIdentity(row.name, row.project, row.account, row.partition)
+            ident = TaskIdentity.from_row(row)
             if ident in wanted:
                 tasks[ident] = TaskSnapshot(row.id, ident, row.cron, row.timezone, row.state,
                                             row.prev_interval_start, row.first_slot is not None, row.first_slot)

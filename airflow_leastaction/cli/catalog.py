@@ -11,7 +11,7 @@ from airflow_leastaction.catalog.outcomes import replay, spool_dir
 from airflow_leastaction.catalog.spool_check import QUARANTINE_PREFIX, quarantined
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals import cron_granularity
+from airflow_leastaction.intervals.slots import cron_granularity
 
 
 def register(sub) -> None:

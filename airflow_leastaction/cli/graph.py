@@ -48,8 +48,8 @@ def load_dag(dag_id: str, dag_file: str | None):
 
 
 def _graph(args) -> int:
-    from airflow_leastaction.graph import format_waves, validate, waves
     from airflow_leastaction.run_conditions import dag_nodes
+    from airflow_leastaction.run_conditions.waves import format_waves, validate, waves
 
     try:
         dag, import_error = load_dag(args.dag_id, args.dag_file)

@@ -11,10 +11,11 @@ import logging
 from typing import Callable, Mapping
 
 from sqlalchemy import false, select, update
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.dbt.policy import ModelOutcome
+from airflow_leastaction.dbt.queue_transactions import QueueTransactions
 from airflow_leastaction.dbt.schema import dbt_batch, dbt_queue, dbt_worker_lease
 
 q = dbt_queue.c
@@ -23,6 +24,9 @@ log = logging.getLogger(__name__)
 
 class QueueRecovery:
     """Leases and recovery, as store methods."""
+
+    engine: Engine
+    transactions: QueueTransactions
 
     def requeue_stale(
         self,
@@ -41,7 +45,7 @@ class QueueRecovery:
         this task: it is requeued at once, whatever its heartbeat. Returns the unique ids requeued.
         """
         now = now or utcnow()
-        return self._retrying(
+        return self.transactions.retrying(
             lambda: self._requeue_stale(environment, grace, is_alive, airflow_ti, owner, now)
         )
 
@@ -49,7 +53,7 @@ class QueueRecovery:
         b = dbt_batch.c
         earlier_try = (b.airflow_ti == airflow_ti) & (b.owner != owner) if airflow_ti and owner else false()
         requeued: list[str] = []
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             stale = (
                 conn.execute(
                     select(dbt_batch)
@@ -88,7 +92,7 @@ class QueueRecovery:
         running batches) does not say its task is still alive."""
         now = now or utcnow()
         lease = dbt_worker_lease.c
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             conn.execute(
                 self._insert(dbt_worker_lease)
                 .values(environment=environment, owner=owner, acquired_at=now, heartbeat_at=now)
@@ -128,7 +132,7 @@ class QueueRecovery:
         transaction. False when the lease is another worker's or recovery took the batch back (it is
         ``abandoned``): the worker must stop. A batch this worker already settled is not a loss."""
         now = now or utcnow()
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             held = hold_lease(conn, environment, owner, now)
             if not held or batch_id is None:
                 return held
@@ -145,7 +149,7 @@ class QueueRecovery:
 
     def release_lease(self, environment: str, owner: str) -> None:
         lease = dbt_worker_lease.c
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             conn.execute(
                 dbt_worker_lease.delete().where(lease.environment == environment, lease.owner == owner)
             )

@@ -17,6 +17,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
+from airflow_leastaction.catalog.engine import get_engine, resolve_url
 from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.dbt.planner import PlannedModel
 from airflow_leastaction.dbt.policy import (
@@ -84,11 +85,14 @@ class Batch:
         return [r.fqn for r in self.rows]
 
 
-class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
-    """Queue operations on the catalog database."""
+class QueueStore(QueueReads, QueueRecovery):
+    """Queue operations on the catalog database. Not a catalog store: it holds its own transactions."""
 
     def __init__(self, engine: Engine | None = None, *, conn_id: str | None = None):
-        super().__init__(engine, conn_id=conn_id)
+        if engine is None:
+            engine = get_engine(resolve_url(conn_id))
+        self.engine = engine
+        self.transactions = QueueTransactions(engine)
         self._insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
         self._merge = merge_upsert(self.engine.dialect.name)
 
@@ -108,14 +112,14 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
         A request with no models (everything excluded) is recorded as a no-op.
         """
         now = now or utcnow()
-        return self._retrying(lambda: self._enqueue(key, models, selector, requested_by, excluded_count, now))
+        return self.transactions.retrying(lambda: self._enqueue(key, models, selector, requested_by, excluded_count, now))
 
     def _enqueue(self, key, models, selector, requested_by, excluded_count, now) -> EnqueueResult:
         request_id = uuid.uuid4().hex
         unique = {m.unique_id: m for m in models}
         # Sorted rows: concurrent producers lock shared rows in the same order and cannot deadlock.
         ordered = [unique[u] for u in sorted(unique)]
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             if ordered and conn.dialect.name == "postgresql":
                 params = pg_enqueue_params(
                     key, ordered, selector, request_id, requested_by, excluded_count, now
@@ -143,7 +147,7 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
     ) -> str:
         """Record a request whose selector could not be planned (nothing was queued)."""
         request_id = uuid.uuid4().hex
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             conn.execute(
                 insert(dbt_request).values(
                     id=request_id,
@@ -218,10 +222,10 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
         that lost the environment never claims next to its new owner.
         """
         now = now or utcnow()
-        return self._retrying(lambda: self._claim(environment, owner, policy, max_size, airflow_ti, now))
+        return self.transactions.retrying(lambda: self._claim(environment, owner, policy, max_size, airflow_ti, now))
 
     def _claim(self, environment, owner, policy, max_size, airflow_ti, now) -> Batch | None:
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             if not hold_lease(conn, environment, owner, now):
                 raise DbtLeaseLostError(environment, owner)
             chosen = policy.plan_batch(self.candidates(conn, environment), now, max_size)
@@ -265,7 +269,7 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
 
     def heartbeat(self, batch_id: str, owner: str, *, now: dt.datetime | None = None) -> bool:
         """Refresh a running batch's heartbeat; False when the batch is no longer this owner's."""
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             res = conn.execute(
                 update(dbt_batch)
                 .where(
@@ -293,7 +297,7 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
         Returns unique id -> the row's new status. Rows recovery already took back are left alone.
         """
         now = now or utcnow()
-        return self._retrying(
+        return self.transactions.retrying(
             lambda: self._finish(
                 batch, outcomes, status, invocations, exit_code, message, messages, max_attempts, now
             )
@@ -302,7 +306,7 @@ class QueueStore(QueueReads, QueueRecovery, QueueTransactions):
     def _finish(self, batch, outcomes, status, invocations, exit_code, message, messages, max_attempts, now):
         messages = messages or {}
         settled = {}
-        with self.write() as conn:
+        with self.transactions.write() as conn:
             rows = conn.execute(
                 select(q.id, q.unique_id, q.requested_while_running, q.attempts)
                 .where(q.batch_id == batch.id, q.status == "running")

@@ -11,7 +11,7 @@ from typing import Callable, Iterator, TypeVar
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 
-from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.catalog.transactions import Transactions
 
 #: PostgreSQL's deadlock and serialization failures: the transaction is safe to run again.
 RETRYABLE = frozenset({"40P01", "40001"})
@@ -23,8 +23,8 @@ _SQLITE_WRITERS: dict[str, threading.Lock] = {}
 _SQLITE_WRITERS_GUARD = threading.Lock()
 
 
-class QueueTransactions(CatalogStore):
-    """The catalog store's write transaction, tuned for many concurrent queue writers."""
+class QueueTransactions(Transactions):
+    """The catalog's write transaction, tuned for many concurrent queue writers; held by the queue store."""
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -37,7 +37,7 @@ class QueueTransactions(CatalogStore):
         with lock, super().write() as conn:
             yield conn
 
-    def _retrying(self, transaction: Callable[[], T]) -> T:
+    def retrying(self, transaction: Callable[[], T]) -> T:
         """Run ``transaction``, again when PostgreSQL chose it as a deadlock or serialization victim."""
         for attempt in range(1, RETRIES + 1):
             try:

@@ -16,7 +16,7 @@ import enum
 
 from sqlalchemy import Boolean, Column, Index, Integer, String, Table, Text, text
 
-from airflow_leastaction.catalog.schema import BigId, UtcDateTime, metadata
+from airflow_leastaction.catalog.metadata import BigId, UtcDateTime, metadata
 
 
 class RowStatus(str, enum.Enum):

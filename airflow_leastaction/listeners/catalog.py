@@ -1,7 +1,7 @@
 """Mirror Airflow task outcomes into the catalog: running, success, up for retry and failure per slot.
 
-The slot is the run's slot by :func:`airflow_leastaction.run_slot.run_slot` (data-interval start, else
-logical date, else ``run_after``), the instant the run's gates judge. Runs in the worker for task outcomes and in the API server for states set in the UI. Every
+The slot is the run's slot by :func:`~airflow_leastaction.intervals.run_slot.run_slot` (data-interval
+start, else logical date, else ``run_after``), the instant the run's gates judge. Runs in the worker for task outcomes and in the API server for states set in the UI. Every
 write goes through :func:`airflow_leastaction.catalog.outcomes.deliver`, which never raises: a catalog
 outage spools the outcome to local disk instead of failing the task.
 """
@@ -15,9 +15,9 @@ from airflow.listeners import hookimpl
 
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey
+from airflow_leastaction.intervals.run_slot import run_slot
 from airflow_leastaction.refs import airflow_task, schedule_meta
 from airflow_leastaction.rows import reported_rows
-from airflow_leastaction.run_slot import run_slot
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def slot_of(ti) -> dt.datetime | None:
 
 
 def run_slot_of(dag_run) -> dt.datetime | None:
-    """The catalog slot of a DAG run (:func:`airflow_leastaction.run_slot.run_slot`), as an instant."""
+    """The catalog slot of a DAG run (:func:`~airflow_leastaction.intervals.run_slot.run_slot`), an instant."""
     found = run_slot(dag_run) if dag_run is not None else None
     return found.instant if found is not None else None
 

@@ -18,15 +18,15 @@ from airflow.listeners import hookimpl
 
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.gate import UNFINISHED_STATES
 from airflow_leastaction.listeners.catalog import dag_run_of, run_slot_of, run_type_of, slot_of
 from airflow_leastaction.refs import airflow_task, schedule_meta
 from airflow_leastaction.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
+from airflow_leastaction.states import NOT_STARTED_STATES, UNFINISHED_STATES
 
 log = logging.getLogger(__name__)
 
 #: Unfinished task states as the execution API's count filter spells them (no state is "null").
-_UNFINISHED_QUERY = sorted({"null" if s in (None, "none") else s for s in UNFINISHED_STATES})
+_UNFINISHED_QUERY = sorted({"null" if s in NOT_STARTED_STATES else s for s in UNFINISHED_STATES})
 
 
 def _text(state) -> str | None:

@@ -29,12 +29,11 @@ from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.dbt.worker import QueueWorker, default_owner
 from airflow_leastaction.exceptions import ConfigurationError, DbtBuildFailedError
+from airflow_leastaction.states import ALIVE_STATES
 
 #: How long a drain waits, deferred, for work a tier holds back or a follow-up owed: the longest minimum
 #: interval of the default tiers (historical, 1 hour), so every row they hold back is waited for.
 DEFAULT_MAX_WAIT = dt.timedelta(hours=1)
-#: Task states in which the task that owns a batch may still be working on it.
-ALIVE_STATES = frozenset({"running", "queued", "scheduled", "deferred", "restarting", "up_for_reschedule"})
 
 
 def dbt_queue_asset(environment: str = "default") -> Asset:

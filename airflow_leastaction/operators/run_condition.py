@@ -11,9 +11,17 @@ from airflow.sdk import BaseOperator, TriggerRule
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 
 from airflow_leastaction.admission import gate_mode, settle
-from airflow_leastaction.catalog.engine import is_outage, setting
-from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
-from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict
+from airflow_leastaction.airflow_context import (
+    attempt_key,
+    context_interval_end,
+    context_slot,
+    resolve_poll_interval,
+)
+from airflow_leastaction.catalog.engine import is_outage
+from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.config import setting
+from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict, check_condition
+from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_conditions.judging import (
     RunView,
@@ -25,8 +33,8 @@ from airflow_leastaction.run_conditions.judging import (
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
-from airflow_leastaction.run_slot import RunSlot, noted
-from airflow_leastaction.run_slot import run_slot as slot_of_run
+from airflow_leastaction.states import KEPT_FROM_RUNNING_STATES, TERMINAL_STATES
+from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger, RunOutcomeTrigger
 
 RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
@@ -50,16 +58,10 @@ def run_slot(context) -> dt.datetime:
 
 
 def _judged_at(context) -> RunSlot:
-    found = slot_of_run(context["dag_run"])
+    found = context_slot(context)
     if found is None:
         raise AirflowFailException(f"run {context['run_id']} has no interval, logical date or run_after")
     return found
-
-
-def run_interval_end(context) -> dt.datetime | None:
-    """The end of the run's data interval (None for a run without one)."""
-    value = getattr(context["dag_run"], "data_interval_end", None)
-    return None if value is None else dt.datetime.fromisoformat(value.astimezone(dt.timezone.utc).isoformat())
 
 
 def task_states(dag_id: str, run_id: str) -> dict[str, str | None]:
@@ -125,13 +127,14 @@ class RunConditionGate(_Waiting):
         super().__init__(**kwargs)
         self.gated_task_id = gated_task_id
         self.dependencies = [d if isinstance(d, Dependency) else Dependency.from_dict(d) for d in dependencies]
-        self.condition = RunCondition(condition, count)
+        dag_id = self.dag_id if self.has_dag() else None
+        self.condition = RunCondition(*check_condition(dag_id, gated_task_id, condition, count))
         self.active = active
         if max_wait is None:
             max_wait = float(setting("gate_wait_minutes", "60")) * 60
         self.max_wait = max_wait.total_seconds() if isinstance(max_wait, dt.timedelta) else float(max_wait)
         self.catalog_conn_id = catalog_conn_id
-        self.poll_interval = float(poll_interval if poll_interval is not None else setting("poll_interval", "5"))
+        self.poll_interval = resolve_poll_interval(poll_interval)
         self.policy = WaitPolicy(dt.timedelta(seconds=self.max_wait), int(max_looks),
                                  dt.timedelta(seconds=self.poll_interval))
         self.deferrable = deferrable
@@ -143,12 +146,6 @@ class RunConditionGate(_Waiting):
                         run_gate=self.run_gate)
 
     # -- reading and judging ------------------------------------------------------------------------
-    def _attempt(self, context) -> AttemptKey:
-        ti = context["ti"]
-        map_index = getattr(ti, "map_index", -1)
-        return AttemptKey(self.dag_id, self.task_id, ti.run_id, -1 if map_index is None else map_index,
-                          int(getattr(ti, "try_number", 1) or 1))
-
     def _identities(self) -> dict[str, Any]:
         return {d.upstream: airflow_task(self.dag_id, d.upstream) for d in self.spec.in_run}
 
@@ -165,7 +162,7 @@ class RunConditionGate(_Waiting):
         latest = store.latest_runs(by_run) if by_run else {}
         intervals = {}
         if any(d.whole_interval for d in self.spec.elsewhere):
-            end = run_interval_end(context)
+            end = context_interval_end(context)
             snapshot = store.snapshot(whole_interval_requests(self.spec, slot, end))
             intervals = judge_whole_intervals(self.spec, snapshot, slot, end)
         view = RunView(run_id, states, upstream, frozenset(waiting), records)
@@ -186,7 +183,7 @@ class RunConditionGate(_Waiting):
         # The trigger saw ADMIT or SKIP (or the gates relaxed, in the triggerer's configuration); decide
         # again here, on the worker, and record it.
         event = event or {}
-        self._step(context, event.get("clock"), event.get("mode") if event.get("status") == "relaxed" else None)
+        self._step(context, event.get("clock"), event.get("mode") if event.get("status") == wire.RELAXED else None)
 
     def _step(self, context, carried: dict | None, mode: str | None = None) -> None:
         mode = mode or gate_mode()
@@ -202,7 +199,7 @@ class RunConditionGate(_Waiting):
                 if not waits:
                     judged_at = _judged_at(context)
                     outcome = noted(outcome, judged_at)
-                admission = None if waits else settle(store, self._attempt(context), outcome,
+                admission = None if waits else settle(store, attempt_key(context, self.dag_id, self.task_id), outcome,
                                                       downstream_slot=judged_at.instant, mode=mode)
             except Exception as exc:
                 if not is_outage(exc):
@@ -249,8 +246,8 @@ class RunConditionGate(_Waiting):
             dependencies=[d.as_dict() for d in self.dependencies], condition=self.condition.kind,
             count=self.condition.count, slot_requests={t: i.as_dict() for t, i in self._identities().items()},
             slot=slot.isoformat(), upstream=upstream, waiting=waiting,
-            consumed={k: [s.isoformat(), rev] for k, (s, rev) in consumed.items()}, clock=clock.as_dict(),
-            interval_end=end.isoformat() if (end := run_interval_end(context)) else None,
+            consumed=wire.encode_last_consumed(consumed), clock=clock.as_dict(),
+            interval_end=end.isoformat() if (end := context_interval_end(context)) else None,
             max_wait=self.max_wait, max_looks=self.policy.max_looks, catalog_conn_id=self.catalog_conn_id,
             poll_interval=self.poll_interval, run_gate=self.run_gate,
         ), method_name="execute_complete")
@@ -273,12 +270,12 @@ class RunOutcome(_Waiting):
         kwargs["trigger_rule"] = TriggerRule.ALWAYS
         kwargs.setdefault("retries", 0)
         super().__init__(**kwargs)
-        self.poll_interval = float(poll_interval if poll_interval is not None else setting("poll_interval", "5"))
+        self.poll_interval = resolve_poll_interval(poll_interval)
         self.deferrable = deferrable
 
     def execute(self, context) -> None:
         states = {t: s for t, s in task_states(self.dag_id, context["run_id"]).items() if t != self.task_id}
-        if any(s not in ("success", "failed", "skipped", "removed", "upstream_failed") for s in states.values()):
+        if any(s not in TERMINAL_STATES for s in states.values()):
             if not self.deferrable or _triggers_run_inline():
                 self._reschedule()
             self.defer(trigger=RunOutcomeTrigger(self.dag_id, context["run_id"], self.task_id, self.poll_interval),
@@ -290,7 +287,7 @@ class RunOutcome(_Waiting):
 
     def _conclude(self, context, states: dict[str, str | None]) -> None:
         failed = sorted(t for t, s in states.items() if s == "failed")
-        because = sorted(t for t in self._downstream_of(failed) if states.get(t) in ("skipped", "upstream_failed")
+        because = sorted(t for t in self._downstream_of(failed) if states.get(t) in KEPT_FROM_RUNNING_STATES
                          and not t.endswith(GATE_SUFFIX))
         context["ti"].xcom_push(key=RUN_SUMMARY_KEY, value={"failed": failed, "skipped_because_of_failure": because})
         if not failed:

@@ -7,8 +7,8 @@
     run_condition(report, has_data(load_orders), success(load_refunds), when="ANY")
     run_condition(alert, failure(load_orders))
 
-Each declaration is checked at DAG parse time (see :mod:`airflow_leastaction.graph`) and adds a gate task
-``<task_id>__gate`` between the dependencies and the task, so the graph view shows every dependency as
+Each declaration is checked at DAG parse time (see :mod:`~airflow_leastaction.run_conditions.waves`) and
+adds a gate task ``<task_id>__gate`` between the dependencies and the task, so the graph view shows every dependency as
 an edge and the waiting as a deferred gate with its reasons in the log. The first declaration in a DAG
 also adds ``leastaction_run_outcome``, which ends the run FAILED when a task of it failed.
 
@@ -21,12 +21,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_leastaction.coverage import check_coverage
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition
-from airflow_leastaction.graph import Node, check_condition, check_type, check_upstreams, validate_addition
+from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition, check_condition
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals.coverage import check_coverage
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, GateSpec
+from airflow_leastaction.run_conditions.waves import (
+    Node,
+    check_type,
+    check_upstreams,
+    validate_addition,
+)
 
 SUCCESS, FAILURE, ALWAYS, HAS_DATA = (DependencyType.SUCCESS, DependencyType.FAILURE, DependencyType.ALWAYS,
                                       DependencyType.HAS_DATA)

@@ -10,11 +10,8 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from airflow_leastaction.coverage import snapshot_requests
 from airflow_leastaction.gate import (
-    UNFINISHED_STATES,
     DependencyType,
-    TERMINAL_STATES,
     GateOutcome,
     Judgement,
     Verdict,
@@ -22,7 +19,9 @@ from airflow_leastaction.gate import (
     judge_upstream_task,
     run_settled,
 )
-from airflow_leastaction.parents import LatestRuns, RunRecord, judge_latest_run, judge_parents
+from airflow_leastaction.intervals.coverage import snapshot_requests
+from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord, judge_latest_run
 from airflow_leastaction.run_conditions.model import GateSpec
 from airflow_leastaction.run_conditions.wait_rule import (
     WaitClock,
@@ -32,6 +31,7 @@ from airflow_leastaction.run_conditions.wait_rule import (
     due,
     start,
 )
+from airflow_leastaction.states import NOT_STARTED_STATES, TERMINAL_STATES, UNFINISHED_STATES
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def held_by_run_gate(spec: GateSpec, run: RunView) -> GateOutcome | None:
     if spec.run_gate is None:
         return None
     state = run.states.get(spec.run_gate)
-    state = None if state in (None, "none") else str(state)
+    state = None if state in NOT_STARTED_STATES else str(state)
     if state == "success":
         return None
     dependency = f"task:{spec.run_gate}"

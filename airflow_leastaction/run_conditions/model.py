@@ -82,15 +82,3 @@ class GateSpec:
     @property
     def elsewhere(self) -> tuple[Dependency, ...]:
         return tuple(d for d in self.dependencies if not d.in_run)
-
-
-def parse_condition(condition: RunCondition | str | None, count: int | None, owner: str) -> RunCondition:
-    """``"ALL"``, ``"ANY"``, ``"N"`` (with ``count``) or a RunCondition; messages name ``owner``."""
-    if isinstance(condition, RunCondition):
-        if count is not None:
-            raise ConfigurationError(f"{owner}: pass count inside the RunCondition, not both")
-        return condition
-    try:
-        return RunCondition(condition or "ALL", count)
-    except ConfigurationError as exc:
-        raise type(exc)(f"{owner}: {exc}") from None

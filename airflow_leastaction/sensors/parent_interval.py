@@ -10,16 +10,29 @@ from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout
 
 from airflow_leastaction.admission import gate_mode, settle
-from airflow_leastaction.catalog.engine import is_outage, setting
-from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
-from airflow_leastaction.coverage import check_coverage, snapshot_requests
-from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, MissingDataIntervalError, ParentFailedError
+from airflow_leastaction.airflow_context import (
+    attempt_key,
+    context_interval_end,
+    context_slot,
+    resolve_poll_interval,
+)
+from airflow_leastaction.catalog.engine import is_outage
+from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.exceptions import (
+    ConfigurationError,
+    DuplicateParentError,
+    MissingDataIntervalError,
+    ParentFailedError,
+)
 from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import judge_parents
+from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requests
+from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.run_slot import RunSlot, explicit_slot, noted
 from airflow_leastaction.refs import airflow_task, schedule_meta
-from airflow_leastaction.run_slot import RunSlot, explicit_slot, noted, run_slot
-from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger, encode_consumed
+from airflow_leastaction.triggers import wire
+from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
+from airflow_leastaction.triggers.wire import encode_consumed
 
 ON_PARENT_FAILURE = ("wait", "fail")
 
@@ -117,7 +130,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         self.on_parent_failure = on_parent_failure
         self.wait_for_new_output = wait_for_new_output
         self.catalog_conn_id = catalog_conn_id
-        self.poll_interval = float(poll_interval if poll_interval is not None else setting("poll_interval", "5"))
+        self.poll_interval = resolve_poll_interval(poll_interval)
         self.consumer_task_ids = list(consumer_task_ids) if consumer_task_ids else None
         self.deferrable = deferrable
 
@@ -125,7 +138,7 @@ class ParentIntervalSensor(BaseSensorOperator):
     def _slot(self, context) -> RunSlot:
         value = self.child_interval
         if value in (None, ""):
-            found = run_slot(context.get("dag_run"))
+            found = context_slot(context)
             if found is None:
                 raise MissingDataIntervalError(self.dag_id, self.task_id, context.get("run_id", "?"))
             return found
@@ -137,8 +150,8 @@ class ParentIntervalSensor(BaseSensorOperator):
             return None
         value = self.child_interval_end
         if value in (None, ""):
-            value = context.get("data_interval_end") or getattr(context.get("dag_run"), "data_interval_end", None)
-        return None if value is None else self._instant(value, "child_interval_end")
+            return context_interval_end(context)
+        return self._instant(value, "child_interval_end")
 
     def _instant(self, value, what: str) -> dt.datetime:
         if isinstance(value, str):
@@ -180,12 +193,6 @@ class ParentIntervalSensor(BaseSensorOperator):
         return decide(ALL, judge_parents(self.parents, slot, snapshot, consumed, interval_end=end,
                                          coverage=self.coverage))
 
-    def _attempt(self, context) -> AttemptKey:
-        ti = context["ti"]
-        map_index = getattr(ti, "map_index", -1)
-        return AttemptKey(self.dag_id, self.task_id, ti.run_id, -1 if map_index is None else map_index,
-                          int(getattr(ti, "try_number", 1) or 1))
-
     def _declare(self, store: CatalogStore) -> None:
         meta_dag = self.dag if self.has_dag() else None
         for consumer in self._consumers():
@@ -223,7 +230,8 @@ class ParentIntervalSensor(BaseSensorOperator):
         slot = judged_at.instant
         consumed = self._consumed(store, slot)
         outcome = noted(self._evaluate(store, slot, self._interval_end(context), consumed), judged_at)
-        admission = settle(store, self._attempt(context), outcome, downstream_slot=slot, mode=mode)
+        attempt = attempt_key(context, self.dag_id, self.task_id)
+        admission = settle(store, attempt, outcome, downstream_slot=slot, mode=mode)
         if admission.admitted:
             self.log.info("admitted: %s", "; ".join(j.reason for j in outcome.judgements) or "no parents")
         else:
@@ -273,12 +281,12 @@ class ParentIntervalSensor(BaseSensorOperator):
         event = event or {}
         status = event.get("status")
         reasons = "; ".join(event.get("reasons") or []) or "no reason given"
-        if status == "timeout":
+        if status == wire.TIMEOUT:
             raise AirflowSensorTimeout(f"task {self.task_id!r}: parents not satisfied in time: {reasons}")
-        if status == "failed":
+        if status == wire.FAILED:
             raise ParentFailedError(f"task {self.task_id!r}: parent failed: {reasons}")
         # The trigger saw the parents satisfied (or the gates relaxed, in the triggerer's configuration);
         # admission is decided here, on the worker, and recorded.
-        admitted, consumed = self._check(context, event.get("mode") if status == "relaxed" else None)
+        admitted, consumed = self._check(context, event.get("mode") if status == wire.RELAXED else None)
         if not admitted:
             self._defer(context, consumed, dt.datetime.fromisoformat(deadline) if deadline else None)

@@ -7,7 +7,7 @@ from typing import Any
 from airflow.timetables.base import DataInterval
 from airflow.timetables.interval import CronDataIntervalTimetable
 
-from airflow_leastaction.intervals import cron_granularity, normalize_cron, resolve_timezone
+from airflow_leastaction.intervals.slots import cron_granularity, normalize_cron, resolve_timezone
 
 
 class IntervalCronTimetable(CronDataIntervalTimetable):

@@ -10,18 +10,11 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_leastaction.admission import gate_mode
 from airflow_leastaction.catalog.engine import aresolve_url
 from airflow_leastaction.gate import ALL, Verdict, decide
-from airflow_leastaction.coverage import snapshot_requests
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import judge_parents
+from airflow_leastaction.intervals.coverage import snapshot_requests
+from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
-
-
-def encode_consumed(consumed: dict[str, dict[dt.datetime, int]] | None) -> dict[str, dict[str, int]]:
-    return {k: {slot.isoformat(): rev for slot, rev in v.items()} for k, v in (consumed or {}).items()}
-
-
-def decode_consumed(data: dict[str, dict[str, int]] | None) -> dict[str, dict[dt.datetime, int]]:
-    return {k: {dt.datetime.fromisoformat(s): rev for s, rev in v.items()} for k, v in (data or {}).items()}
 
 
 class ParentIntervalTrigger(BaseTrigger):
@@ -85,7 +78,7 @@ class ParentIntervalTrigger(BaseTrigger):
         parents = [TaskIdentity.from_dict(p) for p in self.parents]
         child = dt.datetime.fromisoformat(self.child_interval)
         end = dt.datetime.fromisoformat(self.interval_end) if self.interval_end else None
-        consumed = decode_consumed(self.consumed)
+        consumed = wire.decode_consumed(self.consumed)
         deadline = dt.datetime.fromisoformat(self.deadline) if self.deadline else None
         poller = CatalogPoller.shared(await aresolve_url(self.catalog_conn_id), self.poll_interval)
         last_state: tuple | None = None
@@ -97,7 +90,7 @@ class ParentIntervalTrigger(BaseTrigger):
                 try:
                     snapshot = await next_until(sub, deadline)
                 except DeadlineReached:
-                    yield TriggerEvent(self._event("timeout", judgements, reasons))
+                    yield TriggerEvent(self._event(wire.TIMEOUT, judgements, reasons))
                     return
                 except Exception as exc:  # the catalog is down: keep waiting, judge nothing
                     reasons, judgements = [f"catalog unreachable: {exc}"], []
@@ -106,7 +99,7 @@ class ParentIntervalTrigger(BaseTrigger):
                     judgements = judge_parents(parents, child, snapshot, consumed, interval_end=end)
                     outcome = decide(ALL, judgements)
                     if outcome.verdict is Verdict.ADMIT:
-                        yield TriggerEvent(self._event("admitted", judgements))
+                        yield TriggerEvent(self._event(wire.ADMITTED, judgements))
                         return
                     reasons = outcome.waiting_reasons
                     state = tuple(reasons)
@@ -117,10 +110,10 @@ class ParentIntervalTrigger(BaseTrigger):
                 if mode != "enforce":
                     # The deployment relaxed its gates after this wait began: the worker admits and
                     # records BYPASSED decisions.
-                    yield TriggerEvent({**self._event("relaxed", judgements, reasons), "mode": mode})
+                    yield TriggerEvent({**self._event(wire.RELAXED, judgements, reasons), "mode": mode})
                     return
                 if self.on_parent_failure == "fail" and any(j.rejected for j in judgements):
-                    yield TriggerEvent(self._event("failed", judgements))
+                    yield TriggerEvent(self._event(wire.FAILED, judgements))
                     return
 
     def _event(self, status: str, judgements, reasons: list[str] | None = None) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
-from airflow_leastaction.catalog.engine import aresolve_url
-from airflow_leastaction.gate import TERMINAL_STATES, Verdict
-from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.admission import gate_mode
+from airflow_leastaction.catalog.engine import aresolve_url
+from airflow_leastaction.gate import Verdict
+from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.judging import (
     RunView,
     evaluate,
@@ -25,6 +25,8 @@ from airflow_leastaction.run_conditions.judging import (
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
+from airflow_leastaction.states import TERMINAL_STATES
+from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller
 
 
@@ -60,7 +62,8 @@ class RunConditionTrigger(BaseTrigger):
     :param slot: ISO-8601 slot of the run in the catalog.
     :param upstream: direct upstream task ids of every task of the DAG.
     :param waiting: task ids of the gates and the run-outcome task.
-    :param consumed: per dependency key, the (ISO upstream slot, revision) consumed last.
+    :param consumed: per dependency key, the revision consumed last by its upstream slot (ISO), in
+        :func:`~airflow_leastaction.triggers.wire.encode_last_consumed`'s form.
     :param clock: the wait clock (``WaitClock.as_dict()``); it starts when the same-run dependencies
         are final.
     :param max_wait: seconds one check may wait for runs in progress elsewhere.
@@ -106,7 +109,7 @@ class RunConditionTrigger(BaseTrigger):
         policy = WaitPolicy(dt.timedelta(seconds=self.max_wait), self.max_looks,
                             dt.timedelta(seconds=self.poll_interval))
         clock = WaitClock.from_dict(self.clock)
-        consumed = {k: (dt.datetime.fromisoformat(v[0]), v[1]) for k, v in self.consumed.items()}
+        consumed = wire.decode_last_consumed(self.consumed)
         by_identity = {tid: TaskIdentity.from_dict(i) for tid, i in self.slot_requests.items()}
         url = await aresolve_url(self.catalog_conn_id)
         last_reasons = None
@@ -171,7 +174,7 @@ class RunConditionTrigger(BaseTrigger):
             return None
         if outcome is None and not await self._in_run_finished(spec):
             return None
-        return TriggerEvent({"status": "relaxed", "mode": mode, "summary": summary, "clock": clock.as_dict()})
+        return TriggerEvent({"status": wire.RELAXED, "mode": mode, "summary": summary, "clock": clock.as_dict()})
 
     async def _in_run_finished(self, spec: GateSpec) -> bool:
         """Whether every same-run upstream is finished, from Airflow alone (the catalog is down)."""
@@ -209,6 +212,6 @@ class RunOutcomeTrigger(BaseTrigger):
             if states is not None:
                 others = {t: s for t, s in states.items() if t != self.task_id}
                 if all(s in TERMINAL_STATES for s in others.values()):
-                    yield TriggerEvent({"status": "finished", "states": others})
+                    yield TriggerEvent({"status": wire.FINISHED, "states": others})
                     return
             await asyncio.sleep(self.poll_interval)

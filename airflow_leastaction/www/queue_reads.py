@@ -35,8 +35,10 @@ class QueueView:
     events: list[dict]
 
 
-class QueueReads:
-    """The queue page's queries; all filtered by one environment and bounded."""
+class QueuePageReads:
+    """The queue page's queries (the page's own shape: rows with their batch owner, hourly outcome buckets);
+    all filtered by one environment and bounded. The CLI and the queue store read through
+    :class:`airflow_leastaction.dbt.queue_reads.QueueReads`."""
 
     def __init__(self, engine: Engine):
         self.engine = engine

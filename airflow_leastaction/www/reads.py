@@ -17,7 +17,7 @@ from airflow_leastaction.catalog.audit import is_stale
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals import cron_granularity
+from airflow_leastaction.intervals.slots import cron_granularity
 
 #: Slot records shown per task on the catalog page.
 RECENT_SLOTS = 5
@@ -263,10 +263,6 @@ def _granularity(cron: str | None) -> str | None:
         return None
 
 
-def identity_of(row: dict) -> TaskIdentity:
-    return TaskIdentity(row["name"], row["project"], row["account"] or "", row["partition"] or "")
-
-
 __all__ = ["CatalogReads", "Cursor", "Page", "DagScope", "EVERY_DAG",
            "DecisionFilter", "ConsumptionFilter", "CatalogFilter",
-           "BadCursorError", "parse_parents", "identity_of"]
+           "BadCursorError", "parse_parents"]

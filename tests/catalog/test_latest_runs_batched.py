@@ -13,7 +13,8 @@ from airflow_leastaction.catalog.run_reads import BACKFILL_RUN_TYPE, _run_column
 from airflow_leastaction.catalog.schema import identity_clause, task, task_run
 from airflow_leastaction.catalog.store import TaskMeta, utcnow
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import IN_FLIGHT_STATES, LatestRuns
+from airflow_leastaction.run_conditions.latest_run import LatestRuns
+from airflow_leastaction.states import IN_FLIGHT_STATES
 from tests.statement_count import StatementCounter
 
 UTC = dt.timezone.utc

@@ -11,7 +11,7 @@ import datetime as dt
 
 import pytest
 
-from airflow_leastaction.intervals import expected_slot
+from airflow_leastaction.intervals.slots import expected_slot
 
 UTC = dt.timezone.utc
 CRONS = ["30 1 * * *", "30 2 * * *", "0 0 * * *", "45 2 * * *", "15 1,2,3 * * *", "0 * * * *", "*/20 * * * *"]

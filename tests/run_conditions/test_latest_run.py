@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from airflow_leastaction.gate import DependencyType
-from airflow_leastaction.parents import LatestRuns, RunRecord, is_fresh, judge_latest_run
+from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord, is_fresh, judge_latest_run
 
 UTC = dt.timezone.utc
 D1, D2 = dt.datetime(2026, 11, 1, tzinfo=UTC), dt.datetime(2026, 11, 2, tzinfo=UTC)

@@ -10,7 +10,7 @@ from airflow.sdk import DAG, task
 from airflow_leastaction.exceptions import ConfigurationError, InvalidCoverageError
 from airflow_leastaction.gate import ALL, Verdict
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import SlotSnapshot, TaskSnapshot
+from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot
 from airflow_leastaction.refs import external_task
 from airflow_leastaction.run_conditions import has_data, run_condition, success
 from airflow_leastaction.run_conditions.judging import RunView, evaluate, judge_whole_intervals

@@ -19,7 +19,7 @@ from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.poller import CatalogPoller
-from tests.run_conditions.test_triggers import gate_trigger
+from tests.triggers.test_run_condition_trigger import gate_trigger
 
 pytestmark = pytest.mark.postgres
 

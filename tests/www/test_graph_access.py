@@ -13,20 +13,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.www.graph import DependencyGraph, GraphEdge, _withhold
+from airflow_leastaction.www.lineage import Lineage, LineageEdge, _withhold
 
 HIDDEN_DAG = "finance_weekly"
 # A node's catalog row: in a readable DAG, in the hidden DAG, external (no DAG), or not in the catalog.
 ROWS = st.sampled_from(["sales_daily", HIDDEN_DAG, None, "missing"])
 
 
-def _graph(kinds: list[str | None], centres: int, edges: list[tuple[int, int]]) -> DependencyGraph:
-    graph = DependencyGraph(dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))
+def _graph(kinds: list[str | None], centres: int, edges: list[tuple[int, int]]) -> Lineage:
+    graph = Lineage(dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))
     ids = [TaskIdentity(f"t{i}", "p") for i in range(len(kinds))]
     for i, kind in enumerate(kinds):
         row = None if kind == "missing" else {"dag_id": kind, "id": i}
         graph.add(ids[i], 0 if i < centres else 1 + i % 3, row)
-    graph.edges = [GraphEdge(ids[a], ids[b]) for a, b in edges if a != b]
+    graph.edges = [LineageEdge(ids[a], ids[b]) for a, b in edges if a != b]
     return graph
 
 
@@ -34,7 +34,7 @@ def _readable(row: dict) -> bool:
     return row["dag_id"] != HIDDEN_DAG
 
 
-def _oracle(graph: DependencyGraph) -> set[TaskIdentity]:
+def _oracle(graph: Lineage) -> set[TaskIdentity]:
     def readable(i):
         row = graph.nodes[i].row
         return row is None or _readable(row)

@@ -7,10 +7,11 @@ import datetime as dt
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse
 
+from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS, require_readable
-from airflow_leastaction.www.graph import DependencyGraph, build_graph
+from airflow_leastaction.www.lineage import Lineage, build_lineage
 from airflow_leastaction.www.params import blank, parse_time
-from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, DagScope, identity_of
+from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, DagScope
 from airflow_leastaction.www.render import catalog_reads, render
 from airflow_leastaction.www.schemas import Graph, GraphEdge, GraphNode, Identity
 
@@ -30,14 +31,14 @@ def task_graph(
     task_pk: int | None = None, interval: str | None = Query(None, description="child interval to judge edges for"),
     up: int = Query(2, ge=0, le=6), down: int = Query(2, ge=0, le=6),
     reads: CatalogReads = Depends(catalog_reads), scope: DagScope = READABLE_DAGS,
-) -> tuple[dict | None, DependencyGraph | None]:
+) -> tuple[dict | None, Lineage | None]:
     if task_pk is None:
         return None, None
     row = reads.task_by_pk(task_pk)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no catalog task with id {task_pk}")
     require_readable(scope, row["dag_id"], f"catalog task {task_pk}")
-    return row, build_graph(reads.engine, [row], _interval(interval, [row]), up=up, down=down,
+    return row, build_lineage(reads.engine, [row], _interval(interval, [row]), up=up, down=down,
                             visible=_visible(scope))
 
 
@@ -45,7 +46,7 @@ def _visible(scope: DagScope):
     return None if scope.dag_ids is None else (lambda row: scope.allows(row["dag_id"]))
 
 
-def graph_model(graph: DependencyGraph) -> Graph:
+def graph_model(graph: Lineage) -> Graph:
     return Graph(
         interval=graph.interval, truncated=graph.truncated, withheld=graph.withheld,
         nodes=[GraphNode(task_pk=n.pk, identity=Identity(**i.as_dict()), label=str(i), depth=n.depth,
@@ -78,7 +79,7 @@ def dag_view(request: Request, dag_id: str, interval: str | None = None,
     """The catalog tasks of one DAG with their declared parents and the tasks that name them as parents."""
     require_readable(scope, dag_id, f"DAG {dag_id!r}")  # also the router's check; kept next to the read
     rows = reads.tasks_of_dag(dag_id)
-    graph = (build_graph(reads.engine, rows, _interval(interval, rows), up=1, down=1, visible=_visible(scope))
+    graph = (build_lineage(reads.engine, rows, _interval(interval, rows), up=1, down=1, visible=_visible(scope))
              if rows else None)
-    sections = [(r, graph.parents_of(identity_of(r)), graph.children_of(identity_of(r))) for r in rows]
+    sections = [(r, graph.parents_of(TaskIdentity.from_row(r)), graph.children_of(TaskIdentity.from_row(r))) for r in rows]
     return render(request, "dag.html", "graph", dag_id=dag_id, rows=rows, graph=graph, sections=sections)

@@ -20,8 +20,8 @@ from airflow_leastaction.exceptions import (
     UnknownDependencyTypeError,
     UnknownTaskError,
 )
-from airflow_leastaction.graph import Node, validate, waves
 from airflow_leastaction.run_conditions import depends_on, run_condition, success
+from airflow_leastaction.run_conditions.waves import Node, validate, waves
 
 ERROR_CLASSES = [SelfDependencyError, UnknownTaskError, DependencyCycleError, InvalidCountError,
                  CountWithoutNError, UnknownDependencyTypeError, InactiveDependencyError]

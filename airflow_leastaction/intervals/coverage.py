@@ -1,22 +1,23 @@
 """Whole-interval coverage: a parent judged on every slot inside the child's interval. Pure logic.
 
-The default rule (``coverage="slot"``, :func:`airflow_leastaction.parents.judge_parent`) asks whether the
-parent slot covering the child's interval start is done: right for "the parent's state is current". A
-daily aggregate of 24 hourly loads needs all 24: ``coverage="interval"`` asks that of every parent slot
+The default rule (``coverage="slot"``,
+:func:`~airflow_leastaction.intervals.judging.judge_parent`) asks whether the parent slot covering the
+child's interval start is done: right for "the parent's state is current". A daily aggregate of 24 hourly loads needs all 24: ``coverage="interval"`` asks that of every parent slot
 in ``[child interval start, end)``, each judged by its own slot record (repairs included).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 
 from airflow_leastaction.exceptions import InvalidCoverageError
 from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals import format_slot, resolve_timezone, slots_in
-from airflow_leastaction.parents import REJECTING_STATES, SlotSnapshot, TaskSnapshot, _slots_of, judge_parent
+from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, _slots_of, judge_parent
+from airflow_leastaction.intervals.slots import format_slot, resolve_timezone, slots_in
+from airflow_leastaction.states import REJECTING_STATES
 
 #: How a child judges a parent. ``slot``: the parent slot covering the child's interval start is done (the
 #: parent's state is current). ``interval``: every parent slot inside the child's interval is done (a daily

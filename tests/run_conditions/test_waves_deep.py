@@ -16,8 +16,16 @@ from hypothesis import strategies as st
 
 from airflow_leastaction.cli import main
 from airflow_leastaction.exceptions import DependencyCycleError
-from airflow_leastaction.gate import TERMINAL_STATES, run_settled
-from airflow_leastaction.graph import Node, check_upstreams, find_cycle, validate, validate_addition, waves
+from airflow_leastaction.gate import run_settled
+from airflow_leastaction.run_conditions.waves import (
+    Node,
+    check_upstreams,
+    find_cycle,
+    validate,
+    validate_addition,
+    waves,
+)
+from airflow_leastaction.states import TERMINAL_STATES
 
 DEEP = 5000
 

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from airflow_leastaction.exceptions import InvalidCronError, InvalidTimezoneError
-from airflow_leastaction.intervals import (
+from airflow_leastaction.intervals.slots import (
     check_parent_interval,
     cron_granularity,
     expected_slot,

@@ -1,4 +1,5 @@
-"""The dependency graph, computed on read from declared parents: no edge is ever stored.
+"""The catalog lineage (which task names which as a parent), computed on read from declared parents: no
+edge is ever stored. Not the run-condition waves of a DAG (:mod:`airflow_leastaction.run_conditions.waves`).
 
 Around one or more centre tasks, ancestors are found by reading each task's ``parents`` list and
 descendants by finding the tasks whose list names a task of the frontier. Every edge is judged for one
@@ -18,8 +19,8 @@ from sqlalchemy.engine import Engine
 from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import judge_parents
-from airflow_leastaction.www.reads import identity_of, parse_parents
+from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.www.reads import parse_parents
 
 #: A graph page never grows past this many nodes; the page says when it was cut.
 MAX_NODES = 150
@@ -30,7 +31,7 @@ COL_WIDTH, ROW_HEIGHT, NODE_W, NODE_H, MARGIN = 270, 64, 230, 44, 16
 
 
 @dataclass
-class GraphNode:
+class LineageNode:
     identity: TaskIdentity
     depth: int  # < 0 ancestors, 0 the centre, > 0 descendants
     row: dict | None  # None: named as a parent but not in the catalog
@@ -49,7 +50,7 @@ class GraphNode:
 
 
 @dataclass
-class GraphEdge:
+class LineageEdge:
     parent: TaskIdentity
     child: TaskIdentity
     satisfied: bool = False
@@ -59,10 +60,10 @@ class GraphEdge:
 
 
 @dataclass
-class DependencyGraph:
+class Lineage:
     interval: dt.datetime
-    nodes: dict[TaskIdentity, GraphNode] = field(default_factory=dict)
-    edges: list[GraphEdge] = field(default_factory=list)
+    nodes: dict[TaskIdentity, LineageNode] = field(default_factory=dict)
+    edges: list[LineageEdge] = field(default_factory=list)
     truncated: bool = False
     #: Tasks left out because they belong to a DAG the reader may not read (or are reached only through one).
     withheld: int = 0
@@ -75,25 +76,25 @@ class DependencyGraph:
         if len(self.nodes) >= MAX_NODES:
             self.truncated = True
             return False
-        self.nodes[identity] = GraphNode(identity, depth, row)
+        self.nodes[identity] = LineageNode(identity, depth, row)
         return True
 
-    def parents_of(self, identity: TaskIdentity) -> list[GraphEdge]:
+    def parents_of(self, identity: TaskIdentity) -> list[LineageEdge]:
         return [e for e in self.edges if e.child == identity]
 
-    def children_of(self, identity: TaskIdentity) -> list[GraphEdge]:
+    def children_of(self, identity: TaskIdentity) -> list[LineageEdge]:
         return [e for e in self.edges if e.parent == identity]
 
 
-def build_graph(engine: Engine, centres: list[dict], interval: dt.datetime, *, up: int = 2, down: int = 2,
-                visible: Callable[[dict], bool] | None = None) -> DependencyGraph:
+def build_lineage(engine: Engine, centres: list[dict], interval: dt.datetime, *, up: int = 2, down: int = 2,
+                visible: Callable[[dict], bool] | None = None) -> Lineage:
     """Ancestors ``up`` levels and descendants ``down`` levels around ``centres`` (catalog task rows).
 
     :param visible: which catalog rows the reader may see (default: all); see :func:`_withhold`.
     """
-    graph = DependencyGraph(interval)
+    graph = Lineage(interval)
     for row in centres:
-        graph.add(identity_of(row), 0, row)
+        graph.add(TaskIdentity.from_row(row), 0, row)
     with engine.connect() as conn:
         _walk_up(conn, graph, list(graph.nodes), up)
         _walk_down(conn, graph, [i for i, n in graph.nodes.items() if n.depth == 0], down)
@@ -109,13 +110,13 @@ def _rows_by_identity(conn, identities: set[TaskIdentity]) -> dict[TaskIdentity,
     found: dict[TaskIdentity, dict] = {}
     for start in range(0, len(names), IN_CHUNK):
         for row in conn.execute(select(task).where(task.c.name.in_(names[start:start + IN_CHUNK]))).mappings():
-            ident = identity_of(row)
+            ident = TaskIdentity.from_row(row)
             if ident in identities:
                 found[ident] = dict(row)
     return found
 
 
-def _walk_up(conn, graph: DependencyGraph, frontier: list[TaskIdentity], levels: int) -> None:
+def _walk_up(conn, graph: Lineage, frontier: list[TaskIdentity], levels: int) -> None:
     for level in range(1, levels + 1):
         declared = [(p, child) for child in frontier for p in parse_parents(_row_parents(graph, child))]
         if not declared:
@@ -123,17 +124,17 @@ def _walk_up(conn, graph: DependencyGraph, frontier: list[TaskIdentity], levels:
         rows = _rows_by_identity(conn, {parent for parent, _ in declared})
         frontier = []
         for parent, child in declared:
-            graph.edges.append(GraphEdge(parent, child))
+            graph.edges.append(LineageEdge(parent, child))
             if graph.add(parent, -level, rows.get(parent)):
                 frontier.append(parent)
 
 
-def _row_parents(graph: DependencyGraph, identity: TaskIdentity) -> str | None:
+def _row_parents(graph: Lineage, identity: TaskIdentity) -> str | None:
     row = graph.nodes[identity].row
     return None if row is None else row["parents"]
 
 
-def _walk_down(conn, graph: DependencyGraph, frontier: list[TaskIdentity], levels: int) -> None:
+def _walk_down(conn, graph: Lineage, frontier: list[TaskIdentity], levels: int) -> None:
     seen_edges = {(e.parent, e.child) for e in graph.edges}
     for level in range(1, levels + 1):
         if not frontier:
@@ -141,11 +142,11 @@ def _walk_down(conn, graph: DependencyGraph, frontier: list[TaskIdentity], level
         targets = set(frontier)
         next_frontier = []
         for row in _naming_any(conn, targets):
-            child = identity_of(row)
+            child = TaskIdentity.from_row(row)
             for parent in parse_parents(row["parents"]):
                 if parent in targets and (parent, child) not in seen_edges:
                     seen_edges.add((parent, child))
-                    graph.edges.append(GraphEdge(parent, child))
+                    graph.edges.append(LineageEdge(parent, child))
                     if graph.add(child, level, row):
                         next_frontier.append(child)
         frontier = next_frontier
@@ -160,7 +161,7 @@ def _naming_any(conn, identities: set[TaskIdentity]):
         yield from (dict(r) for r in conn.execute(select(task).where(or_(*needles))).mappings())
 
 
-def _withhold(graph: DependencyGraph, visible: Callable[[dict], bool]) -> None:
+def _withhold(graph: Lineage, visible: Callable[[dict], bool]) -> None:
     """Drop the catalog rows ``visible`` refuses, their edges, and whatever is then cut off from the centre.
 
     A task reached only through a hidden one (its parent named by a hidden declaration, say) would tell
@@ -184,7 +185,7 @@ def _withhold(graph: DependencyGraph, visible: Callable[[dict], bool]) -> None:
     graph.edges = [e for e in edges if e.parent in reached and e.child in reached]
 
 
-def _judge_edges(store: CatalogStore, graph: DependencyGraph) -> None:
+def _judge_edges(store: CatalogStore, graph: Lineage) -> None:
     # One snapshot (two queries) for every parent in the graph, judged for the one chosen interval.
     parents = sorted({e.parent for e in graph.edges})
     if not parents:
@@ -196,12 +197,12 @@ def _judge_edges(store: CatalogStore, graph: DependencyGraph) -> None:
         edge.satisfied, edge.rejected, edge.reason = j.satisfied, j.rejected, j.reason
 
 
-def _layout(graph: DependencyGraph) -> None:
+def _layout(graph: Lineage) -> None:
     """Columns by depth (ancestors left), one row per node; edges as cubic curves."""
     if not graph.nodes:
         return
     lo = min(n.depth for n in graph.nodes.values())
-    columns: dict[int, list[GraphNode]] = {}
+    columns: dict[int, list[LineageNode]] = {}
     for node in graph.nodes.values():
         columns.setdefault(node.depth, []).append(node)
     for depth, nodes in columns.items():

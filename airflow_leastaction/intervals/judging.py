@@ -12,9 +12,9 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Mapping
 
-from airflow_leastaction.gate import DependencyType, Judgement
+from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals import (
+from airflow_leastaction.intervals.slots import (
     check_parent_interval,
     cron_granularity,
     expected_slot,
@@ -22,10 +22,10 @@ from airflow_leastaction.intervals import (
     resolve_timezone,
     slot_window,
 )
+from airflow_leastaction.states import IN_FLIGHT_STATES, REJECTING_STATES
 
-REJECTING_STATES = frozenset({"failed", "error", "cancelled", "cancel", "fail", "upstream_failed"})
 FAR_FUTURE = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
-IN_FLIGHT_STATES = frozenset({"queued", "running", "up_for_retry", "restarting", "deferred", "scheduled"})
+
 
 @dataclass(frozen=True)
 class TaskSnapshot:
@@ -225,7 +225,7 @@ def judge_parents(
     A parent's own ``coverage`` wins over ``coverage`` (default ``slot``); ``interval`` judges the
     parent slots inside ``[child_interval, interval_end)``.
     """
-    from airflow_leastaction.coverage import judge_whole_interval  # it builds on judge_parent
+    from airflow_leastaction.intervals.coverage import judge_whole_interval  # it builds on judge_parent
 
     tasks, slots = snapshot
     consumed = consumed or {}
@@ -251,105 +251,5 @@ def judge_parents(
     return out
 
 
-def has_data_judgement(j: Judgement, rows_written: int | None) -> Judgement:
-    """Narrow a SUCCESS judgement to HAS_DATA: unknown or zero rows written does not satisfy."""
-    if not j.satisfied:
-        return Judgement(**{**j.__dict__, "dependency_type": DependencyType.HAS_DATA})
-    if not rows_written:
-        what = "reported no rows written" if rows_written is None else "wrote 0 rows"
-        return Judgement(**{**j.__dict__, "satisfied": False, "dependency_type": DependencyType.HAS_DATA,
-                            "reason": f"{j.reason}, but {what} (HAS_DATA needs at least one)"})
-    return Judgement(**{**j.__dict__, "dependency_type": DependencyType.HAS_DATA,
-                        "reason": f"{j.reason}, {rows_written} rows written"})
-
-
 __all__ = ["TaskSnapshot", "SlotSnapshot", "SlotIndex", "covering_window", "read_window", "merge_windows",
-           "judge_parent", "judge_parents", "has_data_judgement"]
-
-
-# -- the latest run of a task in another DAG (run-condition gates) ----------------------------------
-@dataclass(frozen=True)
-class RunRecord:
-    """One slot record of a catalog task, as the run-condition gate reads it."""
-
-    pk: int
-    task_pk: int
-    slot: dt.datetime
-    run_id: str | None
-    state: str
-    output_revision: int
-    rows_written: int | None
-    started_at: dt.datetime | None
-    finished_at: dt.datetime | None
-
-
-@dataclass(frozen=True)
-class LatestRuns:
-    """A catalog task's latest run, its latest finished run and its average run length."""
-
-    task_pk: int | None
-    latest: RunRecord | None
-    latest_finished: RunRecord | None
-    average: dt.timedelta | None
-
-
-def is_fresh(run: RunRecord, consumed: tuple[dt.datetime, int] | None, consume_repairs: bool) -> bool:
-    """Is ``run`` new output for a dependency that last consumed ``consumed`` = (upstream slot, revision)?
-
-    A later run (a later slot) is new. The same run is new only when it published a higher revision (a
-    repair) and the dependency consumes repairs. An older run never becomes new.
-    """
-    if consumed is None:
-        return True
-    slot, revision = consumed
-    if run.slot != slot:
-        return run.slot > slot
-    return consume_repairs and run.output_revision > (revision or 0)
-
-
-def judge_finished_run(dependency: str, typ: DependencyType, label: str, run: RunRecord | None,
-                       consumed: tuple[dt.datetime, int] | None = None, consume_repairs: bool = True) -> Judgement:
-    """Judge a dependency on another DAG's task by its latest finished run. The judgement is final."""
-    if run is None:
-        return Judgement(dependency, False, f"{label} ({typ.value}): no finished run in the catalog", typ,
-                         final=True)
-    sel = dict(upstream_task_pk=run.task_pk, upstream_run_pk=run.pk, upstream_slot=run.slot,
-               upstream_revision=run.output_revision)
-    what = f"latest finished run (slot {run.slot.isoformat()}, revision {run.output_revision}) is {run.state}"
-    state = "success" if run.state == "success" else ("failed" if run.state in REJECTING_STATES else "skipped")
-    ok = {DependencyType.SUCCESS: state == "success", DependencyType.HAS_DATA: state == "success",
-          DependencyType.FAILURE: state == "failed", DependencyType.ALWAYS: True}[typ]
-    reason = what
-    if ok and typ is DependencyType.HAS_DATA and not run.rows_written:
-        ok = False
-        reason += (", but reported no rows written" if run.rows_written is None else ", but wrote 0 rows") + \
-            " (HAS_DATA needs at least one)"
-    elif ok and typ is DependencyType.HAS_DATA:
-        reason += f", {run.rows_written} rows written"
-    if ok and not is_fresh(run, consumed, consume_repairs):
-        ok = False
-        reason += ("; already consumed (revision %s); waiting for a newer run" % consumed[1]
-                   + ("" if consume_repairs else ", repairs are not consumed"))
-    return Judgement(dependency, ok, f"{label} ({typ.value}): {reason}", typ, final=True,
-                     rejected=state == "failed" and typ is not DependencyType.FAILURE, **sel)
-
-
-def judge_latest_run(dependency: str, typ: DependencyType, label: str, runs: LatestRuns | None, *,
-                     may_wait: bool, consumed: tuple[dt.datetime, int] | None = None,
-                     consume_repairs: bool = True) -> Judgement:
-    """Judge a dependency on another DAG's task: wait while its latest run is in progress (``may_wait``),
-    else its latest finished run decides."""
-    latest = runs.latest if runs else None
-    if latest is not None and latest.state in IN_FLIGHT_STATES and may_wait:
-        since = latest.started_at.isoformat() if latest.started_at else "?"
-        avg = f"; average run length {runs.average}" if runs.average else ""
-        return Judgement(dependency, False, f"{label} ({typ.value}): latest run (slot {latest.slot.isoformat()}) "
-                         f"is {latest.state} since {since}{avg}; waiting for it", typ, final=False,
-                         upstream_task_pk=latest.task_pk)
-    if runs is None or runs.task_pk is None:
-        return Judgement(dependency, False, f"{label} ({typ.value}): not in the catalog; it has never reported a "
-                         "run", typ, final=True)
-    return judge_finished_run(dependency, typ, label, runs.latest_finished, consumed, consume_repairs)
-
-
-__all__ += ["RunRecord", "LatestRuns", "is_fresh", "judge_finished_run", "judge_latest_run"]
+           "judge_parent", "judge_parents"]

@@ -8,7 +8,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.parents import IN_FLIGHT_STATES, SlotSnapshot, TaskSnapshot, judge_parent
+from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, judge_parent
+from airflow_leastaction.states import IN_FLIGHT_STATES
 
 UTC = dt.timezone.utc
 RAW = TaskIdentity("orders_raw", "sales")

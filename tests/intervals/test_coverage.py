@@ -10,11 +10,12 @@ from croniter import croniter
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from airflow_leastaction.coverage import MAX_LISTED_SLOTS, check_coverage, judge_whole_interval
 from airflow_leastaction.exceptions import InvalidCoverageError
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals import format_slot, slots_in
-from airflow_leastaction.parents import REJECTING_STATES, SlotSnapshot, TaskSnapshot, judge_parents
+from airflow_leastaction.intervals.coverage import MAX_LISTED_SLOTS, check_coverage, judge_whole_interval
+from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, judge_parents
+from airflow_leastaction.intervals.slots import format_slot, slots_in
+from airflow_leastaction.states import REJECTING_STATES
 
 UTC = dt.timezone.utc
 HOURLY_LOADS = TaskIdentity("orders_hourly", "sales", coverage="interval")
@@ -233,7 +234,7 @@ CLOCK_CHANGES = [dt.datetime(2026, 3, 8, 7, tzinfo=UTC), dt.datetime(2026, 11, 1
 @example(cron="0 * * * 1-5", zone="Australia/Lord_Howe", change=dt.datetime(2026, 3, 29, 1, tzinfo=UTC), before=0,
          length=dt.timedelta(days=7))  # found: the slot before a weekend that ends with a clock change
 def test_slots_in_across_clock_changes_are_cron_slots_in_order(cron, zone, change, before, length):
-    from airflow_leastaction.intervals import normalize_cron
+    from airflow_leastaction.intervals.slots import normalize_cron
 
     start = change - dt.timedelta(minutes=before)
     end = start + length

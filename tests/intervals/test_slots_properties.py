@@ -17,7 +17,7 @@ from croniter import croniter
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from airflow_leastaction.intervals import cron_granularity, expected_slot, parent_interval_satisfied
+from airflow_leastaction.intervals.slots import cron_granularity, expected_slot, parent_interval_satisfied
 
 UTC = dt.timezone.utc
 ZONES = [
@@ -147,7 +147,7 @@ def crons(draw):
     month = draw(_field(1, 12, MONTHS, star_weight=2))
     dow = draw(_day_of_week())
     # croniter finds no slot of some mixes of L, W and # with the other day field (rejected at parse time,
-    # see test_intervals.py); draw those forms with the other day field unrestricted.
+    # see test_slots.py); draw those forms with the other day field unrestricted.
     special = any(mark in part.upper() for part in (dom[0], dow[0]) for mark in ("L", "W", "#"))
     assume(not special or dom[1] is None or dow[1] is None)
     text = " ".join(f[0] for f in (minute, hour, dom, month, dow))

@@ -1,0 +1,41 @@
+"""How a store talks to the catalog database: its write transactions and the poller's reads.
+
+Each store holds one (``store.transactions``) instead of inheriting it; the dbt queue store holds its own
+kind (:class:`airflow_leastaction.dbt.queue_transactions.QueueTransactions`).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from sqlalchemy.engine import Connection, Engine
+
+
+class Transactions:
+    """Write transactions and poll reads on one engine."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction; on SQLite it takes the write lock up front (``BEGIN IMMEDIATE``)."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.info["sqlite_begin"] = "BEGIN IMMEDIATE"
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def poll_read(self) -> Iterator[Connection]:
+        """A connection for the reads the triggerer's poller makes every tick: no explicit transaction on
+        SQLite either, so each statement reads the latest committed state on its own (as under
+        PostgreSQL's READ COMMITTED) and a tick sends its queries and nothing else."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.info["sqlite_begin"] = None
+            try:
+                yield conn
+            finally:  # the info outlives this checkout: never leave the choice to the connection's next user
+                conn.info.pop("sqlite_begin", None)

@@ -1,0 +1,53 @@
+"""What travels between a waiting task and its trigger: event statuses and consumed revisions.
+
+Pure, no Airflow import. These are wire formats: a trigger's event is stored by Airflow and read by a
+worker that may run another release, so a value never changes, and a decoder keeps reading every form
+an earlier release wrote.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+
+from airflow_leastaction.gate import Verdict
+
+#: ParentIntervalTrigger: every parent interval is satisfied.
+ADMITTED = "admitted"
+#: ParentIntervalTrigger: a parent failed and the sensor fails with it (``on_parent_failure="fail"``).
+FAILED = "failed"
+#: ParentIntervalTrigger: the deadline passed with parents still unsatisfied.
+TIMEOUT = "timeout"
+#: Both gate triggers: the deployment relaxed its gates (``[leastaction] gates``) after the wait began.
+RELAXED = "relaxed"
+#: RunConditionTrigger: the run condition is met, or can never be (the verdict's value).
+ADMIT = Verdict.ADMIT.value
+SKIP = Verdict.SKIP.value
+#: RunOutcomeTrigger: every other task of the run reached a terminal state.
+FINISHED = "finished"
+
+
+# -- consumed revisions -----------------------------------------------------------------------------
+# One form: per dependency key, the output revision consumed per upstream slot (ISO text keys).
+def encode_consumed(consumed: Mapping[str, Mapping[dt.datetime, int]] | None) -> dict[str, dict[str, int]]:
+    return {k: {slot.isoformat(): rev for slot, rev in v.items()} for k, v in (consumed or {}).items()}
+
+
+def decode_consumed(data: Mapping[str, Mapping[str, int] | list] | None) -> dict[str, dict[dt.datetime, int]]:
+    """Read :func:`encode_consumed`'s form; also the ``[slot, revision]`` pair a run-condition trigger
+    deferred by an earlier release carries."""
+    out: dict[str, dict[dt.datetime, int]] = {}
+    for key, value in (data or {}).items():
+        pairs = [value] if isinstance(value, (list, tuple)) else value.items()
+        out[key] = {dt.datetime.fromisoformat(slot): rev for slot, rev in pairs}
+    return out
+
+
+def encode_last_consumed(consumed: Mapping[str, tuple[dt.datetime, int]]) -> dict[str, dict[str, int]]:
+    """A run-condition gate's last consumed (upstream slot, revision) per dependency, in the one form."""
+    return encode_consumed({k: {slot: rev} for k, (slot, rev) in consumed.items()})
+
+
+def decode_last_consumed(data) -> dict[str, tuple[dt.datetime, int]]:
+    """The last consumed (upstream slot, revision) per dependency: the latest slot of each."""
+    return {k: max(v.items()) for k, v in decode_consumed(data).items() if v}

@@ -1,0 +1,31 @@
+"""Modules moved by the layout of one package per model keep their old import paths for one release."""
+
+import importlib
+import sys
+
+import pytest
+
+
+def test_old_intervals_names_warn_and_resolve_to_the_slots_module():
+    from airflow_leastaction.intervals import slots
+
+    with pytest.warns(DeprecationWarning, match="intervals.slots"):
+        from airflow_leastaction.intervals import expected_slot
+    assert expected_slot is slots.expected_slot
+
+
+def test_intervals_package_names_no_other_attribute():
+    import airflow_leastaction.intervals as intervals
+
+    with pytest.raises(AttributeError, match="no_such_name"):
+        intervals.no_such_name  # noqa: B018
+
+
+def test_old_graph_module_warns_and_still_validates():
+    from airflow_leastaction.run_conditions import waves
+
+    sys.modules.pop("airflow_leastaction.graph", None)
+    with pytest.warns(DeprecationWarning, match="run_conditions.waves"):
+        graph = importlib.import_module("airflow_leastaction.graph")
+    assert graph.validate is waves.validate
+    assert graph.waves is waves.waves
