@@ -212,11 +212,6 @@ def test_the_import_graph_sees_the_package_imports():
     assert sum(len(targets) for targets in graph.values()) > len(graph) / 2, "the graph lost the package imports"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="catalog/schema.py imports dbt/schema.py at its end, which imports it "
-    "back: the package layout change breaks that cycle",
-)
 def test_the_package_has_no_import_cycle():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
