@@ -254,8 +254,11 @@ def judge_upstream_task(
         if not record_known:
             # The listener writes it right after the success; without it (no listener, catalog down) the
             # count is unknown for good once nothing else can start.
+            if run_settled:
+                return verdict(False, "upstream succeeded but its rows written never reached the catalog; "
+                               "HAS_DATA needs at least one")
             return verdict(False, "upstream succeeded; waiting for its rows written to reach the catalog",
-                           final=run_settled)
+                           final=False)
         if (what := missing_data(rows_written)) is not None:
             return verdict(False, f"upstream succeeded but {what}; HAS_DATA needs at least one")
         return verdict(True, f"upstream succeeded and wrote {rows_written} rows")

@@ -154,7 +154,9 @@ def judge_parent(
         if latest.state in REJECTING_STATES:
             return Judgement(dep, False, f"{label}: slot {slot_label} is {latest.state}; waiting for a retry or"
                              " repair", rejected=True, **base, **sel)
-        if latest.state == "skipped" and not latest.output_revision:
+        if latest.state == "skipped":
+            # Skipped, first time or on a re-run of a completed slot: this slot's record decides, and it
+            # completed nothing the child can read now.
             return Judgement(dep, False, f"{label}: slot {slot_label} was skipped; waiting for a run that "
                              "completes it", **base, **sel)
         if latest.state == "success":
@@ -173,6 +175,10 @@ def judge_parent(
 def _judge_without_covering_record(identity, task: TaskSnapshot, check, end: dt.datetime, tz) -> Judgement:
     """No record of the covering slot: the slot records or the watermark decide, as the reason says."""
     dep, base, reason = identity.key, {"upstream_task_pk": task.pk}, check.reason
+    if not task.records_slots and task.state in REJECTING_STATES:
+        # A parent that reports only its latest outcome (no slot records): a parent in error is rejected
+        # outright, before the timing check, as its error may be in the very interval the child reads.
+        return Judgement(dep, False, f"{reason}; parent is {task.state}", rejected=True, **base)
     if task.first_slot is not None and task.first_slot >= end:
         # The covering slot predates the parent's slot records: only its watermark knows about it.
         reason += (f"; judged by its watermark, as its slot records start at "

@@ -102,15 +102,6 @@ CASES = [
         None,
         (False, True, "orders_raw: slot 2026-11-20 (day) is covered, completed up to 2026-11-20; parent is failed"),
         id="a parent is rejected outright in error, fail, cancelled or cancel",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason=(
-                "spec (task-level dependencies: 'A parent is rejected outright in error, fail, cancelled or "
-                "cancel', checked before the timing half) and docs ('A parent whose latest slot failed ... "
-                "rejects'): judge_parent admits a parent with no slot records whose state is failed when its "
-                "watermark covers the child's slot"
-            ),
-        ),
     ),
     # -- the covering slot's own record ----------------------------------------------------------------
     pytest.param(
@@ -168,15 +159,6 @@ CASES = [
         None,
         (False, False, "orders_raw: slot 2026-11-20 (day) was skipped; waiting for a run that completes it"),
         id="a covering slot whose re-run was skipped decides by its record",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason=(
-                "docs (slot records and the watermark: a covering slot that is running again, failed or was not "
-                "re-published 'decides by its record'): a slot that completed (revision 1) and whose re-run "
-                "ended skipped is reported as 'has not run yet ... judged by its slot records'; the verdict "
-                "(waiting) is right, the reason a person reads is not"
-            ),
-        ),
     ),
     pytest.param(
         parent(done="2026-11-25", state="failed", first=KEEPS_RECORDS),

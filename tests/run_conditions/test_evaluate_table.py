@@ -199,9 +199,6 @@ CASES = [
             ],
             True,
         ),
-        xfail="the verdict (SKIP) is right but the recorded reason of this final judgement still says "
-        "'waiting for its rows written to reach the catalog': a skipped task's decision tells the user "
-        "it is waiting",
     ),
     # -- a failed upstream is not final while the run goes on ----------------------------------------------
     case(
