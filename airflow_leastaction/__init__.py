@@ -21,14 +21,24 @@ def get_provider_info() -> dict:
             {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.sensors.parent_interval"]}
         ],
         "triggers": [
-            {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.triggers.parent_interval",
-                                                               "airflow_leastaction.triggers.run_condition"]}
+            {
+                "integration-name": "LeastAction",
+                "python-modules": [
+                    "airflow_leastaction.triggers.parent_interval",
+                    "airflow_leastaction.triggers.run_condition",
+                ],
+            }
         ],
         "hooks": [{"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.hooks.catalog"]}],
         "operators": [
-            {"integration-name": "LeastAction", "python-modules": ["airflow_leastaction.operators.dbt_queue",
-                                                               "airflow_leastaction.operators.run_condition",
-                                                               "airflow_leastaction.operators.dag_run_condition"]}
+            {
+                "integration-name": "LeastAction",
+                "python-modules": [
+                    "airflow_leastaction.operators.dbt_queue",
+                    "airflow_leastaction.operators.run_condition",
+                    "airflow_leastaction.operators.dag_run_condition",
+                ],
+            }
         ],
         "connection-types": [
             {
@@ -36,7 +46,9 @@ def get_provider_info() -> dict:
                 "connection-type": "leastaction_catalog",
             }
         ],
-        "plugins": [{"name": "leastaction", "plugin-class": "airflow_leastaction.plugins.leastaction.LeastActionPlugin"}],
+        "plugins": [
+            {"name": "leastaction", "plugin-class": "airflow_leastaction.plugins.leastaction.LeastActionPlugin"}
+        ],
         "config": {
             "leastaction": {
                 "description": "airflow-leastaction: the task catalog and its gates.",
@@ -46,39 +58,57 @@ def get_provider_info() -> dict:
                         "by every component. When it is the default id and that connection is not defined, "
                         "catalog_url (or an embedded SQLite file under AIRFLOW_HOME) is used; any other "
                         "undefined id is an error.",
-                        "version_added": "0.1.0", "type": "string", "example": None,
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": None,
                         "default": "leastaction_catalog_default",
                     },
                     "catalog_url": {
                         "description": "SQLAlchemy URL of the catalog of a deployment that defines no catalog "
                         "connection (empty: the embedded SQLite file). Ignored when the connection exists.",
-                        "version_added": "0.1.0", "type": "string", "example": "sqlite:////data/catalog.db",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "sqlite:////data/catalog.db",
                         "default": "",
                     },
                     "project": {
                         "description": "Catalog project of this deployment's Airflow tasks: their identity is "
                         "(<dag_id>.<task_id>, project), <dag_id>:<task_id> when the DAG id has a dot.",
-                        "version_added": "0.1.0", "type": "string", "example": "sales-airflow",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "sales-airflow",
                         "default": "airflow",
                     },
                     "poll_interval": {
                         "description": "Seconds between catalog polls of the waiting gates in a triggerer.",
-                        "version_added": "0.1.0", "type": "float", "example": None, "default": "5",
+                        "version_added": "0.1.0",
+                        "type": "float",
+                        "example": None,
+                        "default": "5",
                     },
                     "gate_wait_minutes": {
                         "description": "How long one run-condition check waits for an upstream in another DAG "
                         "whose latest run is in progress (0 judges at once). Per gate: max_wait.",
-                        "version_added": "0.1.0", "type": "float", "example": "15", "default": "60",
+                        "version_added": "0.1.0",
+                        "type": "float",
+                        "example": "15",
+                        "default": "60",
                     },
                     "gates": {
                         "description": "enforce (default), warn or off. warn and off admit tasks whose "
                         "dependencies are not satisfied and record BYPASSED decisions.",
-                        "version_added": "0.1.0", "type": "string", "example": "warn", "default": "enforce",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "warn",
+                        "default": "enforce",
                     },
                     "spool_dir": {
                         "description": "Where the listener keeps outcomes it could not write to the catalog "
                         "until it can. Default: AIRFLOW_HOME/leastaction/spool.",
-                        "version_added": "0.1.0", "type": "string", "example": None, "default": "",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": None,
+                        "default": "",
                     },
                 },
             }

@@ -39,7 +39,11 @@ class Admission:
 
 
 def settle(
-    store: CatalogStore, attempt: AttemptKey, outcome: GateOutcome, *, downstream_slot: dt.datetime | None,
+    store: CatalogStore,
+    attempt: AttemptKey,
+    outcome: GateOutcome,
+    *,
+    downstream_slot: dt.datetime | None,
     mode: str | None = None,
 ) -> Admission:
     """Record what ``outcome`` means for ``attempt`` and say whether the task may run now."""
@@ -50,8 +54,9 @@ def settle(
     if mode in ("warn", "off"):
         if mode == "warn":
             log.warning("gate bypassed ([leastaction] gates = warn): %s", outcome.summary())
-        ids = store.record_decisions(attempt, outcome.judgements, downstream_slot=downstream_slot,
-                                     bypass_reason=f"gates={mode}")
+        ids = store.record_decisions(
+            attempt, outcome.judgements, downstream_slot=downstream_slot, bypass_reason=f"gates={mode}"
+        )
         return Admission(True, True, tuple(ids))
     if outcome.verdict is Verdict.SKIP:
         ids = store.record_decisions(attempt, outcome.judgements, downstream_slot=downstream_slot)

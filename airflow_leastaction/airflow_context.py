@@ -25,8 +25,9 @@ def attempt_key(context, dag_id: str, task_id: str) -> AttemptKey:
     """The attempt of ``task_id`` the context runs: its gate decisions and consumption are keyed by it."""
     ti = context["ti"]
     map_index = getattr(ti, "map_index", -1)
-    return AttemptKey(dag_id, task_id, ti.run_id, -1 if map_index is None else map_index,
-                      int(getattr(ti, "try_number", 1) or 1))
+    return AttemptKey(
+        dag_id, task_id, ti.run_id, -1 if map_index is None else map_index, int(getattr(ti, "try_number", 1) or 1)
+    )
 
 
 def context_slot(context) -> RunSlot | None:
@@ -40,4 +41,4 @@ def context_interval_end(context) -> dt.datetime | None:
     if value is None:
         return None
     # A plain datetime: Airflow's pendulum instants lose their zone in some arithmetic.
-    return dt.datetime.fromisoformat(value.astimezone(dt.timezone.utc).isoformat())
+    return dt.datetime.fromisoformat(value.astimezone(dt.UTC).isoformat())

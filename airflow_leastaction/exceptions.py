@@ -31,8 +31,10 @@ class DuplicateParentError(ConfigurationError):
 class InvalidCoverageError(ConfigurationError):
     def __init__(self, owner: str, value: object):
         self.value = value
-        super().__init__(f"{owner}: coverage={value!r}; expected 'slot' (the parent slot covering the child's "
-                         "interval, the default) or 'interval' (every parent slot inside the child's interval)")
+        super().__init__(
+            f"{owner}: coverage={value!r}; expected 'slot' (the parent slot covering the child's "
+            "interval, the default) or 'interval' (every parent slot inside the child's interval)"
+        )
 
 
 class MissingDataIntervalError(ConfigurationError):

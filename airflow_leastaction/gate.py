@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from airflow_leastaction.exceptions import (
     ConfigurationError,
@@ -38,7 +38,7 @@ class DependencyType(str, enum.Enum):
     HAS_DATA = "HAS_DATA"
 
     @classmethod
-    def parse(cls, value: "DependencyType | str") -> "DependencyType":
+    def parse(cls, value: DependencyType | str) -> DependencyType:
         """The one check of a dependency type: a member, or its name in any case."""
         if isinstance(value, cls):
             return value
@@ -65,8 +65,9 @@ class Verdict(str, enum.Enum):
 CONDITION_KINDS = ("ALL", "ANY", "N")
 
 
-def check_condition(dag_id: str | None, task_id: str | None, kind, count,
-                    total: int | None = None) -> tuple[str, int | None]:
+def check_condition(
+    dag_id: str | None, task_id: str | None, kind, count, total: int | None = None
+) -> tuple[str, int | None]:
     """The ALL/ANY/N rule: check a run condition, for a task with ``total`` dependencies when known.
 
     Returns (kind, count), the kind upper-cased. Errors name the DAG and task when given.
@@ -80,8 +81,12 @@ def check_condition(dag_id: str | None, task_id: str | None, kind, count,
         if count is None or isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise InvalidCountError(dag_id, task_id, f"run condition N needs a count of at least 1, got {count!r}")
         if total is not None and count > total:
-            raise InvalidCountError(dag_id, task_id, f"run condition N needs {count} satisfied dependencies but "
-                                    f"the task has only {total}; it could never start")
+            raise InvalidCountError(
+                dag_id,
+                task_id,
+                f"run condition N needs {count} satisfied dependencies but "
+                f"the task has only {total}; it could never start",
+            )
     return kind, count
 
 
@@ -156,7 +161,7 @@ class Judgement:
         }
 
     @classmethod
-    def from_event(cls, data: dict) -> "Judgement":
+    def from_event(cls, data: dict) -> Judgement:
         slot = data.get("upstream_slot")
         return cls(
             dependency=data["dependency"],
@@ -210,8 +215,14 @@ def decide(condition: RunCondition, judgements: Iterable[Judgement]) -> GateOutc
 
 # -- upstream tasks in the same run -----------------------------------------------------------------
 def judge_upstream_task(
-    dependency: str, dependency_type: DependencyType, state: str | None, *, run_settled: bool = False,
-    rows_written: int | None = None, record_known: bool = True, selected: dict | None = None,
+    dependency: str,
+    dependency_type: DependencyType,
+    state: str | None,
+    *,
+    run_settled: bool = False,
+    rows_written: int | None = None,
+    record_known: bool = True,
+    selected: dict | None = None,
 ) -> Judgement:
     """Judge a dependency on a task of the same run from its Airflow state. Pure.
 
@@ -230,8 +241,9 @@ def judge_upstream_task(
     typ = dependency_type
 
     def verdict(ok: bool, reason: str, *, final: bool = True, rejected: bool = False) -> Judgement:
-        return Judgement(dependency, ok, f"{name} ({typ.value}): {reason}", typ, final=final, rejected=rejected,
-                         **(selected or {}))
+        return Judgement(
+            dependency, ok, f"{name} ({typ.value}): {reason}", typ, final=final, rejected=rejected, **(selected or {})
+        )
 
     if state in UNFINISHED_STATES:
         return verdict(False, f"upstream is {state or 'not started'}; waiting for it to finish", final=False)
@@ -244,8 +256,12 @@ def judge_upstream_task(
             return verdict(True, "upstream failed")
         if run_settled:
             return verdict(False, "upstream failed and nothing else can start in this run", rejected=True)
-        return verdict(False, "upstream failed; waiting while the run goes on (a retry or clear may still "
-                       "succeed)", final=False, rejected=True)
+        return verdict(
+            False,
+            "upstream failed; waiting while the run goes on (a retry or clear may still succeed)",
+            final=False,
+            rejected=True,
+        )
     if state != "success":
         return verdict(False, f"upstream is in unexpected state {state}; waiting", final=False)
     if typ is DependencyType.FAILURE:
@@ -255,19 +271,20 @@ def judge_upstream_task(
             # The listener writes it right after the success; without it (no listener, catalog down) the
             # count is unknown for good once nothing else can start.
             if run_settled:
-                return verdict(False, "upstream succeeded but its rows written never reached the catalog; "
-                               "HAS_DATA needs at least one")
-            return verdict(False, "upstream succeeded; waiting for its rows written to reach the catalog",
-                           final=False)
+                return verdict(
+                    False,
+                    "upstream succeeded but its rows written never reached the catalog; HAS_DATA needs at least one",
+                )
+            return verdict(False, "upstream succeeded; waiting for its rows written to reach the catalog", final=False)
         if (what := missing_data(rows_written)) is not None:
             return verdict(False, f"upstream succeeded but {what}; HAS_DATA needs at least one")
         return verdict(True, f"upstream succeeded and wrote {rows_written} rows")
     return verdict(True, "upstream succeeded")
 
 
-
-def blocked_tasks(states: dict[str, str | None], upstream: dict[str, Iterable[str]],
-                  waiting: Iterable[str]) -> set[str]:
+def blocked_tasks(
+    states: dict[str, str | None], upstream: dict[str, Iterable[str]], waiting: Iterable[str]
+) -> set[str]:
     """Tasks that have not started and cannot start while the gates wait: an upstream is a waiting gate
     that has not finished, or is itself a blocked task that has not started.
 
@@ -283,8 +300,11 @@ def blocked_tasks(states: dict[str, str | None], upstream: dict[str, Iterable[st
     for task_id, ups in upstream.items():
         for up in ups:
             downstream.setdefault(up, []).append(task_id)
-    todo = [t for t, ups in upstream.items()
-            if not_started(t) and any(u in waiting and states.get(u) not in TERMINAL_STATES for u in ups)]
+    todo = [
+        t
+        for t, ups in upstream.items()
+        if not_started(t) and any(u in waiting and states.get(u) not in TERMINAL_STATES for u in ups)
+    ]
     blocked = set(todo)
     while todo:
         for down in downstream.get(todo.pop(), ()):

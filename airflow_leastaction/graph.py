@@ -5,7 +5,8 @@ This path still works, with a warning, for one release.
 
 import warnings
 
-from airflow_leastaction.run_conditions.waves import *  # noqa: F401,F403
+from airflow_leastaction.run_conditions.waves import *  # noqa: F403
 
-warnings.warn("airflow_leastaction.graph moved to airflow_leastaction.run_conditions.waves", DeprecationWarning,
-              stacklevel=2)
+warnings.warn(
+    "airflow_leastaction.graph moved to airflow_leastaction.run_conditions.waves", DeprecationWarning, stacklevel=2
+)

@@ -48,16 +48,18 @@ class TaskIdentity:
         return {"name": self.name, "project": self.project, "account": self.account, "partition": self.partition}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TaskIdentity":
-        return cls(data["name"], data["project"], data.get("account", ""), data.get("partition", ""),
-                   data.get("coverage"))
+    def from_dict(cls, data: dict) -> TaskIdentity:
+        return cls(
+            data["name"], data["project"], data.get("account", ""), data.get("partition", ""), data.get("coverage")
+        )
 
     @classmethod
-    def from_row(cls, row) -> "TaskIdentity":
+    def from_row(cls, row) -> TaskIdentity:
         """The identity of a catalog task row: a mapping or a row with attributes (a database row).
 
         A missing (NULL) account or partition reads as empty, as the catalog writes them.
         """
+
         def read(column: str):
             return row[column] if isinstance(row, Mapping) else getattr(row, column)
 

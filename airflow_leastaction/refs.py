@@ -13,8 +13,9 @@ def deployment_project() -> str:
     return setting("project", "airflow")
 
 
-def airflow_task(dag_id: str, task_id: str, *, project: str | None = None, map_index: int = -1,
-                 coverage: str | None = None) -> TaskIdentity:
+def airflow_task(
+    dag_id: str, task_id: str, *, project: str | None = None, map_index: int = -1, coverage: str | None = None
+) -> TaskIdentity:
     """Task ``task_id`` of DAG ``dag_id``, in this deployment unless ``project`` names another one.
 
     For a mapped task, ``map_index`` names one map index; without it, the mapped task as a whole (done
@@ -25,8 +26,7 @@ def airflow_task(dag_id: str, task_id: str, *, project: str | None = None, map_i
     """
     partition = str(map_index) if map_index is not None and map_index >= 0 else ""
     check_coverage(coverage, f"parent airflow_task({dag_id!r}, {task_id!r})")
-    return TaskIdentity(airflow_task_name(dag_id, task_id), project or deployment_project(), "", partition,
-                        coverage)
+    return TaskIdentity(airflow_task_name(dag_id, task_id), project or deployment_project(), "", partition, coverage)
 
 
 def airflow_dag(dag_id: str, *, project: str | None = None) -> TaskIdentity:
@@ -35,8 +35,9 @@ def airflow_dag(dag_id: str, *, project: str | None = None) -> TaskIdentity:
     return TaskIdentity(airflow_dag_name(dag_id), project or deployment_project())
 
 
-def external_task(name: str, project: str, *, account: str = "", partition: str = "",
-                  coverage: str | None = None) -> TaskIdentity:
+def external_task(
+    name: str, project: str, *, account: str = "", partition: str = "", coverage: str | None = None
+) -> TaskIdentity:
     """A task that lives outside Airflow and reports its completions to the catalog.
 
     :param coverage: as for :func:`airflow_task`.

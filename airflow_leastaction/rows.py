@@ -38,8 +38,10 @@ def report_rows_written(count: int, *, inserted: int = 0, updated: int = 0, dele
     """
     total = int(count) + int(inserted) + int(updated) + int(deleted)
     if total < 0 or min(count, inserted, updated, deleted) < 0:
-        raise ValueError(f"rows written cannot be negative (count={count}, inserted={inserted}, "
-                         f"updated={updated}, deleted={deleted})")
+        raise ValueError(
+            f"rows written cannot be negative (count={count}, inserted={inserted}, "
+            f"updated={updated}, deleted={deleted})"
+        )
     if ti is None:
         from airflow.sdk import get_current_context
 
@@ -60,16 +62,22 @@ def pushed_rows(ti) -> int | None:
     """The count in the task's XCom ``leastaction_rows_written`` (None when absent or not a count)."""
     map_index = getattr(ti, "map_index", -1)
     try:
-        value = ti.xcom_pull(task_ids=ti.task_id, key=ROWS_WRITTEN_KEY,
-                             map_indexes=-1 if map_index is None else map_index)
+        value = ti.xcom_pull(
+            task_ids=ti.task_id, key=ROWS_WRITTEN_KEY, map_indexes=-1 if map_index is None else map_index
+        )
     except Exception:
         log.warning("leastaction: could not read XCom %s of %s", ROWS_WRITTEN_KEY, ti, exc_info=True)
         return None
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        log.warning("leastaction: XCom %s of %s.%s is %r, not a count of rows; rows written unknown",
-                    ROWS_WRITTEN_KEY, ti.dag_id, ti.task_id, value)
+        log.warning(
+            "leastaction: XCom %s of %s.%s is %r, not a count of rows; rows written unknown",
+            ROWS_WRITTEN_KEY,
+            ti.dag_id,
+            ti.task_id,
+            value,
+        )
         return None
     return value
 

@@ -59,8 +59,12 @@ def run_outcomes(final: Iterable[TaskOutcome]) -> list[TaskOutcome]:
     return out
 
 
-def outcomes_to_record(outcomes: Iterable[TaskOutcome], recorded: Mapping[tuple[str, int], RunRecord | None],
-                       run_id: str, mapped_task_ids: Iterable[str] = ()) -> list[TaskOutcome]:
+def outcomes_to_record(
+    outcomes: Iterable[TaskOutcome],
+    recorded: Mapping[tuple[str, int], RunRecord | None],
+    run_id: str,
+    mapped_task_ids: Iterable[str] = (),
+) -> list[TaskOutcome]:
     """The outcomes the catalog lacks for this run, keyed ``(task_id, map_index)`` in ``recorded``.
 
     A success of a task instance that started on a worker is left to the worker's own report (it carries

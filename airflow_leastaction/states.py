@@ -18,8 +18,9 @@ IN_FLIGHT_STATES = frozenset({"queued", "running", "up_for_retry", "restarting",
 NOT_STARTED_STATES = frozenset({None, "none"})
 
 #: A task in one of these states has not finished: it satisfies no dependency yet.
-UNFINISHED_STATES = NOT_STARTED_STATES | frozenset({"scheduled", "queued", "running", "deferred", "up_for_retry",
-                                                    "up_for_reschedule", "restarting", "awaiting_input"})
+UNFINISHED_STATES = NOT_STARTED_STATES | frozenset(
+    {"scheduled", "queued", "running", "deferred", "up_for_retry", "up_for_reschedule", "restarting", "awaiting_input"}
+)
 
 #: Finished without running its work: only ALWAYS is satisfied. upstream_failed counts here because the
 #: task itself did not fail; it was kept from running.
@@ -31,8 +32,9 @@ KEPT_FROM_RUNNING_STATES = frozenset({"skipped", "upstream_failed"})
 FAILED_STATES = frozenset({"failed"})
 
 #: A task in one of these states may still start or finish on its own (the run "goes on").
-ACTIVE_STATES = frozenset({"scheduled", "queued", "running", "deferred", "up_for_retry", "up_for_reschedule",
-                           "restarting", "awaiting_input"})
+ACTIVE_STATES = frozenset(
+    {"scheduled", "queued", "running", "deferred", "up_for_retry", "up_for_reschedule", "restarting", "awaiting_input"}
+)
 
 #: A task in one of these states has finished for good in this run.
 TERMINAL_STATES = frozenset({"success", "failed", "skipped", "removed", "upstream_failed"})

@@ -15,8 +15,14 @@ from airflow.sdk import DAG, task
 #: How much history the catalog keeps.
 RETENTION = dt.timedelta(days=90)
 
-with DAG("catalog_retention", schedule="@daily", start_date=dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc),
-         catchup=False, max_active_runs=1, tags=["leastaction", "maintenance"]):
+with DAG(
+    "catalog_retention",
+    schedule="@daily",
+    start_date=dt.datetime(2026, 11, 1, tzinfo=dt.UTC),
+    catchup=False,
+    max_active_runs=1,
+    tags=["leastaction", "maintenance"],
+):
 
     @task
     def prune_catalog_history(data_interval_end=None) -> dict[str, int]:

@@ -22,7 +22,7 @@ DATA_DIR = Path(os.environ.get("FIELD_OPS_DATA_DIR", str(Path(PROJECT_DIR) / "da
 with DAG(
     "dbt_ingest_time_entries",
     schedule="*/10 * * * *",
-    start_date=dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc),
+    start_date=dt.datetime(2026, 11, 1, tzinfo=dt.UTC),
     catchup=False,
     tags=["leastaction", "dbt", "example"],
 ) as dag:

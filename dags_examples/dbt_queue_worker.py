@@ -28,7 +28,7 @@ MAX_WAIT = dt.timedelta(minutes=float(os.environ.get("FIELD_OPS_DRAIN_MAX_WAIT_M
 with DAG(
     "dbt_queue_worker",
     schedule=[dbt_queue_asset("field_ops")],
-    start_date=dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc),
+    start_date=dt.datetime(2026, 11, 1, tzinfo=dt.UTC),
     catchup=False,
     max_active_runs=2,
     tags=["leastaction", "dbt", "example"],

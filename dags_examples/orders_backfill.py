@@ -18,7 +18,7 @@ from airflow_leastaction import report_completion
 from airflow_leastaction.sensors import ParentIntervalSensor, airflow_task, external_task
 from airflow_leastaction.timetables import IntervalCronTimetable
 
-START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 DAILY = IntervalCronTimetable("0 0 * * *", timezone="UTC")
 
 with DAG("orders_raw", schedule=DAILY, start_date=START, catchup=False, tags=["leastaction", "backfill"]):
@@ -26,8 +26,9 @@ with DAG("orders_raw", schedule=DAILY, start_date=START, catchup=False, tags=["l
     @task
     def load_orders(data_interval_start=None, run_id=None):
         rows = 1000 + data_interval_start.day  # stands in for the other team's landing job
-        report_completion("orders_raw", "sales-platform", data_interval_start, cron="0 0 * * *",
-                          rows_written=rows, run_id=run_id)
+        report_completion(
+            "orders_raw", "sales-platform", data_interval_start, cron="0 0 * * *", rows_written=rows, run_id=run_id
+        )
         return rows
 
     load_orders()
@@ -49,8 +50,7 @@ with DAG("orders_enriched", schedule=DAILY, start_date=START, catchup=False, tag
     wait_raw >> enrich()
 
 
-with DAG("orders_daily_report", schedule=DAILY, start_date=START, catchup=False,
-         tags=["leastaction", "backfill"]):
+with DAG("orders_daily_report", schedule=DAILY, start_date=START, catchup=False, tags=["leastaction", "backfill"]):
     wait_enriched = ParentIntervalSensor(
         task_id="wait_for_orders_enriched",
         parents=[airflow_task("orders_enriched", "enrich")],

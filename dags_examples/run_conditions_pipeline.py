@@ -21,8 +21,13 @@ from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.rows import report_rows_written
 from airflow_leastaction.run_conditions import always, failure, has_data, run_condition, success
 
-with DAG("run_conditions_pipeline", schedule="@daily", start_date=dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc),
-         catchup=False, tags=["leastaction", "run-conditions"]):
+with DAG(
+    "run_conditions_pipeline",
+    schedule="@daily",
+    start_date=dt.datetime(2026, 11, 1, tzinfo=dt.UTC),
+    catchup=False,
+    tags=["leastaction", "run-conditions"],
+):
 
     @task
     def extract(region: str) -> str:
@@ -63,8 +68,14 @@ with DAG("run_conditions_pipeline", schedule="@daily", start_date=dt.datetime(20
 
     run_condition(publish_changes(), has_data(orders))
     run_condition(summary, east, west, south, when="ANY")
-    run_condition(reconcile(), success(orders), success(refunds),
-                  success(airflow_task("fx_rates_weekly", "load_rates")), when="N", count=2,
-                  max_wait=dt.timedelta(minutes=30))
+    run_condition(
+        reconcile(),
+        success(orders),
+        success(refunds),
+        success(airflow_task("fx_rates_weekly", "load_rates")),
+        when="N",
+        count=2,
+        max_wait=dt.timedelta(minutes=30),
+    )
     run_condition(alert_on_failure(), failure(orders))
     run_condition(cleanup(), always(summary))

@@ -9,10 +9,15 @@ from airflow.sdk import DAG, task
 from airflow_leastaction.sensors import ParentIntervalSensor, airflow_task
 from airflow_leastaction.timetables import IntervalCronTimetable
 
-START = dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc)  # a Monday
+START = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)  # a Monday
 
-with DAG("fx_rates_weekly", schedule=IntervalCronTimetable("0 0 * * 1"), start_date=START, catchup=False,
-         tags=["leastaction"]):
+with DAG(
+    "fx_rates_weekly",
+    schedule=IntervalCronTimetable("0 0 * * 1"),
+    start_date=START,
+    catchup=False,
+    tags=["leastaction"],
+):
 
     @task
     def load_rates(data_interval_start=None):
@@ -21,8 +26,9 @@ with DAG("fx_rates_weekly", schedule=IntervalCronTimetable("0 0 * * 1"), start_d
     load_rates()
 
 
-with DAG("pricing_daily", schedule=IntervalCronTimetable("0 0 * * *"), start_date=START, catchup=False,
-         tags=["leastaction"]):
+with DAG(
+    "pricing_daily", schedule=IntervalCronTimetable("0 0 * * *"), start_date=START, catchup=False, tags=["leastaction"]
+):
     wait_rates = ParentIntervalSensor(
         task_id="wait_for_weekly_rates",
         parents=[airflow_task("fx_rates_weekly", "load_rates")],

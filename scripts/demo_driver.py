@@ -86,8 +86,13 @@ class Demo:
             return "asset-driven: triggered once the other runs have finished"
         if dag.get("timetable_summary") in (None, "None"):
             return self.trigger_once(dag_id)
-        body = {"dag_id": dag_id, "from_date": f"{window[0]}T00:00:00Z", "to_date": f"{window[1]}T00:00:00Z",
-                "max_active_runs": 3, "reprocess_behavior": "none"}
+        body = {
+            "dag_id": dag_id,
+            "from_date": f"{window[0]}T00:00:00Z",
+            "to_date": f"{window[1]}T00:00:00Z",
+            "max_active_runs": 3,
+            "reprocess_behavior": "none",
+        }
         dry = self.request("POST", "/api/v2/backfills/dry_run", json=body)
         dry.raise_for_status()
         dates = sorted(b["logical_date"] for b in dry.json()["backfills"] if b["logical_date"])
@@ -170,8 +175,7 @@ def check(demo: Demo, args) -> int:
     empty = [k for k in ("catalog", "decisions", "consumption") if not plugin[k]]
     failed += plugin["queue batches not successful"]
     if failed or empty:
-        print(f"check: FAILED ({failed} run(s) or dbt batch(es) not successful; "
-              f"nothing in {', '.join(empty) or '-'})")
+        print(f"check: FAILED ({failed} run(s) or dbt batch(es) not successful; nothing in {', '.join(empty) or '-'})")
         return 1
     print("check: all example runs succeeded")
     return 0
@@ -179,8 +183,9 @@ def check(demo: Demo, args) -> int:
 
 def plugin_activity(demo: Demo) -> dict[str, int]:
     """How many rows the plugin's API shows on the first page of each view."""
-    found = {name: len(demo.get(f"/leastaction/api/{name}")["items"]) for name in ("catalog", "decisions",
-                                                                                    "consumption")}
+    found = {
+        name: len(demo.get(f"/leastaction/api/{name}")["items"]) for name in ("catalog", "decisions", "consumption")
+    }
     queue = demo.get("/leastaction/api/queue")
     found["queue batches"] = len(queue["batches"])
     found["queue batches not successful"] = sum(b["status"] != "success" for b in queue["batches"])
@@ -202,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "settle":
         runs = settle(demo, args)
         states = [r["state"] for rs in runs.values() for r in rs]
-        print(f"demo: every example run finished: {states.count('success')} success, "
-              f"{len(states) - states.count('success')} not")
+        print(
+            f"demo: every example run finished: {states.count('success')} success, "
+            f"{len(states) - states.count('success')} not"
+        )
         return 0
     return start(demo, args) if args.command == "start" else check(demo, args)
 

@@ -157,8 +157,13 @@ def run_dag(dagbag):
 def _checkout_state() -> str | None:
     """Tracked changes and untracked files of the checkout (None outside a git checkout)."""
     try:
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
-                                capture_output=True, text=True, check=True).stdout
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         diff = subprocess.run(["git", "diff"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
@@ -175,6 +180,5 @@ def pytest_sessionfinish(session, exitstatus):
     after = _checkout_state()
     if before is not None and after is not None and after != before:
         changed = sorted(set(after.splitlines()) ^ set(before.splitlines()))
-        print("\nthe test suite changed the checkout:\n  " + "\n  ".join(line for line in changed
-                                                                          if line[:3].strip()))
+        print("\nthe test suite changed the checkout:\n  " + "\n  ".join(line for line in changed if line[:3].strip()))
         session.exitstatus = 1

@@ -11,7 +11,7 @@ from airflow_leastaction.airflow_context import (
 )
 from airflow_leastaction.catalog.audit import AttemptKey
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def test_the_poll_interval_is_the_tasks_own_else_the_deployments(monkeypatch):

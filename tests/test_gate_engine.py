@@ -19,11 +19,20 @@ S, F, A, H = (DependencyType.SUCCESS, DependencyType.FAILURE, DependencyType.ALW
 
 # (type, upstream state, rows written, satisfied, final)
 SATISFIED_BY = [
-    (S, "success", None, True, True), (S, "failed", None, False, False), (S, "skipped", None, False, True),
-    (F, "success", None, False, True), (F, "failed", None, True, True), (F, "skipped", None, False, True),
-    (A, "success", None, True, True), (A, "failed", None, True, True), (A, "skipped", None, True, True),
-    (H, "success", 1, True, True), (H, "success", 0, False, True), (H, "success", None, False, True),
-    (H, "failed", None, False, False), (H, "skipped", None, False, True),
+    (S, "success", None, True, True),
+    (S, "failed", None, False, False),
+    (S, "skipped", None, False, True),
+    (F, "success", None, False, True),
+    (F, "failed", None, True, True),
+    (F, "skipped", None, False, True),
+    (A, "success", None, True, True),
+    (A, "failed", None, True, True),
+    (A, "skipped", None, True, True),
+    (H, "success", 1, True, True),
+    (H, "success", 0, False, True),
+    (H, "success", None, False, True),
+    (H, "failed", None, False, False),
+    (H, "skipped", None, False, True),
 ]
 
 
@@ -34,8 +43,9 @@ class TestSatisfiedBy:
         assert (j.satisfied, j.final) == (satisfied, final)
         assert j.reason.startswith(f"up ({typ.value}): ")
 
-    @pytest.mark.parametrize("state", [None, "scheduled", "queued", "running", "deferred", "up_for_retry",
-                                       "up_for_reschedule", "restarting"])
+    @pytest.mark.parametrize(
+        "state", [None, "scheduled", "queued", "running", "deferred", "up_for_retry", "up_for_reschedule", "restarting"]
+    )
     @pytest.mark.parametrize("typ", list(DependencyType))
     def test_an_upstream_that_has_not_run_or_is_in_progress_satisfies_no_dependency(self, typ, state):
         j = judge_upstream_task("task:up", typ, state)
@@ -63,17 +73,20 @@ def j(ok: bool, final: bool = True):
 
 
 class TestDecide:
-    @pytest.mark.parametrize("condition,judgements,verdict", [
-        (ALL, [j(True), j(True)], Verdict.ADMIT),
-        (ALL, [j(True), j(False, final=False)], Verdict.WAIT),
-        (ALL, [j(True), j(False)], Verdict.SKIP),
-        (ANY, [j(False), j(True)], Verdict.ADMIT),
-        (ANY, [j(False), j(False, final=False)], Verdict.WAIT),
-        (ANY, [j(False), j(False)], Verdict.SKIP),
-        (RunCondition("N", 2), [j(True), j(False, final=False), j(True)], Verdict.ADMIT),
-        (RunCondition("N", 2), [j(True), j(False, final=False), j(False)], Verdict.WAIT),
-        (RunCondition("N", 2), [j(True), j(False), j(False)], Verdict.SKIP),
-    ])
+    @pytest.mark.parametrize(
+        "condition,judgements,verdict",
+        [
+            (ALL, [j(True), j(True)], Verdict.ADMIT),
+            (ALL, [j(True), j(False, final=False)], Verdict.WAIT),
+            (ALL, [j(True), j(False)], Verdict.SKIP),
+            (ANY, [j(False), j(True)], Verdict.ADMIT),
+            (ANY, [j(False), j(False, final=False)], Verdict.WAIT),
+            (ANY, [j(False), j(False)], Verdict.SKIP),
+            (RunCondition("N", 2), [j(True), j(False, final=False), j(True)], Verdict.ADMIT),
+            (RunCondition("N", 2), [j(True), j(False, final=False), j(False)], Verdict.WAIT),
+            (RunCondition("N", 2), [j(True), j(False), j(False)], Verdict.SKIP),
+        ],
+    )
     def test_the_run_condition_decides_admit_wait_or_skip(self, condition, judgements, verdict):
         assert decide(condition, judgements).verdict is verdict
 
@@ -92,8 +105,14 @@ class TestRunSettled:
 
     def test_a_task_whose_upstreams_all_finished_is_about_to_start(self):
         up = {**self.UP, "next": ["other"]}
-        states = {"load": "failed", "other": "success", "g": "deferred", "report": None, "out": "deferred",
-                  "next": None}
+        states = {
+            "load": "failed",
+            "other": "success",
+            "g": "deferred",
+            "report": None,
+            "out": "deferred",
+            "next": None,
+        }
         assert not run_settled(states, up, self.WAITING)
 
     def test_a_failed_task_with_retries_left_keeps_the_run_going(self):

@@ -22,8 +22,10 @@ def test_a_bad_run_condition_is_rejected_naming_the_dag_and_task(kind, count, to
         check_condition("sales", "report", kind, count, total)
 
 
-@pytest.mark.parametrize(("kind", "count", "total", "expected"),
-                         [(None, None, 0, ("ALL", None)), ("any", None, 3, ("ANY", None)), ("N", 2, 2, ("N", 2))])
+@pytest.mark.parametrize(
+    ("kind", "count", "total", "expected"),
+    [(None, None, 0, ("ALL", None)), ("any", None, 3, ("ANY", None)), ("N", 2, 2, ("N", 2))],
+)
 def test_a_valid_run_condition_is_returned_upper_cased(kind, count, total, expected):
     assert check_condition("sales", "report", kind, count, total) == expected
 

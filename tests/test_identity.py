@@ -38,5 +38,8 @@ def test_an_identity_is_read_the_same_from_a_mapping_row_and_an_attribute_row():
     from types import SimpleNamespace
 
     mapping = {"name": "orders", "project": "sales", "account": None, "partition": "eu"}
-    assert TaskIdentity.from_row(mapping) == TaskIdentity.from_row(SimpleNamespace(**mapping)) == \
-        TaskIdentity("orders", "sales", "", "eu")
+    assert (
+        TaskIdentity.from_row(mapping)
+        == TaskIdentity.from_row(SimpleNamespace(**mapping))
+        == TaskIdentity("orders", "sales", "", "eu")
+    )

@@ -15,10 +15,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -48,18 +48,30 @@ def test_constraints_are_plain_pins_from_an_index_without_this_package():
 
 
 def test_constraints_pin_every_package_of_the_running_environment():
-    frozen = subprocess.run([sys.executable, "-m", "pip", "freeze", "--exclude-editable", "--isolated"],
-                            check=True, capture_output=True, text=True).stdout.splitlines()
+    frozen = subprocess.run(
+        [sys.executable, "-m", "pip", "freeze", "--exclude-editable", "--isolated"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
     # A pin whose marker excludes this Python (a release needing a later patch level) leaves that
     # package's version to pip here.
     free = {name for name, req in pins().items() if req.marker and not req.marker.evaluate()}
-    installed = {canonicalize_name(r.name): pinned_version(r) for r in map(Requirement, frozen)
-                 if canonicalize_name(r.name) not in free | {"airflow-leastaction"}}
+    installed = {
+        canonicalize_name(r.name): pinned_version(r)
+        for r in map(Requirement, frozen)
+        if canonicalize_name(r.name) not in free | {"airflow-leastaction"}
+    }
     pinned = {name: pinned_version(req) for name, req in pins().items() if name not in free}
-    differ = {name: (pinned.get(name), installed.get(name))
-              for name in pinned.keys() | installed.keys() if pinned.get(name) != installed.get(name)}
-    assert not differ, f"constraints/tested.txt is not this environment (pinned, installed): {differ}; " \
-                       "once the suite passes here, run make constraints"
+    differ = {
+        name: (pinned.get(name), installed.get(name))
+        for name in pinned.keys() | installed.keys()
+        if pinned.get(name) != installed.get(name)
+    }
+    assert not differ, (
+        f"constraints/tested.txt is not this environment (pinned, installed): {differ}; "
+        "once the suite passes here, run make constraints"
+    )
 
 
 def test_the_supported_airflow_range_is_the_pinned_release_line():
@@ -82,8 +94,9 @@ def test_every_dependency_of_the_package_and_its_extras_is_pinned():
 
 
 def test_make_installs_system_packages_before_it_creates_the_virtualenv(tmp_path):
-    plan = subprocess.run(["make", "-n", "-C", str(ROOT), "test", f"VENV={tmp_path}/venv"],
-                          check=True, capture_output=True, text=True).stdout.splitlines()
+    plan = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), "test", f"VENV={tmp_path}/venv"], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
     deps = next(i for i, line in enumerate(plan) if "scripts/system-deps.sh" in line)
     venv = next(i for i, line in enumerate(plan) if "-m venv" in line)
     assert deps < venv, plan
@@ -107,10 +120,14 @@ def test_without_root_system_deps_prints_the_one_apt_get_line_and_stops():
         # python3-venv does on Debian): the two packages a stock machine lacks.
         for tool in ("ls", "id", "readlink"):
             os.symlink(shutil.which(tool), Path(tools) / tool)
-        env = ["/usr/bin/env", "-i", f"PATH={tools}", "PYTHON=/bin/false",
-               f"LEASTACTION_VENV={tools}/no-venv-yet"]
-        done = subprocess.run(_as_a_user([*env, shutil.which("bash"), str(SYSTEM_DEPS), "venv", "browser"]),
-                              check=False, capture_output=True, text=True, timeout=60)
+        env = ["/usr/bin/env", "-i", f"PATH={tools}", "PYTHON=/bin/false", f"LEASTACTION_VENV={tools}/no-venv-yet"]
+        done = subprocess.run(
+            _as_a_user([*env, shutil.which("bash"), str(SYSTEM_DEPS), "venv", "browser"]),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     expected = ["python3-venv"] + ([] if distro and distro.group(1) == "ubuntu" else ["chromium"])
     assert done.returncode == 1, done.stderr
     apt_lines = [line for line in done.stderr.splitlines() if "apt-get" in line]

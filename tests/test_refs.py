@@ -10,7 +10,7 @@ from airflow.sdk import DAG, CronDataIntervalTimetable, CronTriggerTimetable
 from airflow_leastaction.refs import schedule_meta
 from airflow_leastaction.timetables import IntervalCronTimetable
 
-START = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 @pytest.mark.parametrize(

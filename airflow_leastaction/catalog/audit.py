@@ -7,8 +7,8 @@ that writes decisions and turns them into consumption.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from sqlalchemy import and_, exists, func, insert, literal, null, or_, select
 from sqlalchemy.engine import Connection, Engine
@@ -30,7 +30,6 @@ class AttemptKey:
     attempt: int = 1
 
 
-
 class AuditRecords:
     """Decision and consumption operations of the catalog store."""
 
@@ -39,8 +38,13 @@ class AuditRecords:
 
     # -- gate decisions and consumption -------------------------------------------------------------
     def record_decisions(
-        self, attempt: AttemptKey, judgements: Sequence[Judgement], *, downstream_slot: dt.datetime | None,
-        bypass_reason: str | None = None, at: dt.datetime | None = None,
+        self,
+        attempt: AttemptKey,
+        judgements: Sequence[Judgement],
+        *,
+        downstream_slot: dt.datetime | None,
+        bypass_reason: str | None = None,
+        at: dt.datetime | None = None,
     ) -> list[int]:
         """Append one decision per judged dependency of this attempt; their ids, in ``judgements`` order.
 
@@ -57,8 +61,16 @@ class AuditRecords:
         with self.transactions.write() as conn:
             return sorted(conn.execute(insert(gate_decision).returning(gate_decision.c.id), rows).scalars())
 
-    def _consume(self, conn: Connection, who: AttemptKey, task_pk: int | None, slot, now,
-                 gate_task_ids: Sequence[str] = (), consume_own: bool = True) -> int:
+    def _consume(
+        self,
+        conn: Connection,
+        who: AttemptKey,
+        task_pk: int | None,
+        slot,
+        now,
+        gate_task_ids: Sequence[str] = (),
+        consume_own: bool = True,
+    ) -> int:
         """Turn admission decisions into consumption records for the attempt ``who`` that succeeded.
 
         The sources are ``who``'s own SATISFIED decisions (unless it is a gate admitting other tasks:
@@ -67,61 +79,107 @@ class AuditRecords:
         that gate's latest attempt.
         """
         d = gate_decision.c
-        same_ti = (d.dag_id == who.dag_id, d.run_id == who.run_id, d.map_index == who.map_index,
-                   d.result == DecisionResult.SATISFIED.value)
+        same_ti = (
+            d.dag_id == who.dag_id,
+            d.run_id == who.run_id,
+            d.map_index == who.map_index,
+            d.result == DecisionResult.SATISFIED.value,
+        )
         attempts = [(who.task_id, who.attempt)] if consume_own else []
         if gate_task_ids:
             # The gates' latest attempts first (one small grouped read on the attempt index): as a subquery
             # joined in, planners without fresh statistics re-ran it once per decision.
-            attempts += conn.execute(select(d.task_id, func.max(d.attempt))
-                                     .where(d.dag_id == who.dag_id, d.run_id == who.run_id,
-                                            d.map_index == who.map_index, d.task_id.in_(list(gate_task_ids)))
-                                     .group_by(d.task_id)).all()
+            attempts += conn.execute(
+                select(d.task_id, func.max(d.attempt))
+                .where(
+                    d.dag_id == who.dag_id,
+                    d.run_id == who.run_id,
+                    d.map_index == who.map_index,
+                    d.task_id.in_(list(gate_task_ids)),
+                )
+                .group_by(d.task_id)
+            ).all()
         if not attempts:
             return 0
-        sources = select(gate_decision).where(*same_ti, or_(*(and_(d.task_id == t, d.attempt == n)
-                                                               for t, n in attempts)))
+        sources = select(gate_decision).where(
+            *same_ti, or_(*(and_(d.task_id == t, d.attempt == n) for t, n in attempts))
+        )
         # INSERT ... SELECT: the decisions never travel through Python, one statement whatever their number.
         return conn.execute(_consumption_from(sources.subquery(), who, task_pk, slot, now)).rowcount
 
     def _consumed_by(self, conn: Connection, who: AttemptKey) -> bool:
         """Has the attempt ``who`` already recorded consumption (a replayed success must not repeat it)?"""
         c = consumption.c
-        return conn.execute(select(c.id).where(
-            c.dag_id == who.dag_id, c.task_id == who.task_id, c.run_id == who.run_id,
-            c.map_index == who.map_index, c.attempt == who.attempt).limit(1)).first() is not None
+        return (
+            conn.execute(
+                select(c.id)
+                .where(
+                    c.dag_id == who.dag_id,
+                    c.task_id == who.task_id,
+                    c.run_id == who.run_id,
+                    c.map_index == who.map_index,
+                    c.attempt == who.attempt,
+                )
+                .limit(1)
+            ).first()
+            is not None
+        )
 
-    def consumed_revisions(self, dag_id: str, task_ids: Sequence[str], downstream_slot: dt.datetime
-                           ) -> dict[tuple[str, dt.datetime | None], int]:
+    def consumed_revisions(
+        self, dag_id: str, task_ids: Sequence[str], downstream_slot: dt.datetime
+    ) -> dict[tuple[str, dt.datetime | None], int]:
         """Per (dependency, upstream slot), the highest revision these tasks' slot has consumed."""
         c = consumption.c
         with self.engine.connect() as conn:
-            rows = conn.execute(select(c.dependency, c.upstream_slot, func.max(c.upstream_revision).label("rev"))
-                                .where(c.dag_id == dag_id, c.task_id.in_(list(task_ids)),
-                                       c.downstream_slot == downstream_slot)
-                                .group_by(c.dependency, c.upstream_slot)).all()
+            rows = conn.execute(
+                select(c.dependency, c.upstream_slot, func.max(c.upstream_revision).label("rev"))
+                .where(c.dag_id == dag_id, c.task_id.in_(list(task_ids)), c.downstream_slot == downstream_slot)
+                .group_by(c.dependency, c.upstream_slot)
+            ).all()
         return {(r.dependency, r.upstream_slot): r.rev for r in rows if r.rev is not None}
 
     def decisions_for(self, attempt: AttemptKey):
         with self.engine.connect() as conn:
-            return conn.execute(select(gate_decision).where(
-                gate_decision.c.dag_id == attempt.dag_id, gate_decision.c.task_id == attempt.task_id,
-                gate_decision.c.run_id == attempt.run_id, gate_decision.c.map_index == attempt.map_index,
-                gate_decision.c.attempt == attempt.attempt,
-            ).order_by(gate_decision.c.id)).mappings().all()
+            return (
+                conn.execute(
+                    select(gate_decision)
+                    .where(
+                        gate_decision.c.dag_id == attempt.dag_id,
+                        gate_decision.c.task_id == attempt.task_id,
+                        gate_decision.c.run_id == attempt.run_id,
+                        gate_decision.c.map_index == attempt.map_index,
+                        gate_decision.c.attempt == attempt.attempt,
+                    )
+                    .order_by(gate_decision.c.id)
+                )
+                .mappings()
+                .all()
+            )
 
     def run_decisions(self, dag_id: str, task_id: str, run_id: str):
         """The decisions of the latest attempt of ``task_id`` in run ``run_id`` that recorded any (empty:
         none recorded yet). A DAG's run gate resumes with them when its run is retried or cleared."""
         d = gate_decision.c
         with self.engine.connect() as conn:
-            attempt = conn.execute(select(func.max(d.attempt)).where(
-                d.dag_id == dag_id, d.task_id == task_id, d.run_id == run_id)).scalar()
+            attempt = conn.execute(
+                select(func.max(d.attempt)).where(d.dag_id == dag_id, d.task_id == task_id, d.run_id == run_id)
+            ).scalar()
             if attempt is None:
                 return []
-            return conn.execute(select(gate_decision).where(
-                d.dag_id == dag_id, d.task_id == task_id, d.run_id == run_id, d.attempt == attempt,
-            ).order_by(d.id)).mappings().all()
+            return (
+                conn.execute(
+                    select(gate_decision)
+                    .where(
+                        d.dag_id == dag_id,
+                        d.task_id == task_id,
+                        d.run_id == run_id,
+                        d.attempt == attempt,
+                    )
+                    .order_by(d.id)
+                )
+                .mappings()
+                .all()
+            )
 
     def last_consumed(self, dag_id: str, task_id: str, dependencies: Sequence[str]) -> dict:
         """Per dependency, the (upstream slot, revision) this task consumed last, across all its runs."""
@@ -129,9 +187,16 @@ class AuditRecords:
         if not dependencies:
             return {}
         with self.engine.connect() as conn:
-            rows = conn.execute(select(c.dependency, c.upstream_slot, c.upstream_revision).where(
-                c.dag_id == dag_id, c.task_id == task_id, c.dependency.in_(list(dependencies)),
-                c.upstream_slot.is_not(None)).order_by(c.id)).all()
+            rows = conn.execute(
+                select(c.dependency, c.upstream_slot, c.upstream_revision)
+                .where(
+                    c.dag_id == dag_id,
+                    c.task_id == task_id,
+                    c.dependency.in_(list(dependencies)),
+                    c.upstream_slot.is_not(None),
+                )
+                .order_by(c.id)
+            ).all()
         out: dict[str, tuple[dt.datetime, int]] = {}
         for r in rows:
             seen = out.get(r.dependency)
@@ -148,12 +213,22 @@ class AuditRecords:
         """
         c, r = consumption.c, task_run.c
         consumed = func.max(c.upstream_revision).label("consumed_revision")
-        query = (select(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, consumed,
-                        r.output_revision.label("current_revision"), func.max(c.run_id).label("run_id"))
-                 .join(task_run, r.id == c.upstream_run_pk)
-                 .where(is_stale(r.output_revision))
-                 .group_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, r.output_revision)
-                 .order_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency))
+        query = (
+            select(
+                c.dag_id,
+                c.task_id,
+                c.downstream_slot,
+                c.dependency,
+                c.upstream_slot,
+                consumed,
+                r.output_revision.label("current_revision"),
+                func.max(c.run_id).label("run_id"),
+            )
+            .join(task_run, r.id == c.upstream_run_pk)
+            .where(is_stale(r.output_revision))
+            .group_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, r.output_revision)
+            .order_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency)
+        )
         if dag_id:
             query = query.where(c.dag_id == dag_id)
         with self.engine.connect() as conn:
@@ -174,8 +249,11 @@ def is_stale(current_revision) -> ColumnElement:
     since = consumption.alias("since")
     s = since.c
     caught_up = exists().where(
-        s.dag_id == c.dag_id, s.task_id == c.task_id, s.downstream_slot.is_not_distinct_from(c.downstream_slot),
-        s.dependency == c.dependency, s.upstream_run_pk == c.upstream_run_pk,
+        s.dag_id == c.dag_id,
+        s.task_id == c.task_id,
+        s.downstream_slot.is_not_distinct_from(c.downstream_slot),
+        s.dependency == c.dependency,
+        s.upstream_run_pk == c.upstream_run_pk,
         s.upstream_revision >= current_revision,
     )
     return and_(c.upstream_revision < current_revision, ~caught_up)
@@ -188,11 +266,21 @@ def _decision_row(attempt: AttemptKey, j: Judgement, downstream_slot, now, bypas
         result = (DecisionResult.SATISFIED if j.satisfied else DecisionResult.UNSATISFIED).value
         reason = j.reason
     return dict(
-        dag_id=attempt.dag_id, task_id=attempt.task_id, run_id=attempt.run_id, map_index=attempt.map_index,
-        attempt=attempt.attempt, downstream_slot=downstream_slot, dependency=j.dependency,
-        dependency_type=j.dependency_type.value, upstream_task_pk=j.upstream_task_pk,
-        upstream_run_pk=j.upstream_run_pk, upstream_slot=j.upstream_slot,
-        upstream_revision=j.upstream_revision, result=result, reason=reason, decided_at=now,
+        dag_id=attempt.dag_id,
+        task_id=attempt.task_id,
+        run_id=attempt.run_id,
+        map_index=attempt.map_index,
+        attempt=attempt.attempt,
+        downstream_slot=downstream_slot,
+        dependency=j.dependency,
+        dependency_type=j.dependency_type.value,
+        upstream_task_pk=j.upstream_task_pk,
+        upstream_run_pk=j.upstream_run_pk,
+        upstream_slot=j.upstream_slot,
+        upstream_revision=j.upstream_revision,
+        result=result,
+        reason=reason,
+        decided_at=now,
     )
 
 
@@ -202,15 +290,22 @@ _COPIED = ("dependency", "upstream_task_pk", "upstream_run_pk", "upstream_slot",
 
 def _consumption_from(decisions, who: AttemptKey, task_pk: int | None, slot, now):
     """INSERT of one consumption record by ``who`` per row of ``decisions`` (a subquery of decisions)."""
+
     def const(value, type_):
         # A bare NULL takes the target column's type in INSERT ... SELECT on PostgreSQL and SQLite alike.
         return null() if value is None else literal(value, type_)
 
-    own = {"dag_id": literal(who.dag_id), "task_id": literal(who.task_id), "run_id": literal(who.run_id),
-           "map_index": literal(who.map_index), "attempt": literal(who.attempt),
-           "downstream_task_pk": const(task_pk, consumption.c.downstream_task_pk.type),
-           "downstream_slot": const(slot, consumption.c.downstream_slot.type),
-           "consumed_at": literal(now, consumption.c.consumed_at.type)}
+    own = {
+        "dag_id": literal(who.dag_id),
+        "task_id": literal(who.task_id),
+        "run_id": literal(who.run_id),
+        "map_index": literal(who.map_index),
+        "attempt": literal(who.attempt),
+        "downstream_task_pk": const(task_pk, consumption.c.downstream_task_pk.type),
+        "downstream_slot": const(slot, consumption.c.downstream_slot.type),
+        "consumed_at": literal(now, consumption.c.consumed_at.type),
+    }
     columns = ["decision_id", *own, *_COPIED]
     return insert(consumption).from_select(
-        columns, select(decisions.c.id, *own.values(), *(decisions.c[name] for name in _COPIED)))
+        columns, select(decisions.c.id, *own.values(), *(decisions.c[name] for name in _COPIED))
+    )

@@ -114,8 +114,10 @@ def _lookup_connection_here(conn_id: str):
 
 
 def _not_found(exc: Exception) -> bool:
-    return "isn't defined" in str(exc) or "not found" in str(exc).lower() or type(exc).__name__.endswith(
-        "NotFoundException"
+    return (
+        "isn't defined" in str(exc)
+        or "not found" in str(exc).lower()
+        or type(exc).__name__.endswith("NotFoundException")
     )
 
 
@@ -223,8 +225,11 @@ def _create(url: str) -> Engine:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
             parsed,
-            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "isolation_level": None,
-                          "check_same_thread": False},
+            connect_args={
+                "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+                "isolation_level": None,
+                "check_same_thread": False,
+            },
             pool_pre_ping=False,
         )
         event.listen(engine, "connect", _on_sqlite_connect)

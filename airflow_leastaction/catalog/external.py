@@ -43,5 +43,6 @@ def report_completion(
         raise ValueError(f"rows_written for {project}/{name} must be >= 0, got {rows_written}")
     store = store or CatalogStore(conn_id=conn_id)
     identity = TaskIdentity(name, project, account, partition)
-    return store.report_completion(identity, slot, cron=cron, timezone=timezone, rows_written=rows_written,
-                                   run_id=run_id)
+    return store.report_completion(
+        identity, slot, cron=cron, timezone=timezone, rows_written=rows_written, run_id=run_id
+    )

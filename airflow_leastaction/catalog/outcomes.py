@@ -56,7 +56,7 @@ class SlotEvent:
         return json.dumps(data, sort_keys=True)
 
     @classmethod
-    def from_json(cls, line: str) -> "SlotEvent":
+    def from_json(cls, line: str) -> SlotEvent:
         data = json.loads(line)
         data["identity"] = TaskIdentity(**data["identity"])
         data["slot"] = dt.datetime.fromisoformat(data["slot"])
@@ -71,9 +71,15 @@ def apply(store: CatalogStore, event: SlotEvent) -> SlotOutcome:
     if event.state == "running":
         return store.record_running(event.identity, event.slot, **common)
     if event.state == "success":
-        return store.record_success(event.identity, event.slot, rows_written=event.rows_written,
-                                    consumer=event.consumer, gate_task_ids=event.gate_task_ids,
-                                    consume_own=event.consume_own, **common)
+        return store.record_success(
+            event.identity,
+            event.slot,
+            rows_written=event.rows_written,
+            consumer=event.consumer,
+            gate_task_ids=event.gate_task_ids,
+            consume_own=event.consume_own,
+            **common,
+        )
     return store.record_finished(event.identity, event.slot, event.state, **common)
 
 
@@ -193,11 +199,20 @@ def deliver(event: SlotEvent, store_factory=CatalogStore) -> SlotOutcome | None:
             return None
         try:
             path = spool(event)
-            log.warning("catalog unavailable (%s); outcome of %s slot %s spooled to %s", exc, event.identity,
-                        event.slot.isoformat(), path)
+            log.warning(
+                "catalog unavailable (%s); outcome of %s slot %s spooled to %s",
+                exc,
+                event.identity,
+                event.slot.isoformat(),
+                path,
+            )
         except Exception:
-            log.exception("catalog unavailable and spooling failed; outcome of %s slot %s: %s",
-                          event.identity, event.slot.isoformat(), event.to_json())
+            log.exception(
+                "catalog unavailable and spooling failed; outcome of %s slot %s: %s",
+                event.identity,
+                event.slot.isoformat(),
+                event.to_json(),
+            )
         return None
 
 

@@ -51,25 +51,45 @@ DEFAULT_BATCH_SIZE = 2000
 def consumption_prunable(c: Table, cutoff: dt.datetime) -> ColumnElement:
     """May the consumption row ``c`` (the table or an alias of it) go?"""
     g = consumption.alias("same_slot")
-    same_slot = and_(g.c.dag_id == c.c.dag_id, g.c.task_id == c.c.task_id, g.c.dependency == c.c.dependency,
-                     g.c.downstream_slot.is_not_distinct_from(c.c.downstream_slot),
-                     g.c.upstream_run_pk.is_not_distinct_from(c.c.upstream_run_pk))
+    same_slot = and_(
+        g.c.dag_id == c.c.dag_id,
+        g.c.task_id == c.c.task_id,
+        g.c.dependency == c.c.dependency,
+        g.c.downstream_slot.is_not_distinct_from(c.c.downstream_slot),
+        g.c.upstream_run_pk.is_not_distinct_from(c.c.upstream_run_pk),
+    )
     recent = exists().where(same_slot, g.c.consumed_at >= cutoff)
     # ``is_stale`` is written on the table itself: the stale test runs on the un-aliased table.
     o = consumption.c
     # Correlated to ``c`` only: inside a DELETE of la_task_run or la_consumption, the plain tables here
     # must stay this subquery's own.
-    stale = exists(select(o.id).join(task_run, task_run.c.id == o.upstream_run_pk).where(
-        o.dag_id == c.c.dag_id, o.task_id == c.c.task_id, o.dependency == c.c.dependency,
-        o.downstream_slot.is_not_distinct_from(c.c.downstream_slot), o.upstream_run_pk == c.c.upstream_run_pk,
-        is_stale(task_run.c.output_revision)).correlate(c))
+    stale = exists(
+        select(o.id)
+        .join(task_run, task_run.c.id == o.upstream_run_pk)
+        .where(
+            o.dag_id == c.c.dag_id,
+            o.task_id == c.c.task_id,
+            o.dependency == c.c.dependency,
+            o.downstream_slot.is_not_distinct_from(c.c.downstream_slot),
+            o.upstream_run_pk == c.c.upstream_run_pk,
+            is_stale(task_run.c.output_revision),
+        )
+        .correlate(c)
+    )
     n = consumption.alias("newer")
     superseded = exists().where(
-        n.c.dag_id == c.c.dag_id, n.c.task_id == c.c.task_id, n.c.dependency == c.c.dependency,
+        n.c.dag_id == c.c.dag_id,
+        n.c.task_id == c.c.task_id,
+        n.c.dependency == c.c.dependency,
         n.c.upstream_slot.is_not(None),
-        or_(n.c.upstream_slot > c.c.upstream_slot,
-            and_(n.c.upstream_slot == c.c.upstream_slot,
-                 func.coalesce(n.c.upstream_revision, 0) > func.coalesce(c.c.upstream_revision, 0))))
+        or_(
+            n.c.upstream_slot > c.c.upstream_slot,
+            and_(
+                n.c.upstream_slot == c.c.upstream_slot,
+                func.coalesce(n.c.upstream_revision, 0) > func.coalesce(c.c.upstream_revision, 0),
+            ),
+        ),
+    )
     last_consumed = and_(c.c.upstream_slot.is_not(None), ~superseded)
     return and_(c.c.consumed_at < cutoff, ~recent, ~stale, ~last_consumed)
 
@@ -83,9 +103,15 @@ def decision_prunable(d: Table, cutoff: dt.datetime) -> ColumnElement:
     """May the gate decision ``d`` go?"""
     k, kept = _kept_consumption(cutoff)
     consumed = exists().where(k.c.decision_id == d.c.id, kept)
-    in_flight = exists(select(task_run.c.id).join(task, task.c.id == task_run.c.task_pk).where(
-        task.c.dag_id == d.c.dag_id, task_run.c.slot == d.c.downstream_slot,
-        task_run.c.state.in_(sorted(IN_FLIGHT_STATES))))
+    in_flight = exists(
+        select(task_run.c.id)
+        .join(task, task.c.id == task_run.c.task_pk)
+        .where(
+            task.c.dag_id == d.c.dag_id,
+            task_run.c.slot == d.c.downstream_slot,
+            task_run.c.state.in_(sorted(IN_FLIGHT_STATES)),
+        )
+    )
     return and_(d.c.decided_at < cutoff, ~consumed, ~in_flight)
 
 
@@ -97,8 +123,14 @@ def slot_prunable(r: Table, cutoff: dt.datetime) -> ColumnElement:
     k, kept = _kept_consumption(cutoff)
     # The consumption index on (upstream_task_pk, upstream_slot) finds the rows that selected this slot.
     selected = exists().where(k.c.upstream_task_pk == r.c.task_pk, k.c.upstream_slot == r.c.slot, kept)
-    return and_(r.c.updated_at < cutoff, r.c.state.not_in(sorted(IN_FLIGHT_STATES)), r.c.repair_pending.is_(False),
-                has_later, ~watermark, ~selected)
+    return and_(
+        r.c.updated_at < cutoff,
+        r.c.state.not_in(sorted(IN_FLIGHT_STATES)),
+        r.c.repair_pending.is_(False),
+        has_later,
+        ~watermark,
+        ~selected,
+    )
 
 
 def request_event_prunable(e: Table, cutoff: dt.datetime) -> ColumnElement:
@@ -116,8 +148,11 @@ def queue_row_prunable(q: Table, cutoff: dt.datetime) -> ColumnElement:
     done = RowStatus.DONE.value
     n = dbt_queue.alias("newer_build")
     newer_build = exists().where(
-        n.c.environment == q.c.environment, n.c.unique_id == q.c.unique_id, n.c.status == done,
-        or_(n.c.finished_at > q.c.finished_at, and_(n.c.finished_at == q.c.finished_at, n.c.id > q.c.id)))
+        n.c.environment == q.c.environment,
+        n.c.unique_id == q.c.unique_id,
+        n.c.status == done,
+        or_(n.c.finished_at > q.c.finished_at, and_(n.c.finished_at == q.c.finished_at, n.c.id > q.c.id)),
+    )
     last_build = and_(q.c.status == done, ~newer_build)
     return and_(q.c.status.not_in(ACTIVE_STATUSES), q.c.finished_at < cutoff, ~last_build)
 
@@ -155,11 +190,17 @@ def check_cutoff(cutoff: dt.datetime, now: dt.datetime) -> dt.datetime:
         raise InvalidRetentionCutoffError(cutoff, "it has no UTC offset")
     if cutoff > now:
         raise InvalidRetentionCutoffError(cutoff, f"it is after the current time {now.isoformat()}")
-    return cutoff.astimezone(dt.timezone.utc)
+    return cutoff.astimezone(dt.UTC)
 
 
-def prune(engine: Engine, before: dt.datetime, *, dry_run: bool = False, batch_size: int = DEFAULT_BATCH_SIZE,
-          on_batch: Callable[[str, int], None] | None = None) -> PruneReport:
+def prune(
+    engine: Engine,
+    before: dt.datetime,
+    *,
+    dry_run: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    on_batch: Callable[[str, int], None] | None = None,
+) -> PruneReport:
     """Delete (or, with ``dry_run``, count) every row the rules let go that is older than ``before``.
 
     ``on_batch(table, rows)`` is called after each batch, outside any transaction.
@@ -183,8 +224,9 @@ def prunable_ids(table: Table, rule, cutoff: dt.datetime):
     return select(target.c.id).where(rule(target, cutoff))
 
 
-def prune_catalog(before: dt.datetime, *, conn_id: str | None = None, dry_run: bool = False,
-                  batch_size: int = DEFAULT_BATCH_SIZE) -> PruneReport:
+def prune_catalog(
+    before: dt.datetime, *, conn_id: str | None = None, dry_run: bool = False, batch_size: int = DEFAULT_BATCH_SIZE
+) -> PruneReport:
     """:func:`prune` on the deployment's catalog (``conn_id``, default ``[leastaction] catalog_conn_id``):
     what ``airflow-leastaction db prune`` and a maintenance task both call."""
     from airflow_leastaction.catalog.engine import get_engine, resolve_url

@@ -6,7 +6,7 @@ Part of :class:`~airflow_leastaction.catalog.store.CatalogStore`.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Iterable
+from collections.abc import Iterable
 
 from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.engine import Engine
@@ -38,9 +38,11 @@ class RunReads:
         found = {}
         with self.transactions.poll_read() as conn:
             for chunk in in_chunks(names, IN_CHUNK // 2):
-                rows = conn.execute(select(task.c.name, task.c.project, task.c.account, task.c.partition,
-                                           *_run_columns()).join(task, task.c.id == task_run.c.task_pk)
-                                    .where(task.c.name.in_(chunk), task_run.c.slot.in_(slots[:IN_CHUNK // 2])))
+                rows = conn.execute(
+                    select(task.c.name, task.c.project, task.c.account, task.c.partition, *_run_columns())
+                    .join(task, task.c.id == task_run.c.task_pk)
+                    .where(task.c.name.in_(chunk), task_run.c.slot.in_(slots[: IN_CHUNK // 2]))
+                )
                 for r in rows:
                     key = (TaskIdentity.from_row(r), r.slot)
                     if key in wanted:
@@ -72,29 +74,47 @@ class RunReads:
     def run_rows_written(self, dag_id: str, run_id: str) -> int | None:
         """Rows the tasks of one DAG run reported writing, summed (None: none of them reported any)."""
         with self.engine.connect() as conn:
-            total = conn.execute(select(func.sum(task_run.c.rows_written)).join(task, task.c.id == task_run.c.task_pk)
-                                 .where(task.c.dag_id == dag_id, task.c.task_id.is_not(None),
-                                        task_run.c.run_id == run_id, task_run.c.state == "success")).scalar()
+            total = conn.execute(
+                select(func.sum(task_run.c.rows_written))
+                .join(task, task.c.id == task_run.c.task_pk)
+                .where(
+                    task.c.dag_id == dag_id,
+                    task.c.task_id.is_not(None),
+                    task_run.c.run_id == run_id,
+                    task_run.c.state == "success",
+                )
+            ).scalar()
         return None if total is None else int(total)  # PostgreSQL sums bigints as numeric
 
 
 def _run_columns():
     r = task_run.c
-    return (r.id, r.task_pk, r.slot, r.run_id, r.state, r.output_revision, r.rows_written, r.started_at,
-            r.finished_at)
+    return (r.id, r.task_pk, r.slot, r.run_id, r.state, r.output_revision, r.rows_written, r.started_at, r.finished_at)
 
 
 def _run_record(row) -> RunRecord:
-    return RunRecord(row.id, row.task_pk, row.slot, row.run_id, row.state, row.output_revision, row.rows_written,
-                     row.started_at, row.finished_at)
+    return RunRecord(
+        row.id,
+        row.task_pk,
+        row.slot,
+        row.run_id,
+        row.state,
+        row.output_revision,
+        row.rows_written,
+        row.started_at,
+        row.finished_at,
+    )
 
 
 def _task_pks(conn, wanted: set[TaskIdentity]) -> dict[TaskIdentity, int]:
     """The catalog pk of each wanted task that has a row (one query per ``IN_CHUNK`` names)."""
     pks = {}
     for chunk in in_chunks(sorted({i.name for i in wanted})):
-        for r in conn.execute(select(task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition)
-                              .where(task.c.name.in_(chunk))):
+        for r in conn.execute(
+            select(task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition).where(
+                task.c.name.in_(chunk)
+            )
+        ):
             ident = TaskIdentity.from_row(r)
             if ident in wanted:
                 pks[ident] = r.id
@@ -114,18 +134,25 @@ def _ranked_runs(task_pks: list[int], history: int):
     flag = {k: case((cond, 1), else_=0).label(k) for k, cond in flags.items()}
     # Same orders as one query per task would use (so NULL placement follows the backend's default).
     ranks = (
-        func.row_number().over(partition_by=(r.task_pk, flag["is_latest"]),
-                               order_by=(r.started_at.desc(), r.id.desc())).label("rank_latest"),
-        func.row_number().over(partition_by=(r.task_pk, flag["is_finished"]),
-                               order_by=(r.finished_at.desc(), r.id.desc())).label("rank_finished"),
-        func.row_number().over(partition_by=(r.task_pk, flag["is_timed"]),
-                               order_by=(r.finished_at.desc(), r.id.desc())).label("rank_timed"),
+        func.row_number()
+        .over(partition_by=(r.task_pk, flag["is_latest"]), order_by=(r.started_at.desc(), r.id.desc()))
+        .label("rank_latest"),
+        func.row_number()
+        .over(partition_by=(r.task_pk, flag["is_finished"]), order_by=(r.finished_at.desc(), r.id.desc()))
+        .label("rank_finished"),
+        func.row_number()
+        .over(partition_by=(r.task_pk, flag["is_timed"]), order_by=(r.finished_at.desc(), r.id.desc()))
+        .label("rank_timed"),
     )
     inner = select(*_run_columns(), *flag.values(), *ranks).where(r.task_pk.in_(task_pks)).subquery()
     q = inner.c
-    return select(inner).where(or_(and_(q.is_latest == 1, q.rank_latest == 1),
-                                   and_(q.is_finished == 1, q.rank_finished == 1),
-                                   and_(q.is_timed == 1, q.rank_timed <= history)))
+    return select(inner).where(
+        or_(
+            and_(q.is_latest == 1, q.rank_latest == 1),
+            and_(q.is_finished == 1, q.rank_finished == 1),
+            and_(q.is_timed == 1, q.rank_timed <= history),
+        )
+    )
 
 
 class _Ranked:

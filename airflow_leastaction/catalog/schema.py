@@ -125,26 +125,40 @@ IN_CHUNK = 30_000
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def identity_clause(identity):
     """WHERE terms selecting one task by its identity (name, project, account, partition)."""
-    return (task.c.name == identity.name, task.c.project == identity.project,
-            task.c.account == identity.account, task.c.partition == identity.partition)
+    return (
+        task.c.name == identity.name,
+        task.c.project == identity.project,
+        task.c.account == identity.account,
+        task.c.partition == identity.partition,
+    )
 
 
 def in_chunks(items: list, size: int = IN_CHUNK):
     for i in range(0, len(items), size):
-        yield items[i:i + size]
+        yield items[i : i + size]
 
 
 # Read paths of the UI pages, each newest first on (time, id) so keyset pages are index range scans.
 Index("ix_la_gate_decision_dag_time", gate_decision.c.dag_id, gate_decision.c.decided_at, gate_decision.c.id)
-Index("ix_la_gate_decision_task_time", gate_decision.c.dag_id, gate_decision.c.task_id, gate_decision.c.decided_at,
-      gate_decision.c.id)
-Index("ix_la_consumption_task_time", consumption.c.dag_id, consumption.c.task_id, consumption.c.consumed_at,
-      consumption.c.id)
+Index(
+    "ix_la_gate_decision_task_time",
+    gate_decision.c.dag_id,
+    gate_decision.c.task_id,
+    gate_decision.c.decided_at,
+    gate_decision.c.id,
+)
+Index(
+    "ix_la_consumption_task_time",
+    consumption.c.dag_id,
+    consumption.c.task_id,
+    consumption.c.consumed_at,
+    consumption.c.id,
+)
 Index("ix_la_consumption_upstream_time", consumption.c.upstream_task_pk, consumption.c.consumed_at, consumption.c.id)
 Index("ix_la_task_name_id", task.c.name, task.c.id)
 

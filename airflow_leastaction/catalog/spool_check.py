@@ -76,14 +76,17 @@ def quarantine(directory: Path, text: str, reason: str) -> Path:
     """Append one outcome (its spooled JSON text) with ``reason`` to this process's quarantine file."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{QUARANTINE_PREFIX}{os.getpid()}.jsonl"
-    record = {"reason": reason, "quarantined_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-              "outcome": text.strip()}
+    record = {"reason": reason, "quarantined_at": dt.datetime.now(dt.UTC).isoformat(), "outcome": text.strip()}
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
-    log.error("leastaction: outcome can never be applied to the catalog (%s); quarantined in %s: %s",
-              reason, path, text.strip())
+    log.error(
+        "leastaction: outcome can never be applied to the catalog (%s); quarantined in %s: %s",
+        reason,
+        path,
+        text.strip(),
+    )
     return path
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from sqlalchemy import and_, case, column, func, insert, literal, or_, select, update, values
 from sqlalchemy.engine import Connection, Engine
@@ -95,15 +95,26 @@ class CatalogStore(AuditRecords, RunReads):
             meta = meta or TaskMeta()
             return conn.execute(
                 insert(task).values(
-                    **identity.as_dict(), source=meta.source, cron=meta.cron, timezone=meta.timezone,
-                    dag_id=meta.dag_id, task_id=meta.task_id, updated_at=now,
+                    **identity.as_dict(),
+                    source=meta.source,
+                    cron=meta.cron,
+                    timezone=meta.timezone,
+                    dag_id=meta.dag_id,
+                    task_id=meta.task_id,
+                    updated_at=now,
                 )
             ).inserted_primary_key[0]
         if meta is not None and (row.cron, row.timezone, row.dag_id) != (meta.cron, meta.timezone, meta.dag_id):
             conn.execute(
-                update(task).where(task.c.id == row.id).values(
-                    cron=meta.cron, timezone=meta.timezone, source=meta.source,
-                    dag_id=meta.dag_id, task_id=meta.task_id, updated_at=now,
+                update(task)
+                .where(task.c.id == row.id)
+                .values(
+                    cron=meta.cron,
+                    timezone=meta.timezone,
+                    source=meta.source,
+                    dag_id=meta.dag_id,
+                    task_id=meta.task_id,
+                    updated_at=now,
                 )
             )
         return row.id
@@ -118,8 +129,11 @@ class CatalogStore(AuditRecords, RunReads):
         now = utcnow()
         with self.write() as conn:
             pk = self.ensure_task(conn, identity, meta, now)
-            conn.execute(update(task).where(task.c.id == pk, or_(task.c.parents.is_(None), task.c.parents != text))
-                         .values(parents=text, updated_at=now))
+            conn.execute(
+                update(task)
+                .where(task.c.id == pk, or_(task.c.parents.is_(None), task.c.parents != text))
+                .values(parents=text, updated_at=now)
+            )
             return pk
 
     def get_task(self, identity: TaskIdentity):
@@ -128,17 +142,33 @@ class CatalogStore(AuditRecords, RunReads):
 
     # -- slots --------------------------------------------------------------------------------------
     def record_running(
-        self, identity: TaskIdentity, slot: dt.datetime, *, meta: TaskMeta | None = None,
-        run_id: str | None = None, attempt: int = 1, at: dt.datetime | None = None, run_type: str | None = None,
+        self,
+        identity: TaskIdentity,
+        slot: dt.datetime,
+        *,
+        meta: TaskMeta | None = None,
+        run_id: str | None = None,
+        attempt: int = 1,
+        at: dt.datetime | None = None,
+        run_type: str | None = None,
     ) -> SlotOutcome:
         """A slot started (or restarted). A completed slot that runs again stops satisfying children."""
         return self._record_unpublished(identity, slot, "running", meta, run_id, attempt, at, run_type)
 
     def record_success(
-        self, identity: TaskIdentity, slot: dt.datetime, *, meta: TaskMeta | None = None,
-        run_id: str | None = None, attempt: int = 1, rows_written: int | None = None,
-        at: dt.datetime | None = None, consumer: AttemptKey | None = None,
-        gate_task_ids: Sequence[str] = (), consume_own: bool = True, run_type: str | None = None,
+        self,
+        identity: TaskIdentity,
+        slot: dt.datetime,
+        *,
+        meta: TaskMeta | None = None,
+        run_id: str | None = None,
+        attempt: int = 1,
+        rows_written: int | None = None,
+        at: dt.datetime | None = None,
+        consumer: AttemptKey | None = None,
+        gate_task_ids: Sequence[str] = (),
+        consume_own: bool = True,
+        run_type: str | None = None,
     ) -> SlotOutcome:
         """A slot completed: revision 1 the first time, +1 on each re-completion (a repair).
 
@@ -161,28 +191,60 @@ class CatalogStore(AuditRecords, RunReads):
                 return SlotOutcome(task_pk, current.id, current.state, current.output_revision, False)
             if current is None:
                 revision = 1
-                run_pk = conn.execute(insert(task_run).values(
-                    task_pk=task_pk, slot=slot, state="success", attempt=attempt, run_id=run_id,
-                    run_type=run_type, output_revision=1, repair_pending=False, rows_written=rows_written,
-                    completion_key=completion_key, started_at=now, finished_at=now, updated_at=now,
-                )).inserted_primary_key[0]
+                run_pk = conn.execute(
+                    insert(task_run).values(
+                        task_pk=task_pk,
+                        slot=slot,
+                        state="success",
+                        attempt=attempt,
+                        run_id=run_id,
+                        run_type=run_type,
+                        output_revision=1,
+                        repair_pending=False,
+                        rows_written=rows_written,
+                        completion_key=completion_key,
+                        started_at=now,
+                        finished_at=now,
+                        updated_at=now,
+                    )
+                ).inserted_primary_key[0]
             else:
                 revision = current.output_revision + 1
                 run_pk = current.id
-                conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
-                    state="success", attempt=attempt, run_id=run_id, run_type=run_type, output_revision=revision,
-                    repair_pending=False, rows_written=rows_written, completion_key=completion_key,
-                    finished_at=now, updated_at=now,
-                ))
-            _update_task(conn, task_pk, run_pk, now, {"state": "success"},
-                         always={"prev_interval_start": _forward_only(slot)})
+                conn.execute(
+                    update(task_run)
+                    .where(task_run.c.id == run_pk)
+                    .values(
+                        state="success",
+                        attempt=attempt,
+                        run_id=run_id,
+                        run_type=run_type,
+                        output_revision=revision,
+                        repair_pending=False,
+                        rows_written=rows_written,
+                        completion_key=completion_key,
+                        finished_at=now,
+                        updated_at=now,
+                    )
+                )
+            _update_task(
+                conn, task_pk, run_pk, now, {"state": "success"}, always={"prev_interval_start": _forward_only(slot)}
+            )
             if consumer is not None:
                 self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
             return SlotOutcome(task_pk, run_pk, "success", revision, True)
 
     def record_finished(
-        self, identity: TaskIdentity, slot: dt.datetime, state: str, *, meta: TaskMeta | None = None,
-        run_id: str | None = None, attempt: int = 1, at: dt.datetime | None = None, run_type: str | None = None,
+        self,
+        identity: TaskIdentity,
+        slot: dt.datetime,
+        state: str,
+        *,
+        meta: TaskMeta | None = None,
+        run_id: str | None = None,
+        attempt: int = 1,
+        at: dt.datetime | None = None,
+        run_type: str | None = None,
     ) -> SlotOutcome:
         """A slot ended without success (failed, skipped, cancelled...). It publishes no revision."""
         return self._record_unpublished(identity, slot, state, meta, run_id, attempt, at, run_type)
@@ -197,35 +259,65 @@ class CatalogStore(AuditRecords, RunReads):
             current = _slot_row(conn, task_pk, slot)
             if current is None:
                 revision = 0
-                run_pk = conn.execute(insert(task_run).values(
-                    task_pk=task_pk, slot=slot, state=state, attempt=attempt, run_id=run_id, run_type=run_type,
-                    output_revision=0,
-                    repair_pending=False, updated_at=now, **{"started_at": now, **times},
-                )).inserted_primary_key[0]
+                run_pk = conn.execute(
+                    insert(task_run).values(
+                        task_pk=task_pk,
+                        slot=slot,
+                        state=state,
+                        attempt=attempt,
+                        run_id=run_id,
+                        run_type=run_type,
+                        output_revision=0,
+                        repair_pending=False,
+                        updated_at=now,
+                        **{"started_at": now, **times},
+                    )
+                ).inserted_primary_key[0]
             else:
                 run_pk, revision = current.id, current.output_revision
                 if _older_than_held(current, run_id, attempt, now):  # a late replay never undoes a newer outcome
                     return SlotOutcome(task_pk, run_pk, current.state, revision, False)
                 repair = {"repair_pending": revision > 0} if started else {}
-                conn.execute(update(task_run).where(task_run.c.id == run_pk).values(
-                    state=state, attempt=attempt, run_id=run_id, run_type=run_type, updated_at=now, **times,
-                    **repair))
+                conn.execute(
+                    update(task_run)
+                    .where(task_run.c.id == run_pk)
+                    .values(
+                        state=state,
+                        attempt=attempt,
+                        run_id=run_id,
+                        run_type=run_type,
+                        updated_at=now,
+                        **times,
+                        **repair,
+                    )
+                )
             _update_task(conn, task_pk, run_pk, now, {"state": state, **({"logical_date": slot} if started else {})})
             return SlotOutcome(task_pk, run_pk, state, revision, True)
 
     def report_completion(
-        self, identity: TaskIdentity, slot: dt.datetime, *, cron: str | None = None, timezone: str = "UTC",
-        rows_written: int | None = None, run_id: str | None = None,
+        self,
+        identity: TaskIdentity,
+        slot: dt.datetime,
+        *,
+        cron: str | None = None,
+        timezone: str = "UTC",
+        rows_written: int | None = None,
+        run_id: str | None = None,
     ) -> SlotOutcome:
         """An external system publishes a completed interval (see :func:`airflow_leastaction.report_completion`)."""
         meta = TaskMeta(cron=cron, timezone=timezone, source="external")
-        return self.record_success(identity, slot, meta=meta, run_id=run_id or f"external:{slot.isoformat()}",
-                                   rows_written=rows_written, attempt=1, at=utcnow())
+        return self.record_success(
+            identity,
+            slot,
+            meta=meta,
+            run_id=run_id or f"external:{slot.isoformat()}",
+            rows_written=rows_written,
+            attempt=1,
+            at=utcnow(),
+        )
 
     # -- snapshots for gates ----------------------------------------------------------------------
-    def snapshot(
-        self, requests: Iterable[tuple]
-    ) -> tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]]:
+    def snapshot(self, requests: Iterable[tuple]) -> tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]]:
         """What gates need to judge (parent, child interval) pairs: two queries for any number of pairs
         (one more per 10,000 distinct windows of slot records beyond the first 10,000).
 
@@ -249,33 +341,72 @@ class CatalogStore(AuditRecords, RunReads):
             for rows in _window_rows(by_window):
                 # The windows travel as a VALUES list joined to the slot records: one statement for any
                 # number of windows (an OR chain of them would hit SQLite's expression-depth limit).
-                windows = values(column("pk", task_run.c.task_pk.type), column("s", task_run.c.slot.type),
-                                 column("e", task_run.c.slot.type), name="w").data(rows).cte("w")
+                windows = (
+                    values(
+                        column("pk", task_run.c.task_pk.type),
+                        column("s", task_run.c.slot.type),
+                        column("e", task_run.c.slot.type),
+                        name="w",
+                    )
+                    .data(rows)
+                    .cte("w")
+                )
                 slots.extend(
-                    SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written,
-                                 r.repair_pending)
-                    for r in conn.execute(select(
-                        task_run.c.id, task_run.c.task_pk, task_run.c.slot, task_run.c.state,
-                        task_run.c.output_revision, task_run.c.rows_written, task_run.c.repair_pending,
-                    ).join(windows, and_(task_run.c.task_pk == windows.c.pk, task_run.c.slot >= windows.c.s,
-                                         task_run.c.slot < windows.c.e)))
+                    SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written, r.repair_pending)
+                    for r in conn.execute(
+                        select(
+                            task_run.c.id,
+                            task_run.c.task_pk,
+                            task_run.c.slot,
+                            task_run.c.state,
+                            task_run.c.output_revision,
+                            task_run.c.rows_written,
+                            task_run.c.repair_pending,
+                        ).join(
+                            windows,
+                            and_(
+                                task_run.c.task_pk == windows.c.pk,
+                                task_run.c.slot >= windows.c.s,
+                                task_run.c.slot < windows.c.e,
+                            ),
+                        )
+                    )
                 )
         return tasks, slots
 
 
 def _read_tasks(conn: Connection, wanted) -> dict[TaskIdentity, TaskSnapshot]:
     tasks: dict[TaskIdentity, TaskSnapshot] = {}
-    first = (select(func.min(task_run.c.slot)).where(task_run.c.task_pk == task.c.id)
-             .scalar_subquery().label("first_slot"))
+    first = (
+        select(func.min(task_run.c.slot)).where(task_run.c.task_pk == task.c.id).scalar_subquery().label("first_slot")
+    )
     for chunk in in_chunks(sorted({i.name for i in wanted})):
-        for row in conn.execute(select(
-            task.c.id, task.c.name, task.c.project, task.c.account, task.c.partition, task.c.cron,
-            task.c.timezone, task.c.state, task.c.prev_interval_start, first,
-        ).where(task.c.name.in_(chunk))):
+        for row in conn.execute(
+            select(
+                task.c.id,
+                task.c.name,
+                task.c.project,
+                task.c.account,
+                task.c.partition,
+                task.c.cron,
+                task.c.timezone,
+                task.c.state,
+                task.c.prev_interval_start,
+                first,
+            ).where(task.c.name.in_(chunk))
+        ):
             ident = TaskIdentity.from_row(row)
             if ident in wanted:
-                tasks[ident] = TaskSnapshot(row.id, ident, row.cron, row.timezone, row.state,
-                                            row.prev_interval_start, row.first_slot is not None, row.first_slot)
+                tasks[ident] = TaskSnapshot(
+                    row.id,
+                    ident,
+                    row.cron,
+                    row.timezone,
+                    row.state,
+                    row.prev_interval_start,
+                    row.first_slot is not None,
+                    row.first_slot,
+                )
     return tasks
 
 
@@ -287,12 +418,11 @@ def _window_rows(by_window: dict[tuple[dt.datetime, dt.datetime], list[int]]):
     """``(task pk, start, end)`` rows, one per parent and window, in chunks of :data:`WINDOWS_PER_QUERY`."""
     rows = [(pk, start, end) for (start, end), pks in sorted(by_window.items()) for pk in sorted(pks)]
     for i in range(0, len(rows), WINDOWS_PER_QUERY):
-        yield rows[i:i + WINDOWS_PER_QUERY]
+        yield rows[i : i + WINDOWS_PER_QUERY]
 
 
 def _slot_row(conn: Connection, task_pk: int, slot: dt.datetime):
-    return conn.execute(select(task_run).where(
-        and_(task_run.c.task_pk == task_pk, task_run.c.slot == slot))).first()
+    return conn.execute(select(task_run).where(and_(task_run.c.task_pk == task_pk, task_run.c.slot == slot))).first()
 
 
 def _older_than_held(current, run_id: str | None, attempt: int, at: dt.datetime) -> bool:
@@ -309,12 +439,16 @@ def _older_than_held(current, run_id: str | None, attempt: int, at: dt.datetime)
     return current.updated_at > at
 
 
-def _update_task(conn: Connection, task_pk: int, run_pk: int, now: dt.datetime, latest: dict,
-                 always: dict | None = None) -> None:
+def _update_task(
+    conn: Connection, task_pk: int, run_pk: int, now: dt.datetime, latest: dict, always: dict | None = None
+) -> None:
     """Set the task row's current state (``latest``) unless another of its slots has a newer outcome: a
     late replay of an older slot changes that slot's record, never the task's current state."""
-    newer = conn.execute(select(task_run.c.id).where(
-        task_run.c.task_pk == task_pk, task_run.c.id != run_pk, task_run.c.updated_at > now).limit(1)).first()
+    newer = conn.execute(
+        select(task_run.c.id)
+        .where(task_run.c.task_pk == task_pk, task_run.c.id != run_pk, task_run.c.updated_at > now)
+        .limit(1)
+    ).first()
     values = dict(always or {})
     if newer is None:
         values.update(latest, updated_at=now)

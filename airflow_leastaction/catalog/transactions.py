@@ -6,8 +6,8 @@ kind (:class:`airflow_leastaction.dbt.queue_transactions.QueueTransactions`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from sqlalchemy.engine import Connection, Engine
 

@@ -20,7 +20,9 @@ EXIT_ERROR = 1
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="airflow-leastaction", description=__doc__.splitlines()[0])
-    parser.add_argument("--conn-id", default=None, help="catalog connection id (default: [leastaction] catalog_conn_id)")
+    parser.add_argument(
+        "--conn-id", default=None, help="catalog connection id (default: [leastaction] catalog_conn_id)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(f"airflow_leastaction.cli.{name}").register(sub)
@@ -32,7 +34,7 @@ def _logs_to_stderr() -> None:
     # so what a command prints (JSON included) is all that reaches stdout.
     stdout, sys.stdout = sys.stdout, sys.stderr
     try:
-        import airflow.configuration  # noqa: F401
+        import airflow.configuration
         import airflow.settings  # noqa: F401
     except ImportError:  # pragma: no cover - Airflow is a hard dependency
         pass

@@ -19,7 +19,9 @@ def register(sub) -> None:
     rep = cat.add_parser("report", help="publish a completed interval of a task outside Airflow")
     rep.add_argument("name")
     rep.add_argument("--project", required=True)
-    rep.add_argument("--slot", required=True, help="interval start, ISO-8601 with offset, e.g. 2026-11-28T00:00:00+00:00")
+    rep.add_argument(
+        "--slot", required=True, help="interval start, ISO-8601 with offset, e.g. 2026-11-28T00:00:00+00:00"
+    )
     rep.add_argument("--account", default="")
     rep.add_argument("--partition", default="")
     rep.add_argument("--cron", default=None, help="the task's schedule (omit for ad hoc)")
@@ -41,8 +43,16 @@ def register(sub) -> None:
 def _report(args) -> int:
     try:
         outcome = report_completion(
-            args.name, args.project, args.slot, account=args.account, partition=args.partition, cron=args.cron,
-            timezone=args.timezone, rows_written=args.rows_written, run_id=args.run_id, conn_id=args.conn_id,
+            args.name,
+            args.project,
+            args.slot,
+            account=args.account,
+            partition=args.partition,
+            cron=args.cron,
+            timezone=args.timezone,
+            rows_written=args.rows_written,
+            run_id=args.run_id,
+            conn_id=args.conn_id,
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -53,7 +63,9 @@ def _report(args) -> int:
 
 
 def _show(args) -> int:
-    row = CatalogStore(conn_id=args.conn_id).get_task(TaskIdentity(args.name, args.project, args.account, args.partition))
+    row = CatalogStore(conn_id=args.conn_id).get_task(
+        TaskIdentity(args.name, args.project, args.account, args.partition)
+    )
     if row is None:
         print(f"{args.project}/{args.name}: not in the catalog")
         return 1
@@ -72,7 +84,9 @@ def _replay(args) -> int:
         print(f"quarantined (can never be applied): {reason}")
     held = len(quarantined(directory))
     if held:
-        print(f"{held} quarantined outcome(s) in {directory}/{QUARANTINE_PREFIX}*.jsonl: each gives its reason "
-              "and the outcome; once dealt with, delete the file")
+        print(
+            f"{held} quarantined outcome(s) in {directory}/{QUARANTINE_PREFIX}*.jsonl: each gives its reason "
+            "and the outcome; once dealt with, delete the file"
+        )
     # 1 when this replay set something aside, so a scheduled replay alerts someone.
     return 1 if set_aside else 0

@@ -11,14 +11,20 @@ from airflow_leastaction.exceptions import InvalidRetentionCutoffError
 
 
 def register(sub) -> None:
-    db = sub.add_parser("db", help="catalog schema migrations and retention").add_subparsers(dest="db_command", required=True)
+    db = sub.add_parser("db", help="catalog schema migrations and retention").add_subparsers(
+        dest="db_command", required=True
+    )
     up = db.add_parser("upgrade", help="apply every pending migration")
     up.set_defaults(func=_upgrade)
     cur = db.add_parser("current", help="print the applied and the latest revisions")
     cur.set_defaults(func=_current)
     prune = db.add_parser("prune", help="delete history older than a date, keeping what is still needed")
-    prune.add_argument("--before", required=True, metavar="DATE",
-                       help="cutoff: a date (midnight UTC) or an ISO-8601 time with an offset, in the past")
+    prune.add_argument(
+        "--before",
+        required=True,
+        metavar="DATE",
+        help="cutoff: a date (midnight UTC) or an ISO-8601 time with an offset, in the past",
+    )
     prune.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing")
     prune.add_argument("--batch-size", type=int, default=None, help="rows deleted per transaction")
     prune.add_argument("--json", action="store_true", help="print the counts as JSON")
@@ -29,7 +35,8 @@ def _upgrade(args) -> int:
     url = resolve_url(args.conn_id)
     engine = get_engine(url, migrate=False)
     upgrade(engine)
-    print(f"catalog at {engine.url.render_as_string(hide_password=True)} is at {', '.join(sorted(current_revisions(engine)))}")
+    url = engine.url.render_as_string(hide_password=True)
+    print(f"catalog at {url} is at {', '.join(sorted(current_revisions(engine)))}")
     return 0
 
 
@@ -44,7 +51,7 @@ def parse_cutoff(text: str) -> dt.datetime:
     """``--before``: a bare date means midnight UTC of that day; a time must carry its UTC offset."""
     try:
         if len(text) == 10:
-            return dt.datetime.combine(dt.date.fromisoformat(text), dt.time(), dt.timezone.utc)
+            return dt.datetime.combine(dt.date.fromisoformat(text), dt.time(), dt.UTC)
         return dt.datetime.fromisoformat(text)
     except ValueError:
         raise InvalidRetentionCutoffError(text, "not an ISO-8601 date or time") from None
@@ -54,8 +61,12 @@ def _prune(args) -> int:
     from airflow_leastaction.catalog.retention import DEFAULT_BATCH_SIZE, prune_catalog
 
     cutoff = parse_cutoff(args.before)
-    report = prune_catalog(cutoff, conn_id=args.conn_id, dry_run=args.dry_run,
-                           batch_size=DEFAULT_BATCH_SIZE if args.batch_size is None else args.batch_size)
+    report = prune_catalog(
+        cutoff,
+        conn_id=args.conn_id,
+        dry_run=args.dry_run,
+        batch_size=DEFAULT_BATCH_SIZE if args.batch_size is None else args.batch_size,
+    )
     if args.json:
         print(json.dumps({"before": report.cutoff.isoformat(), "dry_run": report.dry_run, "rows": report.counts()}))
         return 0

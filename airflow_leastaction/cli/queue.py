@@ -18,32 +18,22 @@ EXIT_FAILED_MODELS = 3
 
 def _project_args(parser) -> None:
     parser.add_argument("--project-dir", required=True, help="the dbt project directory")
-    parser.add_argument(
-        "--profiles-dir", default=None, help="directory holding profiles.yml (default: project dir)"
-    )
+    parser.add_argument("--profiles-dir", default=None, help="directory holding profiles.yml (default: project dir)")
     parser.add_argument("--target", default=None, help="dbt target name")
 
 
 def register(sub) -> None:
-    queue = sub.add_parser("queue", help="the dbt model queue").add_subparsers(
-        dest="queue_command", required=True
-    )
+    queue = sub.add_parser("queue", help="the dbt model queue").add_subparsers(dest="queue_command", required=True)
     enq = queue.add_parser("enqueue", help="resolve a selector with dbt ls and queue its models")
     enq.add_argument("selector", help="dbt selector, e.g. 'source:field_ops.work_orders+'")
     enq.add_argument("--environment", default="default")
-    enq.add_argument(
-        "--exclude", nargs="*", default=list(DEFAULT_EXCLUDED), help="materializations not queued"
-    )
+    enq.add_argument("--exclude", nargs="*", default=list(DEFAULT_EXCLUDED), help="materializations not queued")
     enq.add_argument("--requested-by", default="cli")
     _project_args(enq)
     enq.set_defaults(func=_enqueue)
-    drain = queue.add_parser(
-        "drain", help="claim compatible batches and build them until nothing is eligible"
-    )
+    drain = queue.add_parser("drain", help="claim compatible batches and build them until nothing is eligible")
     drain.add_argument("--environment", default="default")
-    drain.add_argument(
-        "--grace", type=float, default=300.0, help="seconds before a silent worker's rows return"
-    )
+    drain.add_argument("--grace", type=float, default=300.0, help="seconds before a silent worker's rows return")
     drain.add_argument("--heartbeat", type=float, default=10.0, help="seconds between heartbeats")
     drain.add_argument("--max-batches", type=int, default=None)
     _project_args(drain)
@@ -134,10 +124,7 @@ def _history(args) -> int:
     print("finished models (newest first):")
     for r in finished:
         note = f" - {' '.join(r['message'].split())[:240]}" if r["message"] else ""
-        print(
-            f"  {r['finished_at']:%Y-%m-%d %H:%M:%S} {r['status']:<7} {r['outcome']:<16} "
-            f"{r['unique_id']}{note}"
-        )
+        print(f"  {r['finished_at']:%Y-%m-%d %H:%M:%S} {r['status']:<7} {r['outcome']:<16} {r['unique_id']}{note}")
     print("requests (newest first):")
     for r in requests:
         note = f" - {r['message']}" if r["message"] else ""

@@ -33,7 +33,9 @@ def _stale(args) -> int:
         return 0
     print(f"{len(rows)} stale consumer(s): re-run them to consume the repaired output")
     for r in rows:
-        print(f"{r['dag_id']}.{r['task_id']} slot {_iso(r['downstream_slot'])}: consumed {r['dependency']} slot "
-              f"{_iso(r['upstream_slot'])} revision {r['consumed_revision']}, current revision "
-              f"{r['current_revision']} (run {r['run_id']})")
+        print(
+            f"{r['dag_id']}.{r['task_id']} slot {_iso(r['downstream_slot'])}: consumed {r['dependency']} slot "
+            f"{_iso(r['upstream_slot'])} revision {r['consumed_revision']}, current revision "
+            f"{r['current_revision']} (run {r['run_id']})"
+        )
     return 0

@@ -57,9 +57,7 @@ def submit(
     except DbtPlanningError as exc:
         store.record_planning_failure(environment, selector, str(exc), requested_by=requested_by)
         raise
-    result = store.enqueue(
-        key, plan.models, selector, requested_by=requested_by, excluded_count=len(plan.excluded)
-    )
+    result = store.enqueue(key, plan.models, selector, requested_by=requested_by, excluded_count=len(plan.excluded))
     return DemandReport(
         result.request_id,
         environment,

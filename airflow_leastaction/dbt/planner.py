@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from airflow_leastaction.dbt.policy import TierPolicy, exclusions_key
 from airflow_leastaction.dbt.runner import DbtRunner
@@ -40,9 +40,7 @@ class Plan:
 
 def validate_selector(selector: object) -> str:
     if not isinstance(selector, str) or not selector.strip():
-        raise DbtPlanningError(
-            str(selector), "a selector must be a non-empty string, e.g. 'source:shop.orders+'"
-        )
+        raise DbtPlanningError(str(selector), "a selector must be a non-empty string, e.g. 'source:shop.orders+'")
     return selector.strip()
 
 
@@ -50,9 +48,7 @@ def _no_nodes(output: str) -> bool:
     return "does not match any enabled nodes" in output or "NoNodesForSelectionCriteria" in output
 
 
-def plan_from_listing(
-    selector: str, listing: Iterable[dict], exclude: Sequence[str], tiers: TierPolicy
-) -> Plan:
+def plan_from_listing(selector: str, listing: Iterable[dict], exclude: Sequence[str], tiers: TierPolicy) -> Plan:
     """Turn ``dbt ls`` JSON lines into a plan (pure: tested without dbt)."""
     excluded_mats = exclusions_key(exclude)
     keep, dropped = [], []
@@ -82,9 +78,7 @@ class Planner:
     :param tiers: tier policy read from each model's ``meta.tier``.
     """
 
-    def __init__(
-        self, runner: DbtRunner, exclude: Sequence[str] = DEFAULT_EXCLUDED, tiers: TierPolicy | None = None
-    ):
+    def __init__(self, runner: DbtRunner, exclude: Sequence[str] = DEFAULT_EXCLUDED, tiers: TierPolicy | None = None):
         self.runner = runner
         self.exclude = tuple(exclude)
         self.tiers = tiers or TierPolicy()

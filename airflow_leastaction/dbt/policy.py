@@ -9,8 +9,8 @@ import datetime as dt
 import enum
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 
 class Outcome(str, enum.Enum):
@@ -84,9 +84,7 @@ class Tier:
         if self.aging <= dt.timedelta(0):
             raise ValueError(f"tier {self.name!r}: aging must be positive, got {self.aging}")
         if self.min_interval < dt.timedelta(0):
-            raise ValueError(
-                f"tier {self.name!r}: min_interval must not be negative, got {self.min_interval}"
-            )
+            raise ValueError(f"tier {self.name!r}: min_interval must not be negative, got {self.min_interval}")
 
 
 DEFAULT_TIERS = (
@@ -155,9 +153,7 @@ class TierPolicy:
         eligible = [c for c in candidates if (self.eligible_at(c) or now) <= now]
         if not eligible:
             return []
-        ranked = sorted(
-            eligible, key=lambda c: (-self.effective_priority(c, now), c.first_requested_at, c.id)
-        )
+        ranked = sorted(eligible, key=lambda c: (-self.effective_priority(c, now), c.first_requested_at, c.id))
         head = ranked[0]
         return [c for c in ranked if compatible(c.key, head.key)][:max_size]
 
@@ -187,11 +183,7 @@ CONFLICT_PATTERNS = re.compile(
 
 def classify_failure(messages: Iterable[str]) -> FailureKind:
     """CONFLICT when any message shows a concurrent-write or lock conflict, else OTHER."""
-    return (
-        FailureKind.CONFLICT
-        if any(CONFLICT_PATTERNS.search(m or "") for m in messages)
-        else FailureKind.OTHER
-    )
+    return FailureKind.CONFLICT if any(CONFLICT_PATTERNS.search(m or "") for m in messages) else FailureKind.OTHER
 
 
 class ModelOutcome(str, enum.Enum):

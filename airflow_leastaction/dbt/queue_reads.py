@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
@@ -83,10 +83,7 @@ class QueueReads:
             return [
                 dict(r)
                 for r in conn.execute(
-                    select(dbt_batch)
-                    .where(b.environment == environment)
-                    .order_by(b.claimed_at.desc())
-                    .limit(limit)
+                    select(dbt_batch).where(b.environment == environment).order_by(b.claimed_at.desc()).limit(limit)
                 ).mappings()
             ]
 

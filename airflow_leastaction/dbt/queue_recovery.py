@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from sqlalchemy import false, select, update
 from sqlalchemy.engine import Connection, Engine
@@ -99,9 +99,7 @@ class QueueRecovery:
                 .on_conflict_do_nothing(index_elements=["environment"])
             )
             holder = (
-                conn.execute(
-                    select(dbt_worker_lease).where(lease.environment == environment).with_for_update()
-                )
+                conn.execute(select(dbt_worker_lease).where(lease.environment == environment).with_for_update())
                 .mappings()
                 .one()
             )
@@ -150,9 +148,7 @@ class QueueRecovery:
     def release_lease(self, environment: str, owner: str) -> None:
         lease = dbt_worker_lease.c
         with self.transactions.write() as conn:
-            conn.execute(
-                dbt_worker_lease.delete().where(lease.environment == environment, lease.owner == owner)
-            )
+            conn.execute(dbt_worker_lease.delete().where(lease.environment == environment, lease.owner == owner))
 
 
 def hold_lease(conn: Connection, environment: str, owner: str, now: dt.datetime) -> bool:
@@ -162,9 +158,7 @@ def hold_lease(conn: Connection, environment: str, owner: str, now: dt.datetime)
     """
     lease = dbt_worker_lease.c
     res = conn.execute(
-        update(dbt_worker_lease)
-        .where(lease.environment == environment, lease.owner == owner)
-        .values(heartbeat_at=now)
+        update(dbt_worker_lease).where(lease.environment == environment, lease.owner == owner).values(heartbeat_at=now)
     )
     return res.rowcount == 1
 

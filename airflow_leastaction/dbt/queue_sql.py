@@ -11,7 +11,7 @@ many producers ask for the same models. Its outcome rule is :func:`policy.outcom
 from __future__ import annotations
 
 import datetime as dt
-from typing import Sequence
+from collections.abc import Sequence
 
 from sqlalchemy import case, func, literal, text
 from sqlalchemy.dialects import postgresql, sqlite

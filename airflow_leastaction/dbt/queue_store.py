@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -112,7 +112,9 @@ class QueueStore(QueueReads, QueueRecovery):
         A request with no models (everything excluded) is recorded as a no-op.
         """
         now = now or utcnow()
-        return self.transactions.retrying(lambda: self._enqueue(key, models, selector, requested_by, excluded_count, now))
+        return self.transactions.retrying(
+            lambda: self._enqueue(key, models, selector, requested_by, excluded_count, now)
+        )
 
     def _enqueue(self, key, models, selector, requested_by, excluded_count, now) -> EnqueueResult:
         request_id = uuid.uuid4().hex
@@ -121,9 +123,7 @@ class QueueStore(QueueReads, QueueRecovery):
         ordered = [unique[u] for u in sorted(unique)]
         with self.transactions.write() as conn:
             if ordered and conn.dialect.name == "postgresql":
-                params = pg_enqueue_params(
-                    key, ordered, selector, request_id, requested_by, excluded_count, now
-                )
+                params = pg_enqueue_params(key, ordered, selector, request_id, requested_by, excluded_count, now)
                 returned = conn.execute(PG_ENQUEUE, params).all()
             else:
                 noop = f"all {excluded_count} model(s) excluded ({key.exclusions}); nothing to build"
@@ -171,9 +171,7 @@ class QueueStore(QueueReads, QueueRecovery):
         just had (its ``finished_at``): the tier's minimum interval counts from either.
         """
         done = dbt_queue.alias("done")
-        built = (done.c.status == "done") | (
-            done.c.status.in_(ACTIVE_STATUSES) & done.c.finished_at.isnot(None)
-        )
+        built = (done.c.status == "done") | (done.c.status.in_(ACTIVE_STATUSES) & done.c.finished_at.isnot(None))
         last_built = (
             select(func.max(done.c.finished_at))
             .where(done.c.environment == q.environment, done.c.unique_id == q.unique_id, built)
@@ -272,9 +270,7 @@ class QueueStore(QueueReads, QueueRecovery):
         with self.transactions.write() as conn:
             res = conn.execute(
                 update(dbt_batch)
-                .where(
-                    dbt_batch.c.id == batch_id, dbt_batch.c.owner == owner, dbt_batch.c.status == "running"
-                )
+                .where(dbt_batch.c.id == batch_id, dbt_batch.c.owner == owner, dbt_batch.c.status == "running")
                 .values(heartbeat_at=now or utcnow())
             )
             return res.rowcount == 1
@@ -298,9 +294,7 @@ class QueueStore(QueueReads, QueueRecovery):
         """
         now = now or utcnow()
         return self.transactions.retrying(
-            lambda: self._finish(
-                batch, outcomes, status, invocations, exit_code, message, messages, max_attempts, now
-            )
+            lambda: self._finish(batch, outcomes, status, invocations, exit_code, message, messages, max_attempts, now)
         )
 
     def _finish(self, batch, outcomes, status, invocations, exit_code, message, messages, max_attempts, now):
@@ -315,9 +309,7 @@ class QueueStore(QueueReads, QueueRecovery):
             ).all()
             for row in rows:
                 outcome = outcomes.get(row.unique_id, ModelOutcome.NOT_RUN)
-                new_status = row_status_after(
-                    outcome, row.requested_while_running, row.attempts, max_attempts
-                )
+                new_status = row_status_after(outcome, row.requested_while_running, row.attempts, max_attempts)
                 message = messages.get(row.unique_id)
                 if outcome is ModelOutcome.NOT_RUN and new_status == "failed":
                     message = f"not finished after {row.attempts} attempt(s); giving up"

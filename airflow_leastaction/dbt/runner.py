@@ -21,10 +21,10 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
 
 from airflow_leastaction.exceptions import DbtInvocationError, DbtProjectError
 
@@ -38,10 +38,8 @@ PR_SET_PDEATHSIG = 1
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     # A worker killed with SIGKILL must not leave dbt running and holding the warehouse's write lock.
-    try:
+    with suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def dbt_executable() -> str:
@@ -50,9 +48,7 @@ def dbt_executable() -> str:
         return str(beside)
     found = shutil.which("dbt")
     if not found:
-        raise DbtProjectError(
-            "dbt", "the dbt executable is not installed (pip install 'airflow-leastaction[dbt]')"
-        )
+        raise DbtProjectError("dbt", "the dbt executable is not installed (pip install 'airflow-leastaction[dbt]')")
     return found
 
 
@@ -69,7 +65,7 @@ class NodeResults:
     messages: dict[str, str] = field(default_factory=dict)
     tests_of: dict[str, list[str]] = field(default_factory=dict)
 
-    def merge(self, later: "NodeResults") -> "NodeResults":
+    def merge(self, later: NodeResults) -> NodeResults:
         """Results of a retry or rerun override earlier ones node by node."""
         tests = {k: list(v) for k, v in self.tests_of.items()}
         for model, ids in later.tests_of.items():
@@ -146,9 +142,7 @@ class DbtRunner:
         if self.profiles_dir is None and profile_target is None:
             self.profiles_dir = self.project_dir
         if self.profiles_dir is not None and not (self.profiles_dir / "profiles.yml").exists():
-            raise DbtProjectError(
-                self.project_dir, f"no profiles.yml in profiles directory {self.profiles_dir}"
-            )
+            raise DbtProjectError(self.project_dir, f"no profiles.yml in profiles directory {self.profiles_dir}")
         self.profile_target = dict(profile_target) if profile_target is not None else None
         self.target = target
         self.env = dict(env or {})
@@ -161,7 +155,7 @@ class DbtRunner:
         raise DbtProjectError(self.project_dir, "dbt_project.yml names no profile")
 
     @contextmanager
-    def session(self) -> Iterator["DbtSession"]:
+    def session(self) -> Iterator[DbtSession]:
         """A scratch directory for a group of invocations (a batch and its retries); removed at the end."""
         root = Path(tempfile.mkdtemp(prefix="leastaction-dbt-"))
         try:

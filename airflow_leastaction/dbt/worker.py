@@ -11,6 +11,7 @@ process, runs no further dbt command, claims nothing more and ends its batch wit
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -19,8 +20,8 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Mapping
 
 from airflow_leastaction.dbt.policy import (
     FailureKind,
@@ -179,9 +180,7 @@ class QueueWorker:
         same_task: str | None = None,
     ):
         if heartbeat_interval >= grace.total_seconds():
-            raise ValueError(
-                f"heartbeat_interval ({heartbeat_interval}s) must be shorter than grace ({grace})"
-            )
+            raise ValueError(f"heartbeat_interval ({heartbeat_interval}s) must be shorter than grace ({grace})")
         self.store, self.runner, self.environment = store, runner, environment
         self.owner = owner or default_owner()
         self.policy = policy or TierPolicy()
@@ -231,9 +230,7 @@ class QueueWorker:
                 )
             except DbtLeaseLostError:
                 beat.lost.set()
-                log.error(
-                    "worker %s lost environment %r; claiming nothing more", self.owner, self.environment
-                )
+                log.error("worker %s lost environment %r; claiming nothing more", self.owner, self.environment)
                 return
             if batch is None:
                 return
@@ -318,11 +315,7 @@ class QueueWorker:
             log.warning("batch %s hit a write conflict; rerunning the selection in %.1fs", batch.id, wait)
             time.sleep(wait)
             return "rerun (conflict)"
-        if (
-            kind is FailureKind.OTHER
-            and "retry" not in steps
-            and (inv.target_path / "run_results.json").exists()
-        ):
+        if kind is FailureKind.OTHER and "retry" not in steps and (inv.target_path / "run_results.json").exists():
             log.warning("batch %s failed; dbt retry of the failed nodes", batch.id)
             return "retry"
         return None
@@ -336,10 +329,8 @@ class QueueWorker:
         if pid is None:
             return
         log.error("stopping dbt (pid %s): this worker no longer owns the environment", pid)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
 
 
 def _unless_built(outcome: ModelOutcome) -> ModelOutcome:

@@ -18,9 +18,19 @@ import warnings
 _MOVED = {
     name: "airflow_leastaction.intervals.slots"
     for name in (
-        "GRANULARITIES", "UTC", "IntervalCheck", "normalize_cron", "resolve_timezone", "cron_granularity",
-        "truncate", "expected_slot", "check_parent_interval", "parent_interval_satisfied", "slot_window",
-        "format_slot", "slots_in",
+        "GRANULARITIES",
+        "UTC",
+        "IntervalCheck",
+        "normalize_cron",
+        "resolve_timezone",
+        "cron_granularity",
+        "truncate",
+        "expected_slot",
+        "check_parent_interval",
+        "parent_interval_satisfied",
+        "slot_window",
+        "format_slot",
+        "slots_in",
     )
 }
 
@@ -29,6 +39,5 @@ def __getattr__(name: str):
     module = _MOVED.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(f"airflow_leastaction.intervals.{name} moved to {module}.{name}", DeprecationWarning,
-                  stacklevel=2)
+    warnings.warn(f"airflow_leastaction.intervals.{name} moved to {module}.{name}", DeprecationWarning, stacklevel=2)
     return getattr(importlib.import_module(module), name)

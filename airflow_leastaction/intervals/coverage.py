@@ -2,8 +2,9 @@
 
 The default rule (``coverage="slot"``,
 :func:`~airflow_leastaction.intervals.judging.judge_parent`) asks whether the parent slot covering the
-child's interval start is done: right for "the parent's state is current". A daily aggregate of 24 hourly loads needs all 24: ``coverage="interval"`` asks that of every parent slot
-in ``[child interval start, end)``, each judged by its own slot record (repairs included).
+child's interval start is done: right for "the parent's state is current". A daily aggregate of 24
+hourly loads needs all 24: ``coverage="interval"`` asks that of every parent slot in
+``[child interval start, end)``, each judged by its own slot record (repairs included).
 """
 
 from __future__ import annotations
@@ -34,11 +35,14 @@ def check_coverage(value, owner: str) -> str | None:
     return value
 
 
-def snapshot_requests(parents: list[TaskIdentity], coverages: list[str | None], child: dt.datetime,
-                      end: dt.datetime | None) -> list[tuple]:
+def snapshot_requests(
+    parents: list[TaskIdentity], coverages: list[str | None], child: dt.datetime, end: dt.datetime | None
+) -> list[tuple]:
     """What a catalog snapshot must read for these parents: the whole interval for those judged on it."""
-    return [(p, child, end) if c == "interval" and end is not None else (p, child)
-            for p, c in zip(parents, coverages)]
+    return [
+        (p, child, end) if c == "interval" and end is not None else (p, child)
+        for p, c in zip(parents, coverages, strict=True)
+    ]
 
 
 def judge_whole_interval(
@@ -81,12 +85,14 @@ def judge_whole_interval(
     return _whole_interval_judgement(identity, task, records, wanted, unfinished, by_watermark, end)
 
 
-def _slot_unfinished(task: TaskSnapshot, record: SlotSnapshot | None, slot: dt.datetime,
-                     consumed: Mapping[dt.datetime, int]) -> str | None:
+def _slot_unfinished(
+    task: TaskSnapshot, record: SlotSnapshot | None, slot: dt.datetime, consumed: Mapping[dt.datetime, int]
+) -> str | None:
     """Why one parent slot is not done (None when it is; ``watermark`` when its watermark covers it)."""
     if record is None:
         before_history = (task.first_slot is None and not task.records_slots) or (
-            task.first_slot is not None and slot < task.first_slot)
+            task.first_slot is not None and slot < task.first_slot
+        )
         wm = task.prev_interval_start
         return "watermark" if before_history and wm is not None and wm >= slot else "has not run"
     if record.state != "success":
@@ -107,8 +113,10 @@ def _whole_interval_judgement(identity, task, records, wanted, unfinished, by_wa
     note = ""
     if by_watermark:
         note = f"; {by_watermark} judged by its watermark, " + (
-            f"as its slot records start at {format_slot(task.first_slot, 'minute', tz)}" if task.first_slot
-            else "as it keeps no slot records")
+            f"as its slot records start at {format_slot(task.first_slot, 'minute', tz)}"
+            if task.first_slot
+            else "as it keeps no slot records"
+        )
     if not unfinished:
         return Judgement(identity.key, True, f"{identity.name}: all {span} completed (whole interval){note}", **sel)
     listed = ", ".join(f"{format_slot(s, 'minute', tz)} ({why})" for s, why in unfinished[:MAX_LISTED_SLOTS])
@@ -116,8 +124,13 @@ def _whole_interval_judgement(identity, task, records, wanted, unfinished, by_wa
     if more > 0:
         listed += f" and {more} more"
     rejected = any(why in REJECTING_STATES for _, why in unfinished)
-    return Judgement(identity.key, False, f"{identity.name}: {len(unfinished)} of {span} not complete (whole "
-                     f"interval): {listed}{note}", rejected=rejected, **sel)
+    return Judgement(
+        identity.key,
+        False,
+        f"{identity.name}: {len(unfinished)} of {span} not complete (whole interval): {listed}{note}",
+        rejected=rejected,
+        **sel,
+    )
 
 
 __all__ = ["COVERAGES", "MAX_LISTED_SLOTS", "check_coverage", "judge_whole_interval", "snapshot_requests"]

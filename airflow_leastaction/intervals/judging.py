@@ -9,8 +9,8 @@ them, and a child that must wait for fresh parent output (a repair) names the re
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
@@ -24,7 +24,7 @@ from airflow_leastaction.intervals.slots import (
 )
 from airflow_leastaction.states import IN_FLIGHT_STATES, REJECTING_STATES
 
-FAR_FUTURE = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
+FAR_FUTURE = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,9 @@ def covering_window(task: TaskSnapshot, child_interval: dt.datetime) -> tuple[dt
     return slot_window(expected_slot(task.cron, child_interval, timezone=tz), cron_granularity(task.cron), tz)
 
 
-def read_window(task: TaskSnapshot, child_interval: dt.datetime,
-                interval_end: dt.datetime | None = None) -> tuple[dt.datetime, dt.datetime]:
+def read_window(
+    task: TaskSnapshot, child_interval: dt.datetime, interval_end: dt.datetime | None = None
+) -> tuple[dt.datetime, dt.datetime]:
     """The [start, end) UTC window of slot records a judgement of ``task`` reads: the covering window,
     stretched to ``interval_end`` for a parent judged on the child's whole interval."""
     start, end = covering_window(task, child_interval)
@@ -138,37 +139,54 @@ def judge_parent(
     if task.cron is None:
         return _judge_ad_hoc(identity, task, slots, child_interval, consumed)
     tz = resolve_timezone(task.timezone)
-    check = check_parent_interval(
-        task.cron, task.prev_interval_start, child_interval, timezone=tz, parent_name=label
-    )
+    check = check_parent_interval(task.cron, task.prev_interval_start, child_interval, timezone=tz, parent_name=label)
     start, end = slot_window(check.expected_slot, check.granularity, tz)
     covering = [s for s in _slots_of(slots, task.pk) if start <= s.slot < end]
     slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
     for s in covering:
         if s.state in IN_FLIGHT_STATES:
-            return Judgement(dep, False, f"{label}: slot {slot_label} is {s.state} (being re-run); waiting for it"
-                             " to complete", **base)
+            return Judgement(
+                dep,
+                False,
+                f"{label}: slot {slot_label} is {s.state} (being re-run); waiting for it to complete",
+                **base,
+            )
     if covering:
         latest = covering[-1]
         sel = dict(upstream_run_pk=latest.pk, upstream_slot=latest.slot, upstream_revision=latest.output_revision)
         if latest.state in REJECTING_STATES:
-            return Judgement(dep, False, f"{label}: slot {slot_label} is {latest.state}; waiting for a retry or"
-                             " repair", rejected=True, **base, **sel)
+            return Judgement(
+                dep,
+                False,
+                f"{label}: slot {slot_label} is {latest.state}; waiting for a retry or repair",
+                rejected=True,
+                **base,
+                **sel,
+            )
         if latest.state == "skipped":
             # Skipped, first time or on a re-run of a completed slot: this slot's record decides, and it
             # completed nothing the child can read now.
-            return Judgement(dep, False, f"{label}: slot {slot_label} was skipped; waiting for a run that "
-                             "completes it", **base, **sel)
+            return Judgement(
+                dep,
+                False,
+                f"{label}: slot {slot_label} was skipped; waiting for a run that completes it",
+                **base,
+                **sel,
+            )
         if latest.state == "success":
             min_revision = consumed.get(latest.slot, 0) + 1
             if latest.output_revision < min_revision:
                 return Judgement(
-                    dep, False,
+                    dep,
+                    False,
                     f"{label}: slot {slot_label} is at revision {latest.output_revision}, already consumed; "
-                    f"waiting for revision {min_revision} (a re-run of that slot)", **base, **sel,
+                    f"waiting for revision {min_revision} (a re-run of that slot)",
+                    **base,
+                    **sel,
                 )
-            return Judgement(dep, True, f"{label}: slot {slot_label} completed (revision "
-                             f"{latest.output_revision})", **base, **sel)
+            return Judgement(
+                dep, True, f"{label}: slot {slot_label} completed (revision {latest.output_revision})", **base, **sel
+            )
     return _judge_without_covering_record(identity, task, check, end, tz)
 
 
@@ -181,15 +199,22 @@ def _judge_without_covering_record(identity, task: TaskSnapshot, check, end: dt.
         return Judgement(dep, False, f"{reason}; parent is {task.state}", rejected=True, **base)
     if task.first_slot is not None and task.first_slot >= end:
         # The covering slot predates the parent's slot records: only its watermark knows about it.
-        reason += (f"; judged by its watermark, as its slot records start at "
-                   f"{format_slot(task.first_slot, check.granularity, tz)}")
+        reason += (
+            f"; judged by its watermark, as its slot records start at "
+            f"{format_slot(task.first_slot, check.granularity, tz)}"
+        )
     elif check.satisfied and task.records_slots:
         # Completed out of order (a backfill, parallel runs): a later slot moved the watermark past a
         # slot that has not run yet.
         slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
-        return Judgement(dep, False, f"{identity.name}: expected slot {slot_label} has not run yet (later slots "
-                         f"completed up to {format_slot(task.prev_interval_start, check.granularity, tz)}; "
-                         "judged by its slot records)", **base)
+        return Judgement(
+            dep,
+            False,
+            f"{identity.name}: expected slot {slot_label} has not run yet (later slots "
+            f"completed up to {format_slot(task.prev_interval_start, check.granularity, tz)}; "
+            "judged by its slot records)",
+            **base,
+        )
     if check.satisfied:
         return Judgement(dep, True, reason, **base)
     if task.state in REJECTING_STATES:
@@ -201,20 +226,34 @@ def _judge_ad_hoc(identity, task, slots, child_interval, consumed) -> Judgement:
     # An ad hoc parent has no cron: any completed slot at or after the child's interval covers it.
     label = identity.name
     own = _slots_of(slots, task.pk)
-    done = [s for s in own if s.slot >= child_interval and s.state == "success"
-            and s.output_revision > consumed.get(s.slot, 0)]
+    done = [
+        s
+        for s in own
+        if s.slot >= child_interval and s.state == "success" and s.output_revision > consumed.get(s.slot, 0)
+    ]
     if done:
         s = max(done, key=lambda s: s.slot)
-        return Judgement(identity.key, True, f"{label}: ad hoc run at {s.slot.isoformat()} covers it",
-                         upstream_task_pk=task.pk, upstream_run_pk=s.pk, upstream_slot=s.slot,
-                         upstream_revision=s.output_revision)
+        return Judgement(
+            identity.key,
+            True,
+            f"{label}: ad hoc run at {s.slot.isoformat()} covers it",
+            upstream_task_pk=task.pk,
+            upstream_run_pk=s.pk,
+            upstream_slot=s.slot,
+            upstream_revision=s.output_revision,
+        )
     wm = task.prev_interval_start
     if wm is not None and wm >= child_interval and not own:
-        return Judgement(identity.key, True, f"{label}: ad hoc, completed up to {wm.isoformat()}",
-                         upstream_task_pk=task.pk)
-    return Judgement(identity.key, False, f"{label}: ad hoc parent has no completed run at or after "
-                     f"{child_interval.isoformat()}", rejected=task.state in REJECTING_STATES,
-                     upstream_task_pk=task.pk)
+        return Judgement(
+            identity.key, True, f"{label}: ad hoc, completed up to {wm.isoformat()}", upstream_task_pk=task.pk
+        )
+    return Judgement(
+        identity.key,
+        False,
+        f"{label}: ad hoc parent has no completed run at or after {child_interval.isoformat()}",
+        rejected=task.state in REJECTING_STATES,
+        upstream_task_pk=task.pk,
+    )
 
 
 def judge_parents(
@@ -257,5 +296,13 @@ def judge_parents(
     return out
 
 
-__all__ = ["TaskSnapshot", "SlotSnapshot", "SlotIndex", "covering_window", "read_window", "merge_windows",
-           "judge_parent", "judge_parents"]
+__all__ = [
+    "TaskSnapshot",
+    "SlotSnapshot",
+    "SlotIndex",
+    "covering_window",
+    "read_window",
+    "merge_windows",
+    "judge_parent",
+    "judge_parents",
+]

@@ -35,13 +35,13 @@ def run_slot(dag_run) -> RunSlot | None:
     for attr, source in SOURCES:
         value = getattr(dag_run, attr, None) if dag_run is not None else None
         if value is not None:
-            return RunSlot(value.astimezone(dt.timezone.utc), source)
+            return RunSlot(value.astimezone(dt.UTC), source)
     return None
 
 
 def explicit_slot(value: dt.datetime) -> RunSlot:
     """A slot the DAG author passed (``child_interval=``) instead of the run's own."""
-    return RunSlot(value.astimezone(dt.timezone.utc), "the child_interval argument")
+    return RunSlot(value.astimezone(dt.UTC), "the child_interval argument")
 
 
 def noted(outcome, slot: RunSlot):

@@ -38,12 +38,12 @@ _MACROS = {
     "@hourly": "0 * * * *",
 }
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 _HASHED = re.compile(r"^[hr](\(\d+-\d+\))?(/\d+)?$", re.IGNORECASE)
 #: Larger than any DST change: a slot's wall-clock time and its instant disagree by at most this much
 #: around a change, so the search for the latest slot looks this far on either side of the child.
 _SHIFT = dt.timedelta(hours=3)
-_PROBE = dt.datetime(2026, 1, 1)
+_PROBE = dt.datetime(2026, 1, 1)  # noqa: DTZ001 - croniter expands fields on a wall-clock (naive) probe
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,9 @@ def normalize_cron(cron: str) -> str:
         croniter(text, _PROBE).get_next(dt.datetime)
         croniter(text, _PROBE).get_prev(dt.datetime)
     except CroniterBadDateError as exc:
-        raise InvalidCronError(cron, "croniter finds no slot of it; combine day-of-month and day-of-week "
-                                     "forms differently") from exc
+        raise InvalidCronError(
+            cron, "croniter finds no slot of it; combine day-of-month and day-of-week forms differently"
+        ) from exc
     return text
 
 
@@ -160,7 +161,7 @@ def truncate(value: dt.datetime, granularity: str, tz: dt.tzinfo) -> dt.datetime
 
 def _midnight(day: dt.date, tz: dt.tzinfo) -> dt.datetime:
     # Round-trip through UTC so a midnight skipped by a DST jump lands on the first real instant.
-    naive = dt.datetime(day.year, day.month, day.day)
+    naive = dt.datetime(day.year, day.month, day.day)  # noqa: DTZ001 - a wall-clock time, zoned just below
     return naive.replace(tzinfo=tz).astimezone(UTC).astimezone(tz)
 
 
@@ -245,7 +246,10 @@ def check_parent_interval(
     expected_label = f"{format_slot(expected, granularity, tz)} ({granularity})"
     if parent_completed is None:
         return IntervalCheck(
-            False, granularity, expected, None,
+            False,
+            granularity,
+            expected,
+            None,
             f"{parent_name}: expected slot {expected_label}, never completed",
         )
     completed_label = format_slot(_aware(parent_completed, "parent_completed"), granularity, tz)

@@ -1,9 +1,10 @@
 """Mirror Airflow task outcomes into the catalog: running, success, up for retry and failure per slot.
 
 The slot is the run's slot by :func:`~airflow_leastaction.intervals.run_slot.run_slot` (data-interval
-start, else logical date, else ``run_after``), the instant the run's gates judge. Runs in the worker for task outcomes and in the API server for states set in the UI. Every
-write goes through :func:`airflow_leastaction.catalog.outcomes.deliver`, which never raises: a catalog
-outage spools the outcome to local disk instead of failing the task.
+start, else logical date, else ``run_after``), the instant the run's gates judge. Runs in the worker for
+task outcomes and in the API server for states set in the UI. Every write goes through
+:func:`airflow_leastaction.catalog.outcomes.deliver`, which never raises: a catalog outage spools the
+outcome to local disk instead of failing the task.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from airflow_leastaction.refs import airflow_task, schedule_meta
 from airflow_leastaction.rows import reported_rows
 
 log = logging.getLogger(__name__)
+
 
 def dag_run_of(ti):
     try:
@@ -77,7 +79,7 @@ def build_event(ti, state: str) -> SlotEvent | None:
         state=state,
         identity=airflow_task(ti.dag_id, ti.task_id, map_index=map_index),
         slot=slot,
-        at=dt.datetime.now(dt.timezone.utc),
+        at=dt.datetime.now(dt.UTC),
         meta=schedule_meta(dag, ti.task_id) if dag is not None else None,
         run_id=ti.run_id,
         attempt=attempt,

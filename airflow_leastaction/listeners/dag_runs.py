@@ -45,9 +45,16 @@ def build_run_event(dag_run, state: str) -> SlotEvent | None:
         return None
     dag = getattr(dag_run, "dag", None)
     attempt = int(getattr(dag_run, "clear_number", 0) or 0) + 1
-    event = SlotEvent(state=state, identity=airflow_dag(dag_run.dag_id), slot=slot,
-                      at=dt.datetime.now(dt.timezone.utc), meta=schedule_meta(dag) if dag is not None else None,
-                      run_id=dag_run.run_id, attempt=attempt, run_type=run_type_of(dag_run))
+    event = SlotEvent(
+        state=state,
+        identity=airflow_dag(dag_run.dag_id),
+        slot=slot,
+        at=dt.datetime.now(dt.UTC),
+        meta=schedule_meta(dag) if dag is not None else None,
+        run_id=dag_run.run_id,
+        attempt=attempt,
+        run_type=run_type_of(dag_run),
+    )
     if state == "success":
         if _all_skipped(dag_run):
             event.state = "skipped"

@@ -48,8 +48,11 @@ def record_run_end(dag_run) -> list[TaskOutcome]:
     try:
         return _record_run_end(dag_run)
     except Exception:
-        log.exception("leastaction: could not reconcile the task states of run %s of %s with the catalog",
-                      getattr(dag_run, "run_id", "?"), getattr(dag_run, "dag_id", "?"))
+        log.exception(
+            "leastaction: could not reconcile the task states of run %s of %s with the catalog",
+            getattr(dag_run, "run_id", "?"),
+            getattr(dag_run, "dag_id", "?"),
+        )
         return []
 
 
@@ -57,31 +60,49 @@ def _record_run_end(dag_run) -> list[TaskOutcome]:
     slot = run_slot_of(dag_run)
     if slot is None:
         return []
-    final = [TaskOutcome(ti.task_id, -1 if ti.map_index is None else ti.map_index, _text(ti.state),
-                         max(int(ti.try_number or 0), 1)) for ti in _task_instances(dag_run)]
+    final = [
+        TaskOutcome(
+            ti.task_id, -1 if ti.map_index is None else ti.map_index, _text(ti.state), max(int(ti.try_number or 0), 1)
+        )
+        for ti in _task_instances(dag_run)
+    ]
     outcomes = run_outcomes(final)
     mapped = {o.task_id for o in final if o.map_index >= 0}
-    names = {(o.task_id, o.map_index): airflow_task(dag_run.dag_id, o.task_id, map_index=o.map_index)
-             for o in outcomes}
+    names = {(o.task_id, o.map_index): airflow_task(dag_run.dag_id, o.task_id, map_index=o.map_index) for o in outcomes}
     try:
         found = CatalogStore().slot_records((identity, slot) for identity in names.values())
-        todo = outcomes_to_record(outcomes, {k: found.get((i, slot)) for k, i in names.items()},
-                                  dag_run.run_id, mapped)
+        todo = outcomes_to_record(outcomes, {k: found.get((i, slot)) for k, i in names.items()}, dag_run.run_id, mapped)
     except Exception as exc:  # catalog down: spool what cannot clash with a worker's own report
-        log.warning("leastaction: catalog unreadable at the end of run %s (%s); recording its unsuccessful "
-                    "outcomes and mapped tasks", dag_run.run_id, exc)
+        log.warning(
+            "leastaction: catalog unreadable at the end of run %s (%s); recording its unsuccessful "
+            "outcomes and mapped tasks",
+            dag_run.run_id,
+            exc,
+        )
         todo = [o for o in outcomes if o.state != "success" or (o.map_index < 0 and o.task_id in mapped)]
     dag = getattr(dag_run, "dag", None)
     for outcome in todo:
-        deliver(SlotEvent(
-            state=outcome.state, identity=names[(outcome.task_id, outcome.map_index)], slot=slot,
-            at=dt.datetime.now(dt.timezone.utc), meta=schedule_meta(dag, outcome.task_id) if dag else None,
-            run_id=dag_run.run_id, attempt=outcome.attempt, run_type=run_type_of(dag_run),
-        ))
+        deliver(
+            SlotEvent(
+                state=outcome.state,
+                identity=names[(outcome.task_id, outcome.map_index)],
+                slot=slot,
+                at=dt.datetime.now(dt.UTC),
+                meta=schedule_meta(dag, outcome.task_id) if dag else None,
+                run_id=dag_run.run_id,
+                attempt=outcome.attempt,
+                run_type=run_type_of(dag_run),
+            )
+        )
     if todo:
-        log.info("leastaction: run %s of %s ended; recorded %s", dag_run.run_id, dag_run.dag_id,
-                 ", ".join(f"{o.task_id}[{o.map_index}]={o.state}" if o.map_index >= 0 else f"{o.task_id}={o.state}"
-                           for o in todo))
+        log.info(
+            "leastaction: run %s of %s ended; recorded %s",
+            dag_run.run_id,
+            dag_run.dag_id,
+            ", ".join(
+                f"{o.task_id}[{o.map_index}]={o.state}" if o.map_index >= 0 else f"{o.task_id}={o.state}" for o in todo
+            ),
+        )
     return todo
 
 
@@ -104,18 +125,29 @@ def record_mapped_whole(ti, state: str) -> None:
     except Exception:  # not in a task runner (a state set in the UI): the run's end records it
         return
     prefix = f"{ti.task_id}_"
-    by_index = {int(key[len(prefix):]): _text(value) for key, value in (states.get(ti.run_id) or {}).items()
-                if key.startswith(prefix) and key[len(prefix):].isdigit()}
+    by_index = {
+        int(key[len(prefix) :]): _text(value)
+        for key, value in (states.get(ti.run_id) or {}).items()
+        if key.startswith(prefix) and key[len(prefix) :].isdigit()
+    }
     by_index[map_index] = state
     whole = mapped_task_state(by_index.values())
     slot = slot_of(ti)
     if whole is None or slot is None:
         return
     dag = getattr(getattr(ti, "task", None), "dag", None)
-    deliver(SlotEvent(state=whole, identity=airflow_task(ti.dag_id, ti.task_id), slot=slot,
-                      at=dt.datetime.now(dt.timezone.utc), meta=schedule_meta(dag, ti.task_id) if dag else None,
-                      run_id=ti.run_id, attempt=int(getattr(ti, "try_number", 1) or 1),
-                      run_type=run_type_of(dag_run_of(ti))))
+    deliver(
+        SlotEvent(
+            state=whole,
+            identity=airflow_task(ti.dag_id, ti.task_id),
+            slot=slot,
+            at=dt.datetime.now(dt.UTC),
+            meta=schedule_meta(dag, ti.task_id) if dag else None,
+            run_id=ti.run_id,
+            attempt=int(getattr(ti, "try_number", 1) or 1),
+            run_type=run_type_of(dag_run_of(ti)),
+        )
+    )
 
 
 @hookimpl
@@ -135,10 +167,18 @@ def record_mapped_running(ti) -> None:
     if slot is None:
         return
     dag = getattr(getattr(ti, "task", None), "dag", None)
-    deliver(SlotEvent(state="running", identity=airflow_task(ti.dag_id, ti.task_id), slot=slot,
-                      at=dt.datetime.now(dt.timezone.utc), meta=schedule_meta(dag, ti.task_id) if dag else None,
-                      run_id=ti.run_id, attempt=int(getattr(ti, "try_number", 1) or 1),
-                      run_type=run_type_of(dag_run_of(ti))))
+    deliver(
+        SlotEvent(
+            state="running",
+            identity=airflow_task(ti.dag_id, ti.task_id),
+            slot=slot,
+            at=dt.datetime.now(dt.UTC),
+            meta=schedule_meta(dag, ti.task_id) if dag else None,
+            run_id=ti.run_id,
+            attempt=int(getattr(ti, "try_number", 1) or 1),
+            run_type=run_type_of(dag_run_of(ti)),
+        )
+    )
 
 
 @hookimpl

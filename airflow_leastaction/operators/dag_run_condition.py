@@ -37,11 +37,17 @@ class DagRunGate(RunConditionGate):
         recorded = store.run_decisions(self.dag_id, self.task_id, context["run_id"])
         if recorded:
             return self._resume(context, recorded)
-        unheld = sorted(t.task_id for t in self.dag.tasks
-                        if not t.upstream_task_ids and t.task_id not in (self.task_id, RUN_OUTCOME_TASK_ID))
+        unheld = sorted(
+            t.task_id
+            for t in self.dag.tasks
+            if not t.upstream_task_ids and t.task_id not in (self.task_id, RUN_OUTCOME_TASK_ID)
+        )
         if unheld:
-            self.log.warning("tasks %s were declared after dag_run_condition(): they do not wait for the run's "
-                             "dependencies on other pipelines", ", ".join(unheld))
+            self.log.warning(
+                "tasks %s were declared after dag_run_condition(): they do not wait for the run's "
+                "dependencies on other pipelines",
+                ", ".join(unheld),
+            )
         return self._judge_run(context, None)
 
     def execute_complete(self, context, event: dict[str, Any] | None = None) -> None:
@@ -56,8 +62,16 @@ class DagRunGate(RunConditionGate):
 
     def _resume(self, context, recorded) -> None:
         """Decide as the run's recorded decisions did, without judging again."""
-        judgements = [Judgement(r["dependency"], r["result"] != DecisionResult.UNSATISFIED.value, r["reason"],
-                                DependencyType(r["dependency_type"]), final=True) for r in recorded]
+        judgements = [
+            Judgement(
+                r["dependency"],
+                r["result"] != DecisionResult.UNSATISFIED.value,
+                r["reason"],
+                DependencyType(r["dependency_type"]),
+                final=True,
+            )
+            for r in recorded
+        ]
         outcome = decide(self.condition, judgements)
         bypassed = any(r["result"] == DecisionResult.BYPASSED.value for r in recorded)
         attempt = recorded[0]["attempt"]
@@ -67,8 +81,10 @@ class DagRunGate(RunConditionGate):
             self.log.info("run %s resumes with the decisions of attempt %s: admitted", context["run_id"], attempt)
             return
         self._skip_run()
-        raise AirflowSkipException(f"run {context['run_id']} resumes with the decisions of attempt {attempt}: its "
-                                   f"dependencies on other pipelines are not met: {outcome.summary()}")
+        raise AirflowSkipException(
+            f"run {context['run_id']} resumes with the decisions of attempt {attempt}: its "
+            f"dependencies on other pipelines are not met: {outcome.summary()}"
+        )
 
     def _skip_run(self) -> None:
         """Skip every task downstream of the gate, whatever its trigger rule: no task of the run starts."""

@@ -174,9 +174,7 @@ class DbtEnqueueOperator(_DbtQueueOperator):
             planner, self.queue_store(), self.environment, self.selector, requested_by=_ti_identity(context)
         )
         merged = {k: len(v) for k, v in report.merged.items()}
-        self.log.info(
-            "selector %r -> %s; excluded %d", self.selector, merged or report.status, len(report.excluded)
-        )
+        self.log.info("selector %r -> %s; excluded %d", self.selector, merged or report.status, len(report.excluded))
         return report.as_dict()
 
 
@@ -236,7 +234,7 @@ class DbtDrainOperator(_DbtQueueOperator):
         self.max_batches, self.fail_on_model_error = max_batches, fail_on_model_error
 
     def execute(self, context) -> dict[str, Any]:
-        return self._round(context, dt.datetime.now(dt.timezone.utc), None)
+        return self._round(context, dt.datetime.now(dt.UTC), None)
 
     def execute_complete(self, context, event: Mapping[str, Any]) -> dict[str, Any]:
         """Resume after waiting for held work: drain again."""
@@ -297,9 +295,7 @@ class DbtDrainOperator(_DbtQueueOperator):
         )
         report = worker.drain(self.max_batches).as_dict()
         if not report["owned"]:
-            self.log.info(
-                "environment %r is being drained by another worker; nothing claimed", self.environment
-            )
+            self.log.info("environment %r is being drained by another worker; nothing claimed", self.environment)
         if report["lease_lost"]:
             self.log.warning(
                 "environment %r was taken over by another worker; its unfinished models went back to it",

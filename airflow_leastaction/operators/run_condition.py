@@ -42,7 +42,7 @@ RUN_SUMMARY_KEY = "leastaction_run_summary"
 
 
 def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _triggers_run_inline() -> bool:
@@ -116,10 +116,22 @@ class RunConditionGate(_Waiting):
     ui_color = "#fff1c2"
     template_fields: Sequence[str] = ()
 
-    def __init__(self, *, gated_task_id: str, dependencies: Sequence[Dependency | dict], condition: str = "ALL",
-                 count: int | None = None, active: bool = True, max_wait: dt.timedelta | float | None = None,
-                 max_looks: int = 30, catalog_conn_id: str | None = None, poll_interval: float | None = None,
-                 deferrable: bool = True, run_gate: str | None = None, **kwargs):
+    def __init__(
+        self,
+        *,
+        gated_task_id: str,
+        dependencies: Sequence[Dependency | dict],
+        condition: str = "ALL",
+        count: int | None = None,
+        active: bool = True,
+        max_wait: dt.timedelta | float | None = None,
+        max_looks: int = 30,
+        catalog_conn_id: str | None = None,
+        poll_interval: float | None = None,
+        deferrable: bool = True,
+        run_gate: str | None = None,
+        **kwargs,
+    ):
         kwargs["trigger_rule"] = TriggerRule.ALWAYS
         # A gate fails only when it cannot read (catalog or API down): try again rather than lose the path.
         kwargs.setdefault("retries", 2)
@@ -135,15 +147,22 @@ class RunConditionGate(_Waiting):
         self.max_wait = max_wait.total_seconds() if isinstance(max_wait, dt.timedelta) else float(max_wait)
         self.catalog_conn_id = catalog_conn_id
         self.poll_interval = resolve_poll_interval(poll_interval)
-        self.policy = WaitPolicy(dt.timedelta(seconds=self.max_wait), int(max_looks),
-                                 dt.timedelta(seconds=self.poll_interval))
+        self.policy = WaitPolicy(
+            dt.timedelta(seconds=self.max_wait), int(max_looks), dt.timedelta(seconds=self.poll_interval)
+        )
         self.deferrable = deferrable
         self.run_gate = run_gate
 
     @property
     def spec(self) -> GateSpec:
-        return GateSpec(self.gated_task_id, tuple(self.dependencies), self.condition, self.active, self.task_id,
-                        run_gate=self.run_gate)
+        return GateSpec(
+            self.gated_task_id,
+            tuple(self.dependencies),
+            self.condition,
+            self.active,
+            self.task_id,
+            run_gate=self.run_gate,
+        )
 
     # -- reading and judging ------------------------------------------------------------------------
     def _identities(self) -> dict[str, Any]:
@@ -199,8 +218,17 @@ class RunConditionGate(_Waiting):
                 if not waits:
                     judged_at = _judged_at(context)
                     outcome = noted(outcome, judged_at)
-                admission = None if waits else settle(store, attempt_key(context, self.dag_id, self.task_id), outcome,
-                                                      downstream_slot=judged_at.instant, mode=mode)
+                admission = (
+                    None
+                    if waits
+                    else settle(
+                        store,
+                        attempt_key(context, self.dag_id, self.task_id),
+                        outcome,
+                        downstream_slot=judged_at.instant,
+                        mode=mode,
+                    )
+                )
             except Exception as exc:
                 if not is_outage(exc):
                     raise
@@ -229,28 +257,46 @@ class RunConditionGate(_Waiting):
         blinked. Relaxed gates admit (unrecorded) once no same-run upstream is still running."""
         unfinished = in_run_unfinished(self.spec, task_states(self.dag_id, context["run_id"]))
         if mode != "enforce" and not unfinished:
-            self.log.warning("%s admitted without judging or recording ([leastaction] gates = %s): catalog "
-                             "unreachable: %s", self.gated_task_id, mode, exc)
+            self.log.warning(
+                "%s admitted without judging or recording ([leastaction] gates = %s): catalog unreachable: %s",
+                self.gated_task_id,
+                mode,
+                exc,
+            )
             return None
         self.log.warning("%s cannot be judged, waiting for the catalog: %s", self.gated_task_id, exc)
         return self._wait(context, clock, bool(unfinished), {})
 
-    def _wait(self, context, clock: WaitClock, in_run_pending: bool,
-              consumed: dict[str, tuple[dt.datetime, int]]) -> None:
+    def _wait(
+        self, context, clock: WaitClock, in_run_pending: bool, consumed: dict[str, tuple[dt.datetime, int]]
+    ) -> None:
         if not self.deferrable or (in_run_pending and _triggers_run_inline()):
             self._reschedule()
         upstream, waiting = self._run_structure()
         slot = run_slot(context)
-        self.defer(trigger=RunConditionTrigger(
-            dag_id=self.dag_id, run_id=context["run_id"], task_id=self.gated_task_id,
-            dependencies=[d.as_dict() for d in self.dependencies], condition=self.condition.kind,
-            count=self.condition.count, slot_requests={t: i.as_dict() for t, i in self._identities().items()},
-            slot=slot.isoformat(), upstream=upstream, waiting=waiting,
-            consumed=wire.encode_last_consumed(consumed), clock=clock.as_dict(),
-            interval_end=end.isoformat() if (end := context_interval_end(context)) else None,
-            max_wait=self.max_wait, max_looks=self.policy.max_looks, catalog_conn_id=self.catalog_conn_id,
-            poll_interval=self.poll_interval, run_gate=self.run_gate,
-        ), method_name="execute_complete")
+        self.defer(
+            trigger=RunConditionTrigger(
+                dag_id=self.dag_id,
+                run_id=context["run_id"],
+                task_id=self.gated_task_id,
+                dependencies=[d.as_dict() for d in self.dependencies],
+                condition=self.condition.kind,
+                count=self.condition.count,
+                slot_requests={t: i.as_dict() for t, i in self._identities().items()},
+                slot=slot.isoformat(),
+                upstream=upstream,
+                waiting=waiting,
+                consumed=wire.encode_last_consumed(consumed),
+                clock=clock.as_dict(),
+                interval_end=end.isoformat() if (end := context_interval_end(context)) else None,
+                max_wait=self.max_wait,
+                max_looks=self.policy.max_looks,
+                catalog_conn_id=self.catalog_conn_id,
+                poll_interval=self.poll_interval,
+                run_gate=self.run_gate,
+            ),
+            method_name="execute_complete",
+        )
 
 
 class RunOutcome(_Waiting):
@@ -278,8 +324,10 @@ class RunOutcome(_Waiting):
         if any(s not in TERMINAL_STATES for s in states.values()):
             if not self.deferrable or _triggers_run_inline():
                 self._reschedule()
-            self.defer(trigger=RunOutcomeTrigger(self.dag_id, context["run_id"], self.task_id, self.poll_interval),
-                       method_name="execute_complete")
+            self.defer(
+                trigger=RunOutcomeTrigger(self.dag_id, context["run_id"], self.task_id, self.poll_interval),
+                method_name="execute_complete",
+            )
         self._conclude(context, states)
 
     def execute_complete(self, context, event: dict[str, Any] | None = None) -> None:
@@ -287,14 +335,18 @@ class RunOutcome(_Waiting):
 
     def _conclude(self, context, states: dict[str, str | None]) -> None:
         failed = sorted(t for t, s in states.items() if s == "failed")
-        because = sorted(t for t in self._downstream_of(failed) if states.get(t) in KEPT_FROM_RUNNING_STATES
-                         and not t.endswith(GATE_SUFFIX))
+        because = sorted(
+            t
+            for t in self._downstream_of(failed)
+            if states.get(t) in KEPT_FROM_RUNNING_STATES and not t.endswith(GATE_SUFFIX)
+        )
         context["ti"].xcom_push(key=RUN_SUMMARY_KEY, value={"failed": failed, "skipped_because_of_failure": because})
         if not failed:
             self.log.info("no task failed: %s", ", ".join(f"{t}={s}" for t, s in sorted(states.items())))
             return
-        raise AirflowFailException(f"run failed: {', '.join(failed)} failed; skipped because of the failure: "
-                                   f"{', '.join(because) or 'none'}")
+        raise AirflowFailException(
+            f"run failed: {', '.join(failed)} failed; skipped because of the failure: {', '.join(because) or 'none'}"
+        )
 
     def _downstream_of(self, task_ids: list[str]) -> set[str]:
         seen: set[str] = set()

@@ -5,8 +5,8 @@ from __future__ import annotations
 from airflow.plugins_manager import AirflowPlugin
 
 from airflow_leastaction.listeners import catalog as catalog_listener
-from airflow_leastaction.listeners import run_end as run_end_listener
 from airflow_leastaction.listeners import dag_runs as dag_run_listener
+from airflow_leastaction.listeners import run_end as run_end_listener
 from airflow_leastaction.timetables.interval import IntervalCronTimetable
 from airflow_leastaction.www.asgi import LeastActionApp
 from airflow_leastaction.www.views import EXTERNAL_VIEWS, URL_PREFIX

@@ -33,8 +33,12 @@ from airflow_leastaction.run_conditions.waves import (
     validate_addition,
 )
 
-SUCCESS, FAILURE, ALWAYS, HAS_DATA = (DependencyType.SUCCESS, DependencyType.FAILURE, DependencyType.ALWAYS,
-                                      DependencyType.HAS_DATA)
+SUCCESS, FAILURE, ALWAYS, HAS_DATA = (
+    DependencyType.SUCCESS,
+    DependencyType.FAILURE,
+    DependencyType.ALWAYS,
+    DependencyType.HAS_DATA,
+)
 
 
 @dataclass(frozen=True)
@@ -88,12 +92,14 @@ def _check_coverage(dag_id: str, task_id: str, dep: Dependency) -> None:
     owner = f"DAG {dag_id!r} task {task_id!r} dependency {dep.upstream}"
     check_coverage(dep.upstream.coverage, owner)
     if dep.whole_interval and dep.type is not SUCCESS:
-        raise ConfigurationError(f"{owner}: coverage='interval' applies to SUCCESS dependencies only, not "
-                                 f"{dep.type.value}")
+        raise ConfigurationError(
+            f"{owner}: coverage='interval' applies to SUCCESS dependencies only, not {dep.type.value}"
+        )
 
 
-def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: int | None = None,
-                  active: bool = True, **gate_kwargs):
+def run_condition(
+    task, *dependencies, when: RunCondition | str = "ALL", count: int | None = None, active: bool = True, **gate_kwargs
+):
     """Declare when ``task`` starts: its dependencies, a type each, and ALL (default), ANY or N.
 
     :param task: the gated task (an operator, or the result of calling a ``@task`` function).
@@ -126,7 +132,9 @@ def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: 
     kind = when.kind if isinstance(when, RunCondition) else when
     count = when.count if isinstance(when, RunCondition) else count
     kind, count = check_condition(dag_id, task_id, kind, count, len(declared))
-    deps = tuple(Dependency(_upstream_key(d.upstream), t, d.consume_repairs) for d, t in zip(declared, types))
+    deps = tuple(
+        Dependency(_upstream_key(d.upstream), t, d.consume_repairs) for d, t in zip(declared, types, strict=True)
+    )
     for dep in deps:
         _check_coverage(dag_id, task_id, dep)
     check_upstreams(dag_id, task_id, [d.upstream for d in deps if d.in_run], dag.task_dict)
@@ -140,17 +148,29 @@ def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: 
         operator.upstream_task_ids.discard(DAG_GATE_TASK_ID)
     others = sorted(operator.upstream_task_ids)
     if others:
-        raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: it already has upstream tasks {others}; declare "
-                                 "all its dependencies in run_condition() instead of with >>")
+        raise ConfigurationError(
+            f"DAG {dag_id!r} task {task_id!r}: it already has upstream tasks {others}; declare "
+            "all its dependencies in run_condition() instead of with >>"
+        )
     new = Node(task_id, tuple(d.upstream for d in deps if d.in_run), kind, active)
     validate_addition(dag_id, new, lambda t: task_node(dag, t), lambda t: dependents(dag, t))
     mapped = sorted(d.upstream for d in deps if d.in_run and getattr(dag.get_task(d.upstream), "is_mapped", False))
     if mapped or getattr(operator, "is_mapped", False):
-        raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: run conditions do not apply to mapped tasks "
-                                 f"({', '.join(mapped) or task_id}); gate the task that reduces them instead")
+        raise ConfigurationError(
+            f"DAG {dag_id!r} task {task_id!r}: run conditions do not apply to mapped tasks "
+            f"({', '.join(mapped) or task_id}); gate the task that reduces them instead"
+        )
     # The gate sits in the root group, so its id is the gated task's full id (group prefix included).
-    gate = RunConditionGate(task_id=gate_id, gated_task_id=task_id, dependencies=deps, condition=kind,
-                            count=count, active=active, dag=dag, **gate_kwargs)
+    gate = RunConditionGate(
+        task_id=gate_id,
+        gated_task_id=task_id,
+        dependencies=deps,
+        condition=kind,
+        count=count,
+        active=active,
+        dag=dag,
+        **gate_kwargs,
+    )
     for dep in deps:
         if dep.in_run:
             dag.get_task(dep.upstream) >> gate
@@ -164,8 +184,7 @@ def run_condition(task, *dependencies, when: RunCondition | str = "ALL", count: 
     return gate
 
 
-def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", count: int | None = None,
-                      **gate_kwargs):
+def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", count: int | None = None, **gate_kwargs):
     """Declare the DAG's dependencies on other pipelines: judged once per run, before any task starts.
 
     Adds the run gate ``leastaction_dag_gate`` (a
@@ -197,7 +216,7 @@ def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", coun
     kind, count = check_condition(dag_id, DAG_GATE_TASK_ID, kind, count, len(declared))
     if DAG_GATE_TASK_ID in dag.task_dict:
         raise RunConditionError(dag_id, DAG_GATE_TASK_ID, "the DAG's run condition is already declared")
-    deps = tuple(Dependency(d.upstream, t, d.consume_repairs) for d, t in zip(declared, types))
+    deps = tuple(Dependency(d.upstream, t, d.consume_repairs) for d, t in zip(declared, types, strict=True))
     roots = [t for t in dag.tasks if not t.upstream_task_ids and t.task_id != RUN_OUTCOME_TASK_ID]
     gate = DagRunGate(dependencies=deps, condition=kind, count=count, dag=dag, **gate_kwargs)
     for task in roots:
@@ -218,10 +237,14 @@ def _pipeline_dependencies(dag_id: str, dependencies) -> list[Declared]:
         raise RunConditionError(dag_id, DAG_GATE_TASK_ID, "dag_run_condition() needs at least one dependency")
     for d in declared:
         if not isinstance(d.upstream, TaskIdentity):
-            raise RunConditionError(dag_id, DAG_GATE_TASK_ID, f"{_upstream_key(d.upstream)!r} is a task of this "
-                                    "DAG, not another pipeline: a DAG run condition names other DAGs (airflow_dag) "
-                                    "or catalog tasks (airflow_task, external_task); declare dependencies on this "
-                                    "DAG's tasks with run_condition()")
+            raise RunConditionError(
+                dag_id,
+                DAG_GATE_TASK_ID,
+                f"{_upstream_key(d.upstream)!r} is a task of this "
+                "DAG, not another pipeline: a DAG run condition names other DAGs (airflow_dag) "
+                "or catalog tasks (airflow_task, external_task); declare dependencies on this "
+                "DAG's tasks with run_condition()",
+            )
         if d.upstream == airflow_dag(dag_id):
             # Its own run is in progress while it is judged: the gate would wait for itself.
             raise SelfDependencyError(dag_id, DAG_GATE_TASK_ID, "the DAG depends on its own runs")
@@ -253,8 +276,13 @@ def task_node(dag, task_id: str) -> Node | None:
     gate = dag.task_dict.get(task_id + GATE_SUFFIX)
     if isinstance(gate, RunConditionGate) and gate.gated_task_id == task_id:
         spec = gate.spec
-        return Node(task_id, tuple(d.upstream for d in spec.in_run), str(spec.condition), spec.active,
-                    tuple(d.label for d in spec.elsewhere))
+        return Node(
+            task_id,
+            tuple(d.upstream for d in spec.in_run),
+            str(spec.condition),
+            spec.active,
+            tuple(d.label for d in spec.elsewhere),
+        )
     ups = (u for u in task.upstream_task_ids if not isinstance(dag.task_dict[u], _Waiting))
     return Node(task_id, tuple(sorted(ups)))
 

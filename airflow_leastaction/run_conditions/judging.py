@@ -69,11 +69,27 @@ def judge_in_run(spec: GateSpec, run: RunView) -> list[Judgement]:
         undecided = state == "failed" or (state == "success" and rec is None and dep.type is DependencyType.HAS_DATA)
         if undecided and settled is None:
             settled = run.settled  # only worth computing when a judgement depends on it
-        selected = None if rec is None else {"upstream_task_pk": rec.task_pk, "upstream_run_pk": rec.pk,
-                                             "upstream_slot": rec.slot, "upstream_revision": rec.output_revision}
-        out.append(judge_upstream_task(dep.key, dep.type, state, run_settled=bool(settled),
-                                       rows_written=rec.rows_written if rec else None, record_known=rec is not None,
-                                       selected=selected))
+        selected = (
+            None
+            if rec is None
+            else {
+                "upstream_task_pk": rec.task_pk,
+                "upstream_run_pk": rec.pk,
+                "upstream_slot": rec.slot,
+                "upstream_revision": rec.output_revision,
+            }
+        )
+        out.append(
+            judge_upstream_task(
+                dep.key,
+                dep.type,
+                state,
+                run_settled=bool(settled),
+                rows_written=rec.rows_written if rec else None,
+                record_known=rec is not None,
+                selected=selected,
+            )
+        )
     return out
 
 
@@ -88,7 +104,9 @@ def judge_whole_intervals(spec: GateSpec, snapshot, start: dt.datetime, end: dt.
     parents = [d.upstream for d in spec.elsewhere if d.whole_interval]
     if not parents:
         return {}
-    return dict(zip(parents, judge_parents(parents, start, snapshot, interval_end=end, coverage="interval")))
+    return dict(
+        zip(parents, judge_parents(parents, start, snapshot, interval_end=end, coverage="interval"), strict=True)
+    )
 
 
 def _judge_whole_interval(d, intervals: Mapping, may_wait: bool) -> Judgement:
@@ -97,28 +115,52 @@ def _judge_whole_interval(d, intervals: Mapping, may_wait: bool) -> Judgement:
     if j is None:
         return Judgement(d.key, False, f"{d.label} ({d.type.value}): not read yet", d.type, final=not may_wait)
     reason = j.reason.removeprefix(f"{d.upstream.name}: ")
-    return Judgement(d.key, j.satisfied, f"{d.label} ({d.type.value}): {reason}", d.type,
-                     final=j.satisfied or not may_wait, rejected=j.rejected, upstream_task_pk=j.upstream_task_pk,
-                     upstream_run_pk=j.upstream_run_pk, upstream_slot=j.upstream_slot,
-                     upstream_revision=j.upstream_revision)
+    return Judgement(
+        d.key,
+        j.satisfied,
+        f"{d.label} ({d.type.value}): {reason}",
+        d.type,
+        final=j.satisfied or not may_wait,
+        rejected=j.rejected,
+        upstream_task_pk=j.upstream_task_pk,
+        upstream_run_pk=j.upstream_run_pk,
+        upstream_slot=j.upstream_slot,
+        upstream_revision=j.upstream_revision,
+    )
 
 
-def judge_elsewhere(spec: GateSpec, latest: Mapping, consumed: Mapping[str, tuple[dt.datetime, int]],
-                    clock: WaitClock, policy: WaitPolicy, now: dt.datetime,
-                    intervals: Mapping | None = None) -> tuple[list[Judgement], WaitClock]:
+def judge_elsewhere(
+    spec: GateSpec,
+    latest: Mapping,
+    consumed: Mapping[str, tuple[dt.datetime, int]],
+    clock: WaitClock,
+    policy: WaitPolicy,
+    now: dt.datetime,
+    intervals: Mapping | None = None,
+) -> tuple[list[Judgement], WaitClock]:
     """Judge the dependencies on tasks in other DAGs; count a look when one is due and finds a run of
     one of them in progress (see :mod:`~airflow_leastaction.run_conditions.wait_rule`).
 
     ``intervals`` holds the judgements of those judged on the whole interval (:func:`judge_whole_intervals`).
     """
     may_wait = budget_left(clock, policy, now)
-    out = [_judge_whole_interval(d, intervals or {}, may_wait) if d.whole_interval else
-           judge_latest_run(d.key, d.type, d.label, latest.get(d.upstream), may_wait=may_wait,
-                            consumed=consumed.get(d.key), consume_repairs=d.consume_repairs)
-           for d in spec.elsewhere]
+    out = [
+        _judge_whole_interval(d, intervals or {}, may_wait)
+        if d.whole_interval
+        else judge_latest_run(
+            d.key,
+            d.type,
+            d.label,
+            latest.get(d.upstream),
+            may_wait=may_wait,
+            consumed=consumed.get(d.key),
+            consume_repairs=d.consume_repairs,
+        )
+        for d in spec.elsewhere
+    ]
     if spec.elsewhere and due(clock, now):
         in_progress = []
-        for d, j in zip(spec.elsewhere, out):
+        for d, j in zip(spec.elsewhere, out, strict=True):
             runs: LatestRuns | None = latest.get(d.upstream)
             if not j.final and d.whole_interval:
                 in_progress.append((now, None))  # no run length to time the next look by
@@ -139,17 +181,33 @@ def held_by_run_gate(spec: GateSpec, run: RunView) -> GateOutcome | None:
         return None
     dependency = f"task:{spec.run_gate}"
     if state in UNFINISHED_STATES:
-        held = Judgement(dependency, False, f"{spec.run_gate}: the run's dependencies on other pipelines are not "
-                         "judged yet; waiting", final=False)
+        held = Judgement(
+            dependency,
+            False,
+            f"{spec.run_gate}: the run's dependencies on other pipelines are not judged yet; waiting",
+            final=False,
+        )
         return GateOutcome(Verdict.WAIT, spec.condition, (held,))
-    held = Judgement(dependency, False, f"{spec.run_gate} is {state}: the run's dependencies on other pipelines "
-                     "are not met, so no task of this run starts", final=True)
+    held = Judgement(
+        dependency,
+        False,
+        f"{spec.run_gate} is {state}: the run's dependencies on other pipelines "
+        "are not met, so no task of this run starts",
+        final=True,
+    )
     return GateOutcome(Verdict.SKIP, spec.condition, (held,))
 
 
-def evaluate(spec: GateSpec, run: RunView, latest: Mapping, consumed: Mapping[str, tuple[dt.datetime, int]],
-             clock: WaitClock, policy: WaitPolicy, now: dt.datetime,
-             intervals: Mapping | None = None) -> tuple[GateOutcome, WaitClock]:
+def evaluate(
+    spec: GateSpec,
+    run: RunView,
+    latest: Mapping,
+    consumed: Mapping[str, tuple[dt.datetime, int]],
+    clock: WaitClock,
+    policy: WaitPolicy,
+    now: dt.datetime,
+    intervals: Mapping | None = None,
+) -> tuple[GateOutcome, WaitClock]:
     """Judge every dependency and decide ADMIT, WAIT or SKIP.
 
     A task is never skipped while one of its upstreams in its own run has not finished: dependencies on

@@ -55,18 +55,31 @@ def is_fresh(run: RunRecord, consumed: tuple[dt.datetime, int] | None, consume_r
     return consume_repairs and run.output_revision > (revision or 0)
 
 
-def judge_finished_run(dependency: str, typ: DependencyType, label: str, run: RunRecord | None,
-                       consumed: tuple[dt.datetime, int] | None = None, consume_repairs: bool = True) -> Judgement:
+def judge_finished_run(
+    dependency: str,
+    typ: DependencyType,
+    label: str,
+    run: RunRecord | None,
+    consumed: tuple[dt.datetime, int] | None = None,
+    consume_repairs: bool = True,
+) -> Judgement:
     """Judge a dependency on another DAG's task by its latest finished run. The judgement is final."""
     if run is None:
-        return Judgement(dependency, False, f"{label} ({typ.value}): no finished run in the catalog", typ,
-                         final=True)
-    sel = dict(upstream_task_pk=run.task_pk, upstream_run_pk=run.pk, upstream_slot=run.slot,
-               upstream_revision=run.output_revision)
+        return Judgement(dependency, False, f"{label} ({typ.value}): no finished run in the catalog", typ, final=True)
+    sel = dict(
+        upstream_task_pk=run.task_pk,
+        upstream_run_pk=run.pk,
+        upstream_slot=run.slot,
+        upstream_revision=run.output_revision,
+    )
     what = f"latest finished run (slot {run.slot.isoformat()}, revision {run.output_revision}) is {run.state}"
     state = "success" if run.state == "success" else ("failed" if run.state in REJECTING_STATES else "skipped")
-    ok = {DependencyType.SUCCESS: state == "success", DependencyType.HAS_DATA: state == "success",
-          DependencyType.FAILURE: state == "failed", DependencyType.ALWAYS: True}[typ]
+    ok = {
+        DependencyType.SUCCESS: state == "success",
+        DependencyType.HAS_DATA: state == "success",
+        DependencyType.FAILURE: state == "failed",
+        DependencyType.ALWAYS: True,
+    }[typ]
     reason = what
     if ok and typ is DependencyType.HAS_DATA and (what := missing_data(run.rows_written)) is not None:
         ok = False
@@ -75,26 +88,51 @@ def judge_finished_run(dependency: str, typ: DependencyType, label: str, run: Ru
         reason += f", {run.rows_written} rows written"
     if ok and not is_fresh(run, consumed, consume_repairs):
         ok = False
-        reason += ("; already consumed (revision %s); waiting for a newer run" % consumed[1]
-                   + ("" if consume_repairs else ", repairs are not consumed"))
-    return Judgement(dependency, ok, f"{label} ({typ.value}): {reason}", typ, final=True,
-                     rejected=state == "failed" and typ is not DependencyType.FAILURE, **sel)
+        reason += f"; already consumed (revision {consumed[1]}); waiting for a newer run" + (
+            "" if consume_repairs else ", repairs are not consumed"
+        )
+    return Judgement(
+        dependency,
+        ok,
+        f"{label} ({typ.value}): {reason}",
+        typ,
+        final=True,
+        rejected=state == "failed" and typ is not DependencyType.FAILURE,
+        **sel,
+    )
 
 
-def judge_latest_run(dependency: str, typ: DependencyType, label: str, runs: LatestRuns | None, *,
-                     may_wait: bool, consumed: tuple[dt.datetime, int] | None = None,
-                     consume_repairs: bool = True) -> Judgement:
+def judge_latest_run(
+    dependency: str,
+    typ: DependencyType,
+    label: str,
+    runs: LatestRuns | None,
+    *,
+    may_wait: bool,
+    consumed: tuple[dt.datetime, int] | None = None,
+    consume_repairs: bool = True,
+) -> Judgement:
     """Judge a dependency on another DAG's task: wait while its latest run is in progress (``may_wait``),
     else its latest finished run decides."""
     latest = runs.latest if runs else None
     if latest is not None and latest.state in IN_FLIGHT_STATES and may_wait:
         since = latest.started_at.isoformat() if latest.started_at else "?"
         avg = f"; average run length {runs.average}" if runs.average else ""
-        return Judgement(dependency, False, f"{label} ({typ.value}): latest run (slot {latest.slot.isoformat()}) "
-                         f"is {latest.state} since {since}{avg}; waiting for it", typ, final=False,
-                         upstream_task_pk=latest.task_pk)
+        return Judgement(
+            dependency,
+            False,
+            f"{label} ({typ.value}): latest run (slot {latest.slot.isoformat()}) "
+            f"is {latest.state} since {since}{avg}; waiting for it",
+            typ,
+            final=False,
+            upstream_task_pk=latest.task_pk,
+        )
     if runs is None or runs.task_pk is None:
-        return Judgement(dependency, False, f"{label} ({typ.value}): not in the catalog; it has never reported a "
-                         "run", typ, final=True)
+        return Judgement(
+            dependency,
+            False,
+            f"{label} ({typ.value}): not in the catalog; it has never reported a run",
+            typ,
+            final=True,
+        )
     return judge_finished_run(dependency, typ, label, runs.latest_finished, consumed, consume_repairs)
-

@@ -58,8 +58,11 @@ class Dependency:
     @classmethod
     def from_dict(cls, data: dict) -> Dependency:
         up = data["upstream"]
-        return cls(up if isinstance(up, str) else TaskIdentity.from_dict(up), data.get("type", "SUCCESS"),
-                   bool(data.get("consume_repairs", True)))
+        return cls(
+            up if isinstance(up, str) else TaskIdentity.from_dict(up),
+            data.get("type", "SUCCESS"),
+            bool(data.get("consume_repairs", True)),
+        )
 
 
 @dataclass(frozen=True)

@@ -49,14 +49,20 @@ class WaitClock:
     next_look: dt.datetime | None = None  # None: look now
 
     def as_dict(self) -> dict:
-        return {"started": self.started.isoformat() if self.started else None, "looks": self.looks,
-                "next_look": self.next_look.isoformat() if self.next_look else None}
+        return {
+            "started": self.started.isoformat() if self.started else None,
+            "looks": self.looks,
+            "next_look": self.next_look.isoformat() if self.next_look else None,
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> WaitClock:
         started, nxt = data.get("started"), data.get("next_look")
-        return cls(dt.datetime.fromisoformat(started) if started else None, int(data.get("looks", 0)),
-                   dt.datetime.fromisoformat(nxt) if nxt else None)
+        return cls(
+            dt.datetime.fromisoformat(started) if started else None,
+            int(data.get("looks", 0)),
+            dt.datetime.fromisoformat(nxt) if nxt else None,
+        )
 
 
 def start(clock: WaitClock, now: dt.datetime) -> WaitClock:
@@ -64,8 +70,9 @@ def start(clock: WaitClock, now: dt.datetime) -> WaitClock:
     return clock if clock.started is not None else WaitClock(now)
 
 
-def look_at(run_started: dt.datetime, average: dt.timedelta | None, index: int, now: dt.datetime,
-            policy: WaitPolicy) -> dt.datetime:
+def look_at(
+    run_started: dt.datetime, average: dt.timedelta | None, index: int, now: dt.datetime, policy: WaitPolicy
+) -> dt.datetime:
     """The instant of look number ``index`` (0-based) at a run that started at ``run_started``."""
     if average is None or average <= dt.timedelta(0):
         return now + policy.fallback_step
@@ -84,8 +91,9 @@ def due(clock: WaitClock, now: dt.datetime) -> bool:
     return clock.next_look is None or now >= clock.next_look
 
 
-def after_look(clock: WaitClock, in_progress: list[tuple[dt.datetime, dt.timedelta | None]], now: dt.datetime,
-               policy: WaitPolicy) -> WaitClock:
+def after_look(
+    clock: WaitClock, in_progress: list[tuple[dt.datetime, dt.timedelta | None]], now: dt.datetime, policy: WaitPolicy
+) -> WaitClock:
     """Count a look and schedule the next one: the earliest next look among the runs still in progress.
 
     A look that finds no upstream run in progress is not counted, and the next one is due at once. A

@@ -66,7 +66,7 @@ def find_cycle(nodes: Mapping[str, Node]) -> list[str] | None:
         while pending:
             for up in pending[-1]:
                 if color.get(up) == 1:
-                    return list(reversed(path[path.index(up):] + [up]))
+                    return list(reversed(path[path.index(up) :] + [up]))
                 if up in nodes and up not in color:
                     color[up] = 1
                     path.append(up)
@@ -79,8 +79,9 @@ def find_cycle(nodes: Mapping[str, Node]) -> list[str] | None:
 
 
 def _inactive_upstream(dag_id: str | None, task_id: str, up: str) -> InactiveDependencyError:
-    return InactiveDependencyError(dag_id, task_id, f"depends on inactive task {up!r}; it could never run "
-                                   "(activate it or drop the dependency)")
+    return InactiveDependencyError(
+        dag_id, task_id, f"depends on inactive task {up!r}; it could never run (activate it or drop the dependency)"
+    )
 
 
 def _cycle(dag_id: str | None, cycle: list[str]) -> DependencyCycleError:
@@ -104,8 +105,9 @@ def validate(dag_id: str | None, nodes: Mapping[str, Node]) -> None:
         raise _cycle(dag_id, cycle)
 
 
-def validate_addition(dag_id: str | None, new: Node, node: Callable[[str], Node | None],
-                      dependents: Callable[[str], Iterable[str]]) -> None:
+def validate_addition(
+    dag_id: str | None, new: Node, node: Callable[[str], Node | None], dependents: Callable[[str], Iterable[str]]
+) -> None:
     """The checks of :func:`validate` for one task getting its upstreams, in a graph already checked.
 
     Only what the new edges can break is looked at: the new task's upstreams, its dependents, and a path
@@ -130,8 +132,9 @@ def validate_addition(dag_id: str | None, new: Node, node: Callable[[str], Node 
         raise _cycle(dag_id, cycle)
 
 
-def _path_back(new: Node, node: Callable[[str], Node | None],
-               dependents: Callable[[str], Iterable[str]]) -> list[str] | None:
+def _path_back(
+    new: Node, node: Callable[[str], Node | None], dependents: Callable[[str], Iterable[str]]
+) -> list[str] | None:
     """A cycle new -> ... -> one of its upstreams -> new, or None.
 
     Searched from both ends in step (downstream from the new task, upstream from its upstreams), so the

@@ -162,7 +162,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         if value.tzinfo is None:
             raise ConfigurationError(f"task {self.task_id!r}: {what} {value.isoformat()} has no timezone")
         # A plain datetime: Airflow's pendulum instants lose their zone in some arithmetic.
-        return dt.datetime.fromisoformat(value.astimezone(dt.timezone.utc).isoformat())
+        return dt.datetime.fromisoformat(value.astimezone(dt.UTC).isoformat())
 
     def _coverages(self) -> list[str]:
         """Each parent's coverage: its own, else this sensor's."""
@@ -190,8 +190,9 @@ class ParentIntervalSensor(BaseSensorOperator):
 
     def _evaluate(self, store: CatalogStore, slot: dt.datetime, end: dt.datetime | None, consumed) -> GateOutcome:
         snapshot = store.snapshot(snapshot_requests(self.parents, self._coverages(), slot, end))
-        return decide(ALL, judge_parents(self.parents, slot, snapshot, consumed, interval_end=end,
-                                         coverage=self.coverage))
+        return decide(
+            ALL, judge_parents(self.parents, slot, snapshot, consumed, interval_end=end, coverage=self.coverage)
+        )
 
     def _declare(self, store: CatalogStore) -> None:
         meta_dag = self.dag if self.has_dag() else None
@@ -218,8 +219,9 @@ class ParentIntervalSensor(BaseSensorOperator):
         if mode == "enforce":
             self.log.warning("catalog unreachable, waiting for it (judging nothing meanwhile): %s", exc)
             return False
-        self.log.warning("admitted without judging or recording ([leastaction] gates = %s): catalog "
-                         "unreachable: %s", mode, exc)
+        self.log.warning(
+            "admitted without judging or recording ([leastaction] gates = %s): catalog unreachable: %s", mode, exc
+        )
         return True
 
     def _check_slot(self, context, judged_at: RunSlot, mode: str) -> tuple[bool, dict]:
@@ -257,12 +259,12 @@ class ParentIntervalSensor(BaseSensorOperator):
         return self._check(context)[0]
 
     def _defer(self, context, consumed: dict, deadline: dt.datetime | None) -> None:
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         deadline = deadline or now + dt.timedelta(seconds=self.timeout)
         slot, end = self._slot(context).instant, self._interval_end(context)
         self.defer(
             trigger=ParentIntervalTrigger(
-                parents=[{**p.as_dict(), "coverage": c} for p, c in zip(self.parents, self._coverages())],
+                parents=[{**p.as_dict(), "coverage": c} for p, c in zip(self.parents, self._coverages(), strict=True)],
                 child_interval=slot.isoformat(),
                 interval_end=end.isoformat() if end else None,
                 consumed=encode_consumed(consumed),

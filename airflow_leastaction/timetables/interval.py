@@ -44,5 +44,5 @@ class IntervalCronTimetable(CronDataIntervalTimetable):
         return {"expression": self._expression, "timezone": self._timezone_name}
 
     @classmethod
-    def deserialize(cls, data: dict[str, Any]) -> "IntervalCronTimetable":
+    def deserialize(cls, data: dict[str, Any]) -> IntervalCronTimetable:
         return cls(data["expression"], data["timezone"])

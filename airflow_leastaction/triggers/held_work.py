@@ -33,6 +33,6 @@ class HeldWorkTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         wake = dt.datetime.fromisoformat(self.wake_at)
         # Short sleeps, re-reading the clock: a clock that jumps does not make the drain oversleep.
-        while (left := (wake - dt.datetime.now(dt.timezone.utc)).total_seconds()) > 0:
+        while (left := (wake - dt.datetime.now(dt.UTC)).total_seconds()) > 0:
             await asyncio.sleep(min(left, 30.0))
         yield TriggerEvent(self.carry)

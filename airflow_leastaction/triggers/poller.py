@@ -62,19 +62,19 @@ async def next_until(sub: Subscription, deadline: dt.datetime | None):
     answering (during an outage polls back off and may be a minute apart)."""
     if deadline is None:
         return await sub.next()
-    remaining = (deadline - dt.datetime.now(dt.timezone.utc)).total_seconds()
+    remaining = (deadline - dt.datetime.now(dt.UTC)).total_seconds()
     if remaining <= 0:
         raise DeadlineReached()
     try:
         return await asyncio.wait_for(sub.next(), remaining)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise DeadlineReached() from None
 
 
 class CatalogPoller:
     """The shared poll loop of one (event loop, catalog URL, poll interval)."""
 
-    _shared: dict[tuple, "CatalogPoller"] = {}
+    _shared: dict[tuple, CatalogPoller] = {}
 
     def __init__(self, url: str, interval: float, read: str = "snapshot"):
         self.url = url
@@ -87,7 +87,7 @@ class CatalogPoller:
         self._key: tuple | None = None
 
     @classmethod
-    def shared(cls, url: str, interval: float, read: str = "snapshot") -> "CatalogPoller":
+    def shared(cls, url: str, interval: float, read: str = "snapshot") -> CatalogPoller:
         key = (id(asyncio.get_running_loop()), url, float(interval))
         if read != "snapshot":
             key += (read,)
@@ -140,11 +140,16 @@ class CatalogPoller:
                 except Exception as exc:  # catalog down: every subscriber hears about it and keeps waiting
                     snapshot, error = None, exc
                 if error is not None and not failures:
-                    log.warning("catalog %s unreachable (%s poll), polling again with back-off: %s",
-                                self._name(), self.read, error)
+                    log.warning(
+                        "catalog %s unreachable (%s poll), polling again with back-off: %s",
+                        self._name(),
+                        self.read,
+                        error,
+                    )
                 elif error is None and failures:
-                    log.warning("catalog %s reachable again (%s poll) after %d failed polls", self._name(),
-                                self.read, failures)
+                    log.warning(
+                        "catalog %s reachable again (%s poll) after %d failed polls", self._name(), self.read, failures
+                    )
                 failures = failures + 1 if error is not None else 0
                 self.ticks += 1
                 for sub in subs:

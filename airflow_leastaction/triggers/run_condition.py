@@ -75,11 +75,27 @@ class RunConditionTrigger(BaseTrigger):
         interval).
     """
 
-    def __init__(self, dag_id: str, run_id: str, task_id: str, dependencies: list[dict], condition: str,
-                 count: int | None, slot_requests: dict[str, dict], slot: str, upstream: dict[str, list[str]],
-                 waiting: list[str], consumed: dict[str, list] | None = None, clock: dict | None = None,
-                 max_wait: float = 3600.0, max_looks: int = 30, catalog_conn_id: str | None = None,
-                 poll_interval: float = 5.0, run_gate: str | None = None, interval_end: str | None = None):
+    def __init__(
+        self,
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        dependencies: list[dict],
+        condition: str,
+        count: int | None,
+        slot_requests: dict[str, dict],
+        slot: str,
+        upstream: dict[str, list[str]],
+        waiting: list[str],
+        consumed: dict[str, list] | None = None,
+        clock: dict | None = None,
+        max_wait: float = 3600.0,
+        max_looks: int = 30,
+        catalog_conn_id: str | None = None,
+        poll_interval: float = 5.0,
+        run_gate: str | None = None,
+        interval_end: str | None = None,
+    ):
         super().__init__()
         self.dag_id, self.run_id, self.task_id = dag_id, run_id, task_id
         self.run_gate = run_gate
@@ -92,9 +108,26 @@ class RunConditionTrigger(BaseTrigger):
         self.interval_end = interval_end
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        keys = ("dag_id", "run_id", "task_id", "dependencies", "condition", "count", "slot_requests", "slot",
-                "upstream", "waiting", "consumed", "clock", "max_wait", "max_looks", "catalog_conn_id",
-                "poll_interval", "run_gate", "interval_end")
+        keys = (
+            "dag_id",
+            "run_id",
+            "task_id",
+            "dependencies",
+            "condition",
+            "count",
+            "slot_requests",
+            "slot",
+            "upstream",
+            "waiting",
+            "consumed",
+            "clock",
+            "max_wait",
+            "max_looks",
+            "catalog_conn_id",
+            "poll_interval",
+            "run_gate",
+            "interval_end",
+        )
         return _classpath(self), {k: getattr(self, k) for k in keys}
 
     def spec(self) -> GateSpec:
@@ -106,8 +139,9 @@ class RunConditionTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         spec = self.spec()
         slot = dt.datetime.fromisoformat(self.slot)
-        policy = WaitPolicy(dt.timedelta(seconds=self.max_wait), self.max_looks,
-                            dt.timedelta(seconds=self.poll_interval))
+        policy = WaitPolicy(
+            dt.timedelta(seconds=self.max_wait), self.max_looks, dt.timedelta(seconds=self.poll_interval)
+        )
         clock = WaitClock.from_dict(self.clock)
         consumed = wire.decode_last_consumed(self.consumed)
         by_identity = {tid: TaskIdentity.from_dict(i) for tid, i in self.slot_requests.items()}
@@ -117,16 +151,20 @@ class RunConditionTrigger(BaseTrigger):
         async with AsyncExitStack() as stack:
             slots_sub = await stack.enter_async_context(
                 CatalogPoller.shared(url, self.poll_interval, "slot_records").subscribe(
-                    [(i, slot) for i in by_identity.values()]))
+                    [(i, slot) for i in by_identity.values()]
+                )
+            )
             runs_sub = intervals_sub = None
             by_run = [d.upstream for d in spec.elsewhere if not d.whole_interval]
             if by_run:
                 runs_sub = await stack.enter_async_context(
-                    CatalogPoller.shared(url, self.poll_interval, "latest_runs").subscribe(by_run))
+                    CatalogPoller.shared(url, self.poll_interval, "latest_runs").subscribe(by_run)
+                )
             end = dt.datetime.fromisoformat(self.interval_end) if self.interval_end else None
             if any(d.whole_interval for d in spec.elsewhere):
-                intervals_sub = await stack.enter_async_context(CatalogPoller.shared(url, self.poll_interval).subscribe(
-                    whole_interval_requests(spec, slot, end)))
+                intervals_sub = await stack.enter_async_context(
+                    CatalogPoller.shared(url, self.poll_interval).subscribe(whole_interval_requests(spec, slot, end))
+                )
             blind = False
             while True:
                 try:
@@ -146,15 +184,20 @@ class RunConditionTrigger(BaseTrigger):
                 if blind:
                     self.log.warning("gate %s can look again", self.task_id)
                     blind = False
-                now = dt.datetime.now(dt.timezone.utc)
+                now = dt.datetime.now(dt.UTC)
                 if due(clock, now) or not latest:
                     latest = fresh_runs
                 records = {tid: found[(i, slot)] for tid, i in by_identity.items() if (i, slot) in found}
                 view = RunView(self.run_id, states, self.upstream, frozenset(self.waiting), records)
                 intervals = judge_whole_intervals(spec, snapshot, slot, end) if snapshot is not None else {}
                 outcome, clock = evaluate(spec, view, latest, consumed, clock, policy, now, intervals)
-                event = None if outcome.verdict is Verdict.WAIT else TriggerEvent(
-                    {"status": outcome.verdict.value, "summary": outcome.summary(), "clock": clock.as_dict()})
+                event = (
+                    None
+                    if outcome.verdict is Verdict.WAIT
+                    else TriggerEvent(
+                        {"status": outcome.verdict.value, "summary": outcome.summary(), "clock": clock.as_dict()}
+                    )
+                )
                 event = event or await self._relaxed(spec, clock, outcome, outcome.summary())
                 if event is not None:
                     yield event
@@ -199,8 +242,12 @@ class RunOutcomeTrigger(BaseTrigger):
         self.dag_id, self.run_id, self.task_id, self.poll_interval = dag_id, run_id, task_id, float(poll_interval)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return _classpath(self), {"dag_id": self.dag_id, "run_id": self.run_id, "task_id": self.task_id,
-                                  "poll_interval": self.poll_interval}
+        return _classpath(self), {
+            "dag_id": self.dag_id,
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "poll_interval": self.poll_interval,
+        }
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         while True:

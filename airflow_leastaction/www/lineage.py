@@ -86,8 +86,15 @@ class Lineage:
         return [e for e in self.edges if e.parent == identity]
 
 
-def build_lineage(engine: Engine, centres: list[dict], interval: dt.datetime, *, up: int = 2, down: int = 2,
-                visible: Callable[[dict], bool] | None = None) -> Lineage:
+def build_lineage(
+    engine: Engine,
+    centres: list[dict],
+    interval: dt.datetime,
+    *,
+    up: int = 2,
+    down: int = 2,
+    visible: Callable[[dict], bool] | None = None,
+) -> Lineage:
     """Ancestors ``up`` levels and descendants ``down`` levels around ``centres`` (catalog task rows).
 
     :param visible: which catalog rows the reader may see (default: all); see :func:`_withhold`.
@@ -109,7 +116,7 @@ def _rows_by_identity(conn, identities: set[TaskIdentity]) -> dict[TaskIdentity,
     names = sorted({i.name for i in identities})
     found: dict[TaskIdentity, dict] = {}
     for start in range(0, len(names), IN_CHUNK):
-        for row in conn.execute(select(task).where(task.c.name.in_(names[start:start + IN_CHUNK]))).mappings():
+        for row in conn.execute(select(task).where(task.c.name.in_(names[start : start + IN_CHUNK]))).mappings():
             ident = TaskIdentity.from_row(row)
             if ident in identities:
                 found[ident] = dict(row)
@@ -157,7 +164,7 @@ def _naming_any(conn, identities: set[TaskIdentity]):
     names = sorted({i.name for i in identities})
     for start in range(0, len(names), 50):
         # The JSON-quoted name is a cheap, index-free pre-filter; parse_parents does the exact match.
-        needles = [task.c.parents.contains(json.dumps(n), autoescape=True) for n in names[start:start + 50]]
+        needles = [task.c.parents.contains(json.dumps(n), autoescape=True) for n in names[start : start + 50]]
         yield from (dict(r) for r in conn.execute(select(task).where(or_(*needles))).mappings())
 
 
@@ -190,8 +197,13 @@ def _judge_edges(store: CatalogStore, graph: Lineage) -> None:
     parents = sorted({e.parent for e in graph.edges})
     if not parents:
         return
-    verdicts = dict(zip(parents, judge_parents(parents, graph.interval, store.snapshot(
-        (p, graph.interval) for p in parents))))
+    verdicts = dict(
+        zip(
+            parents,
+            judge_parents(parents, graph.interval, store.snapshot((p, graph.interval) for p in parents)),
+            strict=True,
+        )
+    )
     for edge in graph.edges:
         j = verdicts[edge.parent]
         edge.satisfied, edge.rejected, edge.reason = j.satisfied, j.rejected, j.reason

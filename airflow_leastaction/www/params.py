@@ -23,16 +23,18 @@ def parse_time(value: str | None, name: str) -> dt.datetime | None:
     try:
         when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            f"{name} must be an ISO date or datetime, got {value!r}") from None
-    return when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else when
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"{name} must be an ISO date or datetime, got {value!r}"
+        ) from None
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when
 
 
 def one_of(value: str | None, allowed: tuple[str, ...], name: str) -> str | None:
     value = blank(value)
     if value is not None and value not in allowed:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"{name} must be one of {', '.join(allowed)}, got {value!r}"
+        )
     return value
 
 
@@ -43,4 +45,6 @@ def optional_int(value: str | None, name: str) -> int | None:
     try:
         return int(value)
     except ValueError:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{name} must be an integer, got {value!r}") from None
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"{name} must be an integer, got {value!r}"
+        ) from None

@@ -45,22 +45,44 @@ class QueuePageReads:
 
     def view(self, environment: str | None, *, batches: int = 20, events: int = 50) -> QueueView:
         with self.engine.connect() as conn:
-            envs = sorted(set(conn.execute(select(dbt_batch.c.environment).distinct()).scalars())
-                          | set(conn.execute(select(dbt_queue.c.environment).distinct()).scalars()))
+            envs = sorted(
+                set(conn.execute(select(dbt_batch.c.environment).distinct()).scalars())
+                | set(conn.execute(select(dbt_queue.c.environment).distinct()).scalars())
+            )
             env = environment or (envs[0] if envs else None)
             if env is None:
                 return QueueView(envs, None, [], [], [], [])
-            return QueueView(envs, env, self._active(conn, env), self._buckets(conn, env),
-                             self._batches(conn, env, batches), self._events(conn, env, events))
+            return QueueView(
+                envs,
+                env,
+                self._active(conn, env),
+                self._buckets(conn, env),
+                self._batches(conn, env, batches),
+                self._events(conn, env, events),
+            )
 
     def _active(self, conn, env: str) -> list[dict]:
         q, b = dbt_queue.c, dbt_batch.c
-        stmt = (select(q.id, q.unique_id, q.status, q.tier, q.request_count, q.requested_while_running,
-                       q.first_requested_at, q.last_requested_at, q.batch_id, b.owner, b.heartbeat_at,
-                       b.claimed_at)
-                .select_from(dbt_queue.outerjoin(dbt_batch, b.id == q.batch_id))
-                .where(q.environment == env, q.status.in_(ACTIVE_STATUSES))
-                .order_by(q.status.desc(), q.last_requested_at, q.id).limit(500))
+        stmt = (
+            select(
+                q.id,
+                q.unique_id,
+                q.status,
+                q.tier,
+                q.request_count,
+                q.requested_while_running,
+                q.first_requested_at,
+                q.last_requested_at,
+                q.batch_id,
+                b.owner,
+                b.heartbeat_at,
+                b.claimed_at,
+            )
+            .select_from(dbt_queue.outerjoin(dbt_batch, b.id == q.batch_id))
+            .where(q.environment == env, q.status.in_(ACTIVE_STATUSES))
+            .order_by(q.status.desc(), q.last_requested_at, q.id)
+            .limit(500)
+        )
         return [dict(r) for r in conn.execute(stmt).mappings()]
 
     def _buckets(self, conn, env: str) -> list[OutcomeBucket]:
@@ -74,8 +96,9 @@ class QueuePageReads:
         end = latest.replace(minute=0, second=0, microsecond=0) + dt.timedelta(hours=1)
         start = end - dt.timedelta(hours=CHART_HOURS)
         grid = {start + dt.timedelta(hours=i): dict.fromkeys(OUTCOMES, 0) for i in range(CHART_HOURS)}
-        rows = conn.execute(select(e.requested_at, e.outcome).where(
-            e.environment == env, e.requested_at >= start, e.requested_at < end))
+        rows = conn.execute(
+            select(e.requested_at, e.outcome).where(e.environment == env, e.requested_at >= start, e.requested_at < end)
+        )
         for at, outcome in rows:
             hour = _aware(at).replace(minute=0, second=0, microsecond=0)
             if hour in grid and outcome in grid[hour]:
@@ -89,10 +112,14 @@ class QueuePageReads:
 
     def _events(self, conn, env: str, limit: int) -> list[dict]:
         e = dbt_request_event.c
-        stmt = (select(dbt_request_event).where(e.environment == env)
-                .order_by(e.requested_at.desc(), e.id.desc()).limit(limit))
+        stmt = (
+            select(dbt_request_event)
+            .where(e.environment == env)
+            .order_by(e.requested_at.desc(), e.id.desc())
+            .limit(limit)
+        )
         return [dict(r) for r in conn.execute(stmt).mappings()]
 
 
 def _aware(value: dt.datetime) -> dt.datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)

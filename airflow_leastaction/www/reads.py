@@ -39,7 +39,7 @@ class Cursor:
         return f"{self.at.isoformat()}|{self.id}"
 
     @classmethod
-    def decode(cls, text: str | None) -> "Cursor | None":
+    def decode(cls, text: str | None) -> Cursor | None:
         if not text:
             return None
         try:
@@ -145,12 +145,15 @@ class CatalogReads:
     def __init__(self, engine: Engine):
         self.engine = engine
 
-    def decisions(self, f: DecisionFilter, cursor: Cursor | None, limit: int,
-                  scope: DagScope = EVERY_DAG) -> Page:
+    def decisions(self, f: DecisionFilter, cursor: Cursor | None, limit: int, scope: DagScope = EVERY_DAG) -> Page:
         d = gate_decision.c
         stmt = scope.where(select(gate_decision), d.dag_id)
-        for col, value in ((d.dag_id, f.dag_id), (d.run_id, f.run_id), (d.map_index, f.map_index),
-                           (d.result, f.result)):
+        for col, value in (
+            (d.dag_id, f.dag_id),
+            (d.run_id, f.run_id),
+            (d.map_index, f.map_index),
+            (d.result, f.result),
+        ):
             if value is not None:
                 stmt = stmt.where(col == value)
         if f.task_id is not None:
@@ -164,8 +167,7 @@ class CatalogReads:
             rows = [dict(r) for r in conn.execute(stmt).mappings()]
         return _page(rows, limit, "decided_at")
 
-    def consumption(self, f: ConsumptionFilter, cursor: Cursor | None, limit: int,
-                    scope: DagScope = EVERY_DAG) -> Page:
+    def consumption(self, f: ConsumptionFilter, cursor: Cursor | None, limit: int, scope: DagScope = EVERY_DAG) -> Page:
         """Consumption records with the upstream slot's current revision, each flagged stale or not by the
         same rule as ``airflow-leastaction stale`` (:func:`~airflow_leastaction.catalog.audit.is_stale`)."""
         c = consumption.c
@@ -173,11 +175,14 @@ class CatalogReads:
         ut = task.alias("ut")
         current = up.c.output_revision
         stale = is_stale(current)
-        stmt = (
-            select(consumption, current.label("current_revision"), ut.c.name.label("upstream_name"),
-                   ut.c.project.label("upstream_project"), case((stale, True), else_=False).label("stale"))
-            .select_from(consumption.outerjoin(up, up.c.id == c.upstream_run_pk)
-                         .outerjoin(ut, ut.c.id == c.upstream_task_pk))
+        stmt = select(
+            consumption,
+            current.label("current_revision"),
+            ut.c.name.label("upstream_name"),
+            ut.c.project.label("upstream_project"),
+            case((stale, True), else_=False).label("stale"),
+        ).select_from(
+            consumption.outerjoin(up, up.c.id == c.upstream_run_pk).outerjoin(ut, ut.c.id == c.upstream_task_pk)
         )
         stmt = scope.where(stmt, c.dag_id)
         if f.dag_id is not None:
@@ -215,8 +220,9 @@ class CatalogReads:
             more = len(tasks) > limit
             tasks = tasks[:limit]
             slots = self._recent_slots(conn, [r["id"] for r in tasks])
-        rows = [CatalogRow(r, _granularity(r["cron"]), parse_parents(r["parents"]), slots.get(r["id"], []))
-                for r in tasks]
+        rows = [
+            CatalogRow(r, _granularity(r["cron"]), parse_parents(r["parents"]), slots.get(r["id"], [])) for r in tasks
+        ]
         nxt = f"{tasks[-1]['name']}|{tasks[-1]['id']}" if more and tasks else None
         return Page(rows, nxt)
 
@@ -224,9 +230,11 @@ class CatalogReads:
         if not task_pks:
             return {}
         r = task_run.c
-        ranked = select(
-            task_run, func.row_number().over(partition_by=r.task_pk, order_by=r.slot.desc()).label("rn")
-        ).where(r.task_pk.in_(task_pks)).subquery()
+        ranked = (
+            select(task_run, func.row_number().over(partition_by=r.task_pk, order_by=r.slot.desc()).label("rn"))
+            .where(r.task_pk.in_(task_pks))
+            .subquery()
+        )
         stmt = select(ranked).where(ranked.c.rn <= RECENT_SLOTS).order_by(ranked.c.task_pk, ranked.c.slot.desc())
         out: dict[int, list[dict]] = {}
         for row in conn.execute(stmt).mappings():
@@ -263,6 +271,15 @@ def _granularity(cron: str | None) -> str | None:
         return None
 
 
-__all__ = ["CatalogReads", "Cursor", "Page", "DagScope", "EVERY_DAG",
-           "DecisionFilter", "ConsumptionFilter", "CatalogFilter",
-           "BadCursorError", "parse_parents"]
+__all__ = [
+    "CatalogReads",
+    "Cursor",
+    "Page",
+    "DagScope",
+    "EVERY_DAG",
+    "DecisionFilter",
+    "ConsumptionFilter",
+    "CatalogFilter",
+    "BadCursorError",
+    "parse_parents",
+]

@@ -26,13 +26,18 @@ PAGES = (
 def _when(value: dt.datetime | None) -> str:
     if value is None:
         return "—"
-    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _environment() -> Environment:
     # autoescape=True for every template, whatever its extension: catalog names come from anyone who reports.
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["when"] = _when
     env.globals["PAGES"] = PAGES
     return env

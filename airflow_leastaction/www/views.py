@@ -14,11 +14,20 @@ _NAV = (
 )
 
 EXTERNAL_VIEWS = [
-    *({"name": name, "href": f"{URL_PREFIX}/{slug}", "destination": "nav", "category": MENU,
-       "url_route": f"leastaction-{slug}"} for name, slug in _NAV),
+    *(
+        {
+            "name": name,
+            "href": f"{URL_PREFIX}/{slug}",
+            "destination": "nav",
+            "category": MENU,
+            "url_route": f"leastaction-{slug}",
+        }
+        for name, slug in _NAV
+    ),
     {
         "name": "Gate decisions",
-        "href": f"{URL_PREFIX}/decisions?dag_id={{DAG_ID}}&task_id={{TASK_ID}}&run_id={{RUN_ID}}&map_index={{MAP_INDEX}}",
+        "href": f"{URL_PREFIX}/decisions?dag_id={{DAG_ID}}&task_id={{TASK_ID}}&run_id={{RUN_ID}}"
+        "&map_index={MAP_INDEX}",
         "destination": "task_instance",
         "url_route": "leastaction-task-instance",
     },

@@ -15,7 +15,7 @@ from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import airflow_task
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 NOW = dt.datetime(2026, 11, 30, tzinfo=UTC)
 SLOT = dt.datetime(2026, 11, 29, tzinfo=UTC)
 BEFORE = "0003_ui_indexes"
@@ -31,11 +31,24 @@ def catalog_at_0003(request):
 
 def seed(engine) -> dict[str, int]:
     """Rows an earlier version wrote: a dotted DAG's task (two map indexes), a plain one, an external one."""
+
     def add_task(conn, name, dag_id=None, task_id=None, partition="", source="airflow", parents=None):
-        return conn.execute(insert(task).values(
-            name=name, project="airflow", account="", partition=partition, source=source, timezone="UTC",
-            dag_id=dag_id, task_id=task_id, parents=parents, prev_interval_start=SLOT, state="success",
-            updated_at=NOW)).inserted_primary_key[0]
+        return conn.execute(
+            insert(task).values(
+                name=name,
+                project="airflow",
+                account="",
+                partition=partition,
+                source=source,
+                timezone="UTC",
+                dag_id=dag_id,
+                task_id=task_id,
+                parents=parents,
+                prev_interval_start=SLOT,
+                state="success",
+                updated_at=NOW,
+            )
+        ).inserted_primary_key[0]
 
     with engine.begin() as conn:
         pks = {
@@ -44,18 +57,50 @@ def seed(engine) -> dict[str, int]:
             "plain": add_task(conn, "orders.group.load", "orders", "group.load"),
             "external": add_task(conn, "sales.daily.load", source="external", partition="x"),
         }
-        parents = [{"name": "sales.daily.load", "project": "airflow", "account": "", "partition": ""},
-                   {"name": "orders.group.load", "project": "airflow", "account": "", "partition": ""}]
+        parents = [
+            {"name": "sales.daily.load", "project": "airflow", "account": "", "partition": ""},
+            {"name": "orders.group.load", "project": "airflow", "account": "", "partition": ""},
+        ]
         pks["child"] = add_task(conn, "report.build", "report", "build", parents=json.dumps(parents, sort_keys=True))
-        conn.execute(insert(task_run).values(task_pk=pks["dotted"], slot=SLOT, state="success", attempt=1,
-                                             run_id="r1", output_revision=1, repair_pending=False, updated_at=NOW))
-        decision = conn.execute(insert(gate_decision).values(
-            dag_id="report", task_id="build", run_id="r1", map_index=-1, attempt=1,
-            dependency="catalog:airflow/sales.daily.load", upstream_task_pk=pks["dotted"], result="SATISFIED",
-            reason="ok", decided_at=NOW)).inserted_primary_key[0]
-        conn.execute(insert(consumption).values(
-            decision_id=decision, dag_id="report", task_id="build", run_id="r1", map_index=-1, attempt=1,
-            dependency="catalog:airflow/sales.daily.load", upstream_task_pk=pks["dotted"], consumed_at=NOW))
+        conn.execute(
+            insert(task_run).values(
+                task_pk=pks["dotted"],
+                slot=SLOT,
+                state="success",
+                attempt=1,
+                run_id="r1",
+                output_revision=1,
+                repair_pending=False,
+                updated_at=NOW,
+            )
+        )
+        decision = conn.execute(
+            insert(gate_decision).values(
+                dag_id="report",
+                task_id="build",
+                run_id="r1",
+                map_index=-1,
+                attempt=1,
+                dependency="catalog:airflow/sales.daily.load",
+                upstream_task_pk=pks["dotted"],
+                result="SATISFIED",
+                reason="ok",
+                decided_at=NOW,
+            )
+        ).inserted_primary_key[0]
+        conn.execute(
+            insert(consumption).values(
+                decision_id=decision,
+                dag_id="report",
+                task_id="build",
+                run_id="r1",
+                map_index=-1,
+                attempt=1,
+                dependency="catalog:airflow/sales.daily.load",
+                upstream_task_pk=pks["dotted"],
+                consumed_at=NOW,
+            )
+        )
     return pks
 
 
@@ -76,8 +121,9 @@ class TestAirflowTaskNamesMigration:
         store = CatalogStore(engine)
         row = store.get_task(airflow_task("sales.daily", "load", project="airflow"))
         assert (row["id"], row["prev_interval_start"]) == (pks["dotted"], SLOT)
-        assert store.get_task(airflow_task("sales.daily", "load", project="airflow", map_index=0))["id"] == \
-            pks["dotted_0"]
+        assert (
+            store.get_task(airflow_task("sales.daily", "load", project="airflow", map_index=0))["id"] == pks["dotted_0"]
+        )
         assert store.get_task(airflow_task("sales", "daily.load", project="airflow")) is None
         with engine.connect() as conn:
             parents = json.loads(conn.execute(select(task.c.parents).where(task.c.id == pks["child"])).scalar())

@@ -16,9 +16,20 @@ DOWN = TaskIdentity("rc_cost.report", "rc_cost")
 
 
 def judgements(n: int, up) -> list[Judgement]:
-    return [Judgement(f"task:up_{i}", i % 2 == 0, f"up_{i}: {'ok' if i % 2 == 0 else 'not yet'}",
-                      DependencyType.SUCCESS, final=True, upstream_task_pk=up.task_pk, upstream_run_pk=up.run_pk,
-                      upstream_slot=day(1), upstream_revision=i) for i in range(n)]
+    return [
+        Judgement(
+            f"task:up_{i}",
+            i % 2 == 0,
+            f"up_{i}: {'ok' if i % 2 == 0 else 'not yet'}",
+            DependencyType.SUCCESS,
+            final=True,
+            upstream_task_pk=up.task_pk,
+            upstream_run_pk=up.run_pk,
+            upstream_slot=day(1),
+            upstream_revision=i,
+        )
+        for i in range(n)
+    ]
 
 
 def test_a_100_dependency_attempts_decisions_are_written_in_at_most_three_statements(store):
@@ -43,11 +54,13 @@ def test_consuming_100_decisions_adds_a_constant_number_of_statements_to_the_suc
         run = f"run-{n}"
         store.record_decisions(AttemptKey("rc_cost", "report__gate", run), judgements(n, up), downstream_slot=slot)
         with StatementCounter(store.engine) as counter:
-            store.record_success(DOWN, slot, run_id=run, consumer=AttemptKey("rc_cost", "report", run),
-                                 gate_task_ids=["report__gate"])
+            store.record_success(
+                DOWN, slot, run_id=run, consumer=AttemptKey("rc_cost", "report", run), gate_task_ids=["report__gate"]
+            )
         costs[n] = counter.total
     assert costs[100] == costs[1]
     with store.engine.connect() as conn:
-        consumed = conn.execute(select(func.count()).select_from(consumption).where(
-            consumption.c.run_id == "run-100")).scalar()
+        consumed = conn.execute(
+            select(func.count()).select_from(consumption).where(consumption.c.run_id == "run-100")
+        ).scalar()
     assert consumed == 50  # the SATISFIED half

@@ -33,11 +33,15 @@ PROBE = textwrap.dedent("""
 
 def run_probe(tmp_path, mode: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
-    env.update(AIRFLOW_HOME=str(tmp_path), _AIRFLOW_PROCESS_CONTEXT="server",
-               AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{tmp_path}/airflow.db",
-               AIRFLOW__CORE__LOAD_EXAMPLES="False")
-    done = subprocess.run([sys.executable, "-c", PROBE, mode], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path)
+    env.update(
+        AIRFLOW_HOME=str(tmp_path),
+        _AIRFLOW_PROCESS_CONTEXT="server",
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{tmp_path}/airflow.db",
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, mode], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

@@ -47,15 +47,26 @@ class TestCatalogConnection:
         dispose_all()
 
     def test_a_connection_url_in_extra_is_used(self, monkeypatch, sqlite_url):
-        monkeypatch.setenv("AIRFLOW_CONN_MY_CATALOG", json.dumps(
-            {"conn_type": "leastaction_catalog", "extra": {"url": sqlite_url}}))
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_MY_CATALOG", json.dumps({"conn_type": "leastaction_catalog", "extra": {"url": sqlite_url}})
+        )
         dispose_all()
         assert resolve_url("my_catalog") == sqlite_url
 
     def test_host_fields_build_a_postgresql_url(self, monkeypatch):
-        monkeypatch.setenv("AIRFLOW_CONN_PG_CATALOG", json.dumps({
-            "conn_type": "leastaction_catalog", "host": "db.internal", "port": 5433, "login": "la",
-            "password": "s3cret", "schema": "catalog"}))
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_PG_CATALOG",
+            json.dumps(
+                {
+                    "conn_type": "leastaction_catalog",
+                    "host": "db.internal",
+                    "port": 5433,
+                    "login": "la",
+                    "password": "s3cret",
+                    "schema": "catalog",
+                }
+            ),
+        )
         dispose_all()
         assert resolve_url("pg_catalog") == "postgresql+psycopg2://la:s3cret@db.internal:5433/catalog"
 

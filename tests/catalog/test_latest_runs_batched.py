@@ -17,7 +17,7 @@ from airflow_leastaction.run_conditions.latest_run import LatestRuns
 from airflow_leastaction.states import IN_FLIGHT_STATES
 from tests.statement_count import StatementCounter
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 T0 = dt.datetime(2026, 11, 1, tzinfo=UTC)
 STATES = ["success", "success", "failed", "running", "queued", "up_for_retry", "skipped", "upstream_failed"]
 RUN_TYPES = [None, "scheduled", "manual", BACKFILL_RUN_TYPE]
@@ -32,20 +32,32 @@ def one_task_at_a_time(store, identities, history: int = 20) -> dict:
             if task_pk is None:
                 out[identity] = LatestRuns(None, None, None, None)
                 continue
-            base = select(*_run_columns()).where(task_run.c.task_pk == task_pk, or_(
-                task_run.c.run_type.is_(None), task_run.c.run_type != BACKFILL_RUN_TYPE))
+            base = select(*_run_columns()).where(
+                task_run.c.task_pk == task_pk,
+                or_(task_run.c.run_type.is_(None), task_run.c.run_type != BACKFILL_RUN_TYPE),
+            )
             latest = conn.execute(base.order_by(task_run.c.started_at.desc(), task_run.c.id.desc()).limit(1)).first()
-            finished = conn.execute(base.where(task_run.c.finished_at.is_not(None),
-                                               task_run.c.state.not_in(sorted(IN_FLIGHT_STATES)))
-                                    .order_by(task_run.c.finished_at.desc(), task_run.c.id.desc()).limit(1)).first()
-            spans = conn.execute(select(task_run.c.started_at, task_run.c.finished_at).where(
-                task_run.c.task_pk == task_pk, task_run.c.state == "success",
-                task_run.c.started_at.is_not(None), task_run.c.finished_at.is_not(None))
-                .order_by(task_run.c.finished_at.desc()).limit(history)).all()
+            finished = conn.execute(
+                base.where(task_run.c.finished_at.is_not(None), task_run.c.state.not_in(sorted(IN_FLIGHT_STATES)))
+                .order_by(task_run.c.finished_at.desc(), task_run.c.id.desc())
+                .limit(1)
+            ).first()
+            spans = conn.execute(
+                select(task_run.c.started_at, task_run.c.finished_at)
+                .where(
+                    task_run.c.task_pk == task_pk,
+                    task_run.c.state == "success",
+                    task_run.c.started_at.is_not(None),
+                    task_run.c.finished_at.is_not(None),
+                )
+                .order_by(task_run.c.finished_at.desc())
+                .limit(history)
+            ).all()
             lengths = [f - s for s, f in spans if f >= s]
             average = sum(lengths, dt.timedelta(0)) / len(lengths) if lengths else None
-            out[identity] = LatestRuns(task_pk, latest and _run_record(latest), finished and _run_record(finished),
-                                       average)
+            out[identity] = LatestRuns(
+                task_pk, latest and _run_record(latest), finished and _run_record(finished), average
+            )
     return out
 
 
@@ -62,11 +74,22 @@ def seed(store, tasks: int, seed_value: int, prefix: str = "up") -> list[TaskIde
             state = rng.choice(STATES)
             started = T0 + dt.timedelta(minutes=next(minutes)) if rng.random() > 0.1 else None
             finished = T0 + dt.timedelta(minutes=next(minutes)) if state not in IN_FLIGHT_STATES else None
-            rows.append({"task_pk": pk, "slot": T0 + dt.timedelta(days=k), "state": state, "attempt": 1,
-                         "run_id": f"r{k}", "run_type": rng.choice(RUN_TYPES),
-                         "output_revision": int(state == "success"), "repair_pending": False,
-                         "rows_written": rng.randrange(100), "started_at": started, "finished_at": finished,
-                         "updated_at": utcnow()})
+            rows.append(
+                {
+                    "task_pk": pk,
+                    "slot": T0 + dt.timedelta(days=k),
+                    "state": state,
+                    "attempt": 1,
+                    "run_id": f"r{k}",
+                    "run_type": rng.choice(RUN_TYPES),
+                    "output_revision": int(state == "success"),
+                    "repair_pending": False,
+                    "rows_written": rng.randrange(100),
+                    "started_at": started,
+                    "finished_at": finished,
+                    "updated_at": utcnow(),
+                }
+            )
     with store.write() as conn:
         conn.execute(insert(task_run), rows)
     return identities

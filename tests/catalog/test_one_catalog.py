@@ -30,7 +30,7 @@ from airflow_leastaction.sensors.parent_interval import ParentIntervalSensor
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.www.render import catalog_reads
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 @pytest.fixture
@@ -47,8 +47,9 @@ def team_setting(monkeypatch, tmp_path):
         if url is None:
             monkeypatch.delenv("AIRFLOW_CONN_TEAM_CATALOG", raising=False)
         else:
-            monkeypatch.setenv("AIRFLOW_CONN_TEAM_CATALOG", json.dumps(
-                {"conn_type": "leastaction_catalog", "extra": {"url": url}}))
+            monkeypatch.setenv(
+                "AIRFLOW_CONN_TEAM_CATALOG", json.dumps({"conn_type": "leastaction_catalog", "extra": {"url": url}})
+            )
 
     yield point
     dispose_all()
@@ -67,14 +68,21 @@ COMPONENTS = {
     "listener": lambda: CatalogStore().engine.url,
     "sensor": lambda: _sensor()._store().engine.url,
     "gate": lambda: CatalogStore(conn_id=_gate().catalog_conn_id).engine.url,
-    "sensor trigger": lambda: asyncio.run(aresolve_url(ParentIntervalTrigger(
-        parents=[], child_interval="2026-11-28T00:00:00+00:00", catalog_conn_id=_sensor().catalog_conn_id
-    ).catalog_conn_id)),
+    "sensor trigger": lambda: asyncio.run(
+        aresolve_url(
+            ParentIntervalTrigger(
+                parents=[], child_interval="2026-11-28T00:00:00+00:00", catalog_conn_id=_sensor().catalog_conn_id
+            ).catalog_conn_id
+        )
+    ),
     "hook": lambda: CatalogHook().get_store().engine.url,
     "ui": lambda: catalog_reads(SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace()))).engine.url,
     "dbt queue": lambda: QueueStore(conn_id=None).engine.url,
-    "cli": lambda: CatalogStore(conn_id=build_parser().parse_args(
-        ["catalog", "show", "orders", "--project", "sales"]).conn_id).engine.url,
+    "cli": lambda: (
+        CatalogStore(
+            conn_id=build_parser().parse_args(["catalog", "show", "orders", "--project", "sales"]).conn_id
+        ).engine.url
+    ),
 }
 
 
@@ -106,8 +114,11 @@ def test_a_deployment_that_configures_nothing_uses_the_embedded_sqlite_file(monk
     monkeypatch.delenv("AIRFLOW__LEASTACTION__CATALOG_CONN_ID", raising=False)
     dispose_all()
     try:
-        assert CatalogHook().get_url() == _sensor()._store().engine.url.render_as_string() == (
-            f"sqlite:///{tmp_path}/leastaction/catalog.db")
+        assert (
+            CatalogHook().get_url()
+            == _sensor()._store().engine.url.render_as_string()
+            == (f"sqlite:///{tmp_path}/leastaction/catalog.db")
+        )
     finally:
         dispose_all()
 
@@ -119,31 +130,61 @@ def test_catalog_url_is_read_from_the_config_file(tmp_path):
     home.mkdir()
     target = f"sqlite:///{tmp_path}/shared/catalog.db"
     (home / "airflow.cfg").write_text(f"[leastaction]\ncatalog_url = {target}\n")
-    env = {k: v for k, v in __import__("os").environ.items()
-           if not k.startswith(("AIRFLOW__LEASTACTION__", "AIRFLOW_CONN_"))}
+    env = {
+        k: v
+        for k, v in __import__("os").environ.items()
+        if not k.startswith(("AIRFLOW__LEASTACTION__", "AIRFLOW_CONN_"))
+    }
     env["AIRFLOW_HOME"] = str(home)
     env["AIRFLOW_CONFIG"] = str(home / "airflow.cfg")
     out = subprocess.run(
         [sys.executable, "-c", "from airflow_leastaction.catalog.engine import resolve_url; print(resolve_url())"],
-        env=env, capture_output=True, text=True, check=True)
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip().splitlines()[-1] == target
 
 
-def test_a_real_run_reads_and_writes_the_catalog_the_setting_names(team_setting, catalog_url, run_dag, tmp_path,
-                                                                    capsys):
+def test_a_real_run_reads_and_writes_the_catalog_the_setting_names(
+    team_setting, catalog_url, run_dag, tmp_path, capsys
+):
     """The CLI reports the parent, the sensor and the gate judge it, the listener records the run, all in
     the one catalog the setting names; no second catalog appears under AIRFLOW_HOME."""
     team_setting(catalog_url)
     slot = dt.datetime(2026, 11, 21, tzinfo=UTC)
-    assert cli_main(["catalog", "report", "pis_raw", "--project", "other-team", "--slot", slot.isoformat(),
-                     "--cron", "0 0 * * *"]) == 0
+    assert (
+        cli_main(
+            [
+                "catalog",
+                "report",
+                "pis_raw",
+                "--project",
+                "other-team",
+                "--slot",
+                slot.isoformat(),
+                "--cron",
+                "0 0 * * *",
+            ]
+        )
+        == 0
+    )
     assert run_dag("pis_sensor_then_gate", slot).state == "success"
     store = CatalogStore(conn_id="team_catalog")
     with store.engine.connect() as conn:
-        decided = {r.task_id for r in conn.execute(select(gate_decision.c.task_id).where(
-            gate_decision.c.dag_id == "pis_sensor_then_gate"))}
-        ran = {r.name for r in conn.execute(select(task.c.name).join(task_run, task_run.c.task_pk == task.c.id)
-                                            .where(task_run.c.slot == slot))}
+        decided = {
+            r.task_id
+            for r in conn.execute(
+                select(gate_decision.c.task_id).where(gate_decision.c.dag_id == "pis_sensor_then_gate")
+            )
+        }
+        ran = {
+            r.name
+            for r in conn.execute(
+                select(task.c.name).join(task_run, task_run.c.task_pk == task.c.id).where(task_run.c.slot == slot)
+            )
+        }
     assert decided == {"wait", "load__gate"}
     assert {"pis_sensor_then_gate.extract", "pis_sensor_then_gate.load"} <= ran
     assert not (tmp_path / "home" / "leastaction").exists()

@@ -19,7 +19,7 @@ from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import judge_parents
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 RAW = TaskIdentity("orders_raw", "sales-platform")
 DAILY = TaskMeta(cron="0 0 * * *")
 SLOT = dt.datetime(2026, 11, 3, tzinfo=UTC)
@@ -30,8 +30,16 @@ def at(minute: int) -> dt.datetime:
 
 
 def event(state: str, attempt: int, minute: int, run_id: str = "scheduled__2026-11-03", **kw) -> SlotEvent:
-    return SlotEvent(state=state, identity=kw.pop("identity", RAW), slot=SLOT, at=at(minute), meta=DAILY,
-                     run_id=run_id, attempt=attempt, **kw)
+    return SlotEvent(
+        state=state,
+        identity=kw.pop("identity", RAW),
+        slot=SLOT,
+        at=at(minute),
+        meta=DAILY,
+        run_id=run_id,
+        attempt=attempt,
+        **kw,
+    )
 
 
 def slot_row(store, identity=RAW):
@@ -74,10 +82,10 @@ class TestLateOutcomesAreNotApplied:
 
     def test_a_late_success_still_records_what_its_attempt_consumed_once(self, store):
         store.register_task(RAW, DAILY)
-        store.record_decisions(AttemptKey("d", "t__gate", "r", -1, 1), [Judgement("catalog:x", True, "ok")],
-                               downstream_slot=SLOT)
-        late = event("success", 1, 5, run_id="r", consumer=AttemptKey("d", "t", "r", -1, 1),
-                     gate_task_ids=["t__gate"])
+        store.record_decisions(
+            AttemptKey("d", "t__gate", "r", -1, 1), [Judgement("catalog:x", True, "ok")], downstream_slot=SLOT
+        )
+        late = event("success", 1, 5, run_id="r", consumer=AttemptKey("d", "t", "r", -1, 1), gate_task_ids=["t__gate"])
         apply(store, event("running", 2, 10, run_id="r"))
         apply(store, late)
         apply(store, late)  # an interrupted replay, repeated
@@ -88,8 +96,7 @@ class TestLateOutcomesAreNotApplied:
 
 
 class TestTwoSpoolDirectoriesReplayedOutOfOrder:
-    def test_the_older_machines_spool_replayed_last_changes_nothing(self, store, catalog_url, use_catalog,
-                                                                    tmp_path):
+    def test_the_older_machines_spool_replayed_last_changes_nothing(self, store, catalog_url, use_catalog, tmp_path):
         use_catalog(catalog_url)
         first, second = tmp_path / "worker-a", tmp_path / "worker-b"
         for e in (event("running", 1, 0), event("success", 1, 5, rows_written=9)):
@@ -128,9 +135,19 @@ def histories(draw):
 def test_any_replay_order_ends_in_the_newest_outcome_of_the_slot(store, history):
     events, order = history
     identity = TaskIdentity(f"t_{uuid.uuid4().hex[:10]}", "replay")
-    built = [SlotEvent(state=s, identity=identity, slot=SLOT, at=at(i), meta=DAILY, run_id=run, attempt=n,
-                       rows_written=i if s == "success" else None)
-             for i, (s, run, n) in enumerate(events)]
+    built = [
+        SlotEvent(
+            state=s,
+            identity=identity,
+            slot=SLOT,
+            at=at(i),
+            meta=DAILY,
+            run_id=run,
+            attempt=n,
+            rows_written=i if s == "success" else None,
+        )
+        for i, (s, run, n) in enumerate(events)
+    ]
     for i in order:
         apply(store, built[i])
     newest = built[-1]

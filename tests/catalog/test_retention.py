@@ -22,7 +22,7 @@ from airflow_leastaction.dbt.schema import dbt_queue, dbt_request, dbt_request_e
 from airflow_leastaction.exceptions import InvalidRetentionCutoffError
 from airflow_leastaction.identity import TaskIdentity
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 CUTOFF = dt.datetime(2025, 6, 1, tzinfo=UTC)
 OLD = dt.datetime(2025, 1, 1, tzinfo=UTC)
 NEW = dt.datetime(2025, 7, 1, tzinfo=UTC)
@@ -41,23 +41,51 @@ def meta(dag_id: str, task_id: str) -> TaskMeta:
 
 def decide(store, *, at, run_id="r1", slot=None, result="SATISFIED", upstream=None, task_id="wait") -> int:
     """One gate decision of ``CHILD_DAG``; ``upstream`` is the parent's slot outcome it selected."""
-    sel = {} if upstream is None else {"upstream_task_pk": upstream.task_pk, "upstream_run_pk": upstream.run_pk,
-                                           "upstream_slot": upstream.slot, "upstream_revision": upstream.output_revision}
+    sel = (
+        {}
+        if upstream is None
+        else {
+            "upstream_task_pk": upstream.task_pk,
+            "upstream_run_pk": upstream.run_pk,
+            "upstream_slot": upstream.slot,
+            "upstream_revision": upstream.output_revision,
+        }
+    )
     with store.write() as conn:
-        return conn.execute(insert(gate_decision).values(
-            dag_id=CHILD_DAG, task_id=task_id, run_id=run_id, attempt=1, downstream_slot=slot,
-            dependency=PARENT.key, result=result, reason="seeded", decided_at=at, **sel,
-        )).inserted_primary_key[0]
+        return conn.execute(
+            insert(gate_decision).values(
+                dag_id=CHILD_DAG,
+                task_id=task_id,
+                run_id=run_id,
+                attempt=1,
+                downstream_slot=slot,
+                dependency=PARENT.key,
+                result=result,
+                reason="seeded",
+                decided_at=at,
+                **sel,
+            )
+        ).inserted_primary_key[0]
 
 
 def consume(store, decision_id: int, *, at, slot, upstream) -> int:
     with store.write() as conn:
-        return conn.execute(insert(consumption).values(
-            decision_id=decision_id, dag_id=CHILD_DAG, task_id=CHILD_TASK, run_id=f"r-{slot}", attempt=1,
-            downstream_slot=slot, dependency=PARENT.key, upstream_task_pk=upstream.task_pk,
-            upstream_run_pk=upstream.run_pk, upstream_slot=upstream.slot,
-            upstream_revision=upstream.output_revision, consumed_at=at,
-        )).inserted_primary_key[0]
+        return conn.execute(
+            insert(consumption).values(
+                decision_id=decision_id,
+                dag_id=CHILD_DAG,
+                task_id=CHILD_TASK,
+                run_id=f"r-{slot}",
+                attempt=1,
+                downstream_slot=slot,
+                dependency=PARENT.key,
+                upstream_task_pk=upstream.task_pk,
+                upstream_run_pk=upstream.run_pk,
+                upstream_slot=upstream.slot,
+                upstream_revision=upstream.output_revision,
+                consumed_at=at,
+            )
+        ).inserted_primary_key[0]
 
 
 class Outcome:
@@ -65,7 +93,11 @@ class Outcome:
 
     def __init__(self, outcome, slot):
         self.task_pk, self.run_pk, self.output_revision, self.slot = (
-            outcome.task_pk, outcome.run_pk, outcome.output_revision, slot)
+            outcome.task_pk,
+            outcome.run_pk,
+            outcome.output_revision,
+            slot,
+        )
 
 
 def success(store, identity, slot, at, **kw) -> Outcome:
@@ -139,8 +171,10 @@ class TestRules:
     def test_what_a_consumer_consumed_last_is_kept_and_older_consumption_goes(self, store):
         one, two = success(store, PARENT, day(1), OLD), success(store, PARENT, day(2), OLD)
         d1, d2 = decide(store, at=OLD, slot=day(1), upstream=one), decide(store, at=OLD, slot=day(2), upstream=two)
-        c1, c2 = consume(store, d1, at=OLD, slot=day(1), upstream=one), consume(store, d2, at=OLD, slot=day(2),
-                                                                               upstream=two)
+        c1, c2 = (
+            consume(store, d1, at=OLD, slot=day(1), upstream=one),
+            consume(store, d2, at=OLD, slot=day(2), upstream=two),
+        )
         before = store.last_consumed(CHILD_DAG, CHILD_TASK, [PARENT.key])
         report = prune(store.engine, CUTOFF)
         assert ids(store, consumption) == {c2} and ids(store, gate_decision) == {d2}
@@ -150,8 +184,9 @@ class TestRules:
     def test_an_old_consumption_with_a_recent_one_of_the_same_slot_is_kept(self, store):
         up = success(store, PARENT, day(1), OLD)
         old = consume(store, decide(store, at=OLD, slot=day(1), upstream=up), at=OLD, slot=day(1), upstream=up)
-        recent = consume(store, decide(store, at=NEW, slot=day(1), upstream=up, run_id="r2"), at=NEW,
-                         slot=day(1), upstream=up)
+        recent = consume(
+            store, decide(store, at=NEW, slot=day(1), upstream=up, run_id="r2"), at=NEW, slot=day(1), upstream=up
+        )
         later = success(store, PARENT, day(2), OLD)
         consume(store, decide(store, at=NEW, slot=day(2), upstream=later), at=NEW, slot=day(2), upstream=later)
         prune(store.engine, CUTOFF)
@@ -177,21 +212,41 @@ class TestRules:
 def seed_queue(store) -> dict[str, int]:
     rows = {}
     with store.write() as conn:
+
         def row(name, uid, status, finished):
-            rows[name] = conn.execute(insert(dbt_queue).values(
-                environment="prod", unique_id=uid, fqn=uid, materialized="table", status=status,
-                first_requested_at=OLD, last_requested_at=OLD, finished_at=finished)).inserted_primary_key[0]
+            rows[name] = conn.execute(
+                insert(dbt_queue).values(
+                    environment="prod",
+                    unique_id=uid,
+                    fqn=uid,
+                    materialized="table",
+                    status=status,
+                    first_requested_at=OLD,
+                    last_requested_at=OLD,
+                    finished_at=finished,
+                )
+            ).inserted_primary_key[0]
+
         row("older_build", "model.p.a", "done", OLD)
         row("last_build", "model.p.a", "done", OLD + dt.timedelta(days=1))
         row("old_failure", "model.p.b", "failed", OLD)
         row("pending", "model.p.b", "pending", None)
         row("recent_build", "model.p.c", "done", NEW)
         for req, queue_row in (("req-old", "older_build"), ("req-active", "pending")):
-            conn.execute(insert(dbt_request).values(id=req, environment="prod", selector="x", status="queued",
-                                                    requested_at=OLD))
-            rows[f"{req}-event"] = conn.execute(insert(dbt_request_event).values(
-                request_id=req, environment="prod", unique_id="u", selector="x", outcome="new_pending",
-                queue_id=rows[queue_row], requested_at=OLD)).inserted_primary_key[0]
+            conn.execute(
+                insert(dbt_request).values(id=req, environment="prod", selector="x", status="queued", requested_at=OLD)
+            )
+            rows[f"{req}-event"] = conn.execute(
+                insert(dbt_request_event).values(
+                    request_id=req,
+                    environment="prod",
+                    unique_id="u",
+                    selector="x",
+                    outcome="new_pending",
+                    queue_id=rows[queue_row],
+                    requested_at=OLD,
+                )
+            ).inserted_primary_key[0]
     return rows
 
 
@@ -229,8 +284,14 @@ class TestRuns:
         assert [ids(store, t) for t in tables] == before
         real = prune(store.engine, CUTOFF)
         assert dry.counts() == real.counts()
-        assert real.counts() == {"la_consumption": 1, "la_gate_decision": 6, "la_task_run": 4 + 1,
-                                 "la_dbt_request_event": 1, "la_dbt_request": 1, "la_dbt_queue": 2}
+        assert real.counts() == {
+            "la_consumption": 1,
+            "la_gate_decision": 6,
+            "la_task_run": 4 + 1,
+            "la_dbt_request_event": 1,
+            "la_dbt_request": 1,
+            "la_dbt_queue": 2,
+        }
 
     def test_a_small_batch_size_deletes_in_several_transactions(self, store):
         seed_history(store, 5)
@@ -264,7 +325,7 @@ class TestRuns:
                     store.record_success(TaskIdentity("writer", "sales"), NEW + dt.timedelta(days=n), run_id=f"w{n}")
                     with progressed:
                         progressed.notify_all()
-            except Exception as exc:  # noqa: BLE001  (any writer error fails the assertion below)
+            except Exception as exc:
                 errors.append(exc)
                 with progressed:
                     progressed.notify_all()

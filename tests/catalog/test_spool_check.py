@@ -14,14 +14,15 @@ from airflow_leastaction.cli import main as cli
 from airflow_leastaction.exceptions import UnappliableOutcomeError
 from airflow_leastaction.identity import TaskIdentity
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 SLOT = dt.datetime(2026, 11, 23, tzinfo=UTC)
 GOOD = TaskIdentity("orders.load", "airflow")
 TOO_LONG = TaskIdentity("x" * 251, "airflow")
 
 
-def event(identity: TaskIdentity, state: str = "success", minutes: int = 0, run_id: str = "scheduled__1",
-          **kwargs) -> SlotEvent:
+def event(
+    identity: TaskIdentity, state: str = "success", minutes: int = 0, run_id: str = "scheduled__1", **kwargs
+) -> SlotEvent:
     at = dt.datetime(2026, 11, 24, tzinfo=UTC) + dt.timedelta(minutes=minutes)
     return SlotEvent(state=state, identity=identity, slot=SLOT, at=at, run_id=run_id, **kwargs)
 
@@ -69,8 +70,7 @@ class TestPoisonedSpool:
         assert store.get_task(GOOD)["state"] == "failed"
         assert len(notes) == 1 and len(quarantined(spool_path)) == 1
 
-    def test_catalog_replay_says_what_it_quarantined_and_exits_1(self, catalog_url, use_catalog, spool_path,
-                                                                  capsys):
+    def test_catalog_replay_says_what_it_quarantined_and_exits_1(self, catalog_url, use_catalog, spool_path, capsys):
         use_catalog(catalog_url)
         spool(event(TOO_LONG, minutes=0))
         spool(event(GOOD, minutes=1))
@@ -84,13 +84,16 @@ class TestPoisonedSpool:
 
 
 class TestWhatCanNeverApply:
-    @pytest.mark.parametrize("change, why", [
-        ({"identity": TaskIdentity("t", "p", partition="9" * 251)}, "task partition is 251 characters"),
-        ({"state": "x" * 21}, "state is 21 characters"),
-        ({"run_id": "r" * 251}, "run_id is 251 characters"),
-        ({"rows_written": 2**63}, "rows_written 9223372036854775808 is not a 64-bit whole number"),
-        ({"slot": dt.datetime(2026, 11, 23)}, "slot 2026-11-23 00:00:00 is not a time with an offset"),
-    ])
+    @pytest.mark.parametrize(
+        "change, why",
+        [
+            ({"identity": TaskIdentity("t", "p", partition="9" * 251)}, "task partition is 251 characters"),
+            ({"state": "x" * 21}, "state is 21 characters"),
+            ({"run_id": "r" * 251}, "run_id is 251 characters"),
+            ({"rows_written": 2**63}, "rows_written 9223372036854775808 is not a 64-bit whole number"),
+            ({"slot": dt.datetime(2026, 11, 23)}, "slot 2026-11-23 00:00:00 is not a time with an offset"),
+        ],
+    )
     def test_an_outcome_the_catalog_would_refuse_is_named_with_its_reason(self, change, why):
         bad = event(GOOD)
         for key, value in change.items():

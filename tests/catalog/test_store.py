@@ -14,7 +14,7 @@ from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import judge_parents
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 RAW = TaskIdentity("orders_raw", "sales-platform")
 DAILY = TaskMeta(cron="0 0 * * *")
 
@@ -51,8 +51,9 @@ class TestSlotRecords:
     def test_concurrent_completions_keep_the_latest_watermark(self, store):
         store.register_task(RAW, DAILY)
         days = list(range(1, 21))
-        threads = [threading.Thread(target=store.record_success, args=(RAW, day(n)), kwargs={"run_id": f"r{n}"})
-                   for n in days]
+        threads = [
+            threading.Thread(target=store.record_success, args=(RAW, day(n)), kwargs={"run_id": f"r{n}"}) for n in days
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -134,23 +135,33 @@ class TestDecisionsAndConsumption:
 
     def test_consumption_is_written_with_the_downstream_success_from_its_satisfied_decisions(self, store):
         self._admit(store)
-        store.record_success(TaskIdentity("orders_enriched.enrich", "airflow"), day(3), run_id="run-1",
-                             consumer=self.ATTEMPT)
+        store.record_success(
+            TaskIdentity("orders_enriched.enrich", "airflow"), day(3), run_id="run-1", consumer=self.ATTEMPT
+        )
         with store.engine.connect() as conn:
             rows = conn.execute(select(consumption)).mappings().all()
-        assert [(r["dependency"], r["upstream_revision"], r["upstream_slot"]) for r in rows] == [
-            (RAW.key, 1, day(3))]
+        assert [(r["dependency"], r["upstream_revision"], r["upstream_slot"]) for r in rows] == [(RAW.key, 1, day(3))]
 
     def test_a_gate_tasks_latest_attempt_is_consumed_by_the_task_it_admits(self, store):
         sensor = AttemptKey("orders_enriched", "wait_for_orders_raw", "run-1", -1, 1)
         self._admit(store, sensor)
         retry = AttemptKey("orders_enriched", "wait_for_orders_raw", "run-1", -1, 2)
         store.record_decisions(retry, [judge(store, day(3))], downstream_slot=day(3))
-        store.record_success(TaskIdentity("orders_enriched.enrich", "airflow"), day(3), run_id="run-1",
-                             consumer=self.ATTEMPT, gate_task_ids=["wait_for_orders_raw"])
+        store.record_success(
+            TaskIdentity("orders_enriched.enrich", "airflow"),
+            day(3),
+            run_id="run-1",
+            consumer=self.ATTEMPT,
+            gate_task_ids=["wait_for_orders_raw"],
+        )
         with store.engine.connect() as conn:
-            consumed = conn.execute(select(gate_decision.c.attempt).join(
-                consumption, consumption.c.decision_id == gate_decision.c.id)).scalars().all()
+            consumed = (
+                conn.execute(
+                    select(gate_decision.c.attempt).join(consumption, consumption.c.decision_id == gate_decision.c.id)
+                )
+                .scalars()
+                .all()
+            )
         assert consumed == [2]
 
     def test_failed_or_skipped_work_consumes_nothing(self, store):
@@ -181,8 +192,10 @@ class TestOutOfOrderCompletion:
         store.record_success(RAW, day(5), run_id="r5")  # a backfill finished day 5 before day 2
         j = judge(store, day(2))
         assert not j.satisfied
-        assert j.reason == "orders_raw: expected slot 2026-11-02 (day) has not run yet (later slots completed " \
-                           "up to 2026-11-05; judged by its slot records)"
+        assert (
+            j.reason == "orders_raw: expected slot 2026-11-02 (day) has not run yet (later slots completed "
+            "up to 2026-11-05; judged by its slot records)"
+        )
         store.record_success(RAW, day(2), run_id="r2")
         assert judge(store, day(2)).satisfied
 
@@ -204,8 +217,10 @@ class TestPartialHistory:
         store.report_completion(RAW, day(5), cron="0 0 * * *")
         j = judge(store, day(3))
         assert j.satisfied
-        assert j.reason == "orders_raw: slot 2026-11-03 (day) is covered, completed up to 2026-11-05; judged by " \
-                           "its watermark, as its slot records start at 2026-11-05"
+        assert (
+            j.reason == "orders_raw: slot 2026-11-03 (day) is covered, completed up to 2026-11-05; judged by "
+            "its watermark, as its slot records start at 2026-11-05"
+        )
 
     def test_history_from_before_the_listener_was_installed_is_judged_by_the_watermark(self, store):
         from sqlalchemy import update
@@ -224,8 +239,10 @@ class TestPartialHistory:
         store.record_running(RAW, day(5), meta=DAILY, run_id="r5")
         j = judge(store, day(3))
         assert not j.satisfied
-        assert j.reason == "orders_raw: expected slot 2026-11-03 (day), never completed; judged by its " \
-                           "watermark, as its slot records start at 2026-11-05"
+        assert (
+            j.reason == "orders_raw: expected slot 2026-11-03 (day), never completed; judged by its "
+            "watermark, as its slot records start at 2026-11-05"
+        )
 
     def test_a_missing_slot_after_the_first_record_is_judged_by_the_slot_records(self, store):
         store.report_completion(RAW, day(5), cron="0 0 * * *")

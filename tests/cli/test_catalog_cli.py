@@ -15,8 +15,21 @@ from airflow_leastaction.identity import TaskIdentity
 class TestCatalogReport:
     def test_an_external_system_reports_a_completed_interval(self, store, catalog_url, use_catalog, capsys):
         use_catalog(catalog_url)
-        args = ["catalog", "report", "orders_raw", "--project", "sales-platform", "--slot",
-                "2026-11-28T00:00:00+00:00", "--cron", "0 0 * * *", "--rows-written", "1200", "--run-id", "ext-1"]
+        args = [
+            "catalog",
+            "report",
+            "orders_raw",
+            "--project",
+            "sales-platform",
+            "--slot",
+            "2026-11-28T00:00:00+00:00",
+            "--cron",
+            "0 0 * * *",
+            "--rows-written",
+            "1200",
+            "--run-id",
+            "ext-1",
+        ]
         assert cli(args) == 0
         assert "published revision 1" in capsys.readouterr().out
         assert cli(args) == 0
@@ -33,8 +46,19 @@ class TestCatalogReport:
 
     def test_show_prints_the_task_with_its_granularity(self, catalog_url, use_catalog, capsys):
         use_catalog(catalog_url)
-        cli(["catalog", "report", "rates", "--project", "fx", "--slot", "2026-11-23T00:00:00+00:00",
-             "--cron", "0 0 * * 1"])
+        cli(
+            [
+                "catalog",
+                "report",
+                "rates",
+                "--project",
+                "fx",
+                "--slot",
+                "2026-11-23T00:00:00+00:00",
+                "--cron",
+                "0 0 * * 1",
+            ]
+        )
         capsys.readouterr()
         assert cli(["catalog", "show", "rates", "--project", "fx"]) == 0
         shown = json.loads(capsys.readouterr().out)
@@ -42,8 +66,9 @@ class TestCatalogReport:
 
     def test_an_invalid_cron_is_an_error_naming_it(self, catalog_url, use_catalog, capsys):
         use_catalog(catalog_url)
-        status = cli(["catalog", "report", "x", "--project", "p", "--slot", "2026-11-28T00:00:00+00:00",
-                      "--cron", "every day"])
+        status = cli(
+            ["catalog", "report", "x", "--project", "p", "--slot", "2026-11-28T00:00:00+00:00", "--cron", "every day"]
+        )
         assert status != 0 and "'every day'" in capsys.readouterr().err
 
 
@@ -54,9 +79,15 @@ class TestDbUpgrade:
         import os
 
         env = {**os.environ, "AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT": env_conn}
-        out = subprocess.run([sys.executable, "-m", "airflow_leastaction.cli", "db", "upgrade"], env=env,
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "airflow_leastaction.cli", "db", "upgrade"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert "is at 000" in out.stdout
-        current = subprocess.run([sys.executable, "-m", "airflow_leastaction.cli", "db", "current"], env=env,
-                                 capture_output=True, text=True)
+        current = subprocess.run(
+            [sys.executable, "-m", "airflow_leastaction.cli", "db", "current"], env=env, capture_output=True, text=True
+        )
         assert current.returncode == 0, current.stdout + current.stderr

@@ -10,15 +10,27 @@ from sqlalchemy import insert, select
 from airflow_leastaction.catalog.schema import gate_decision
 from airflow_leastaction.cli import main as cli
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 OLD = dt.datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def seed_decisions(store, *times) -> list[int]:
     with store.write() as conn:
-        return [conn.execute(insert(gate_decision).values(
-            dag_id="d", task_id="t", run_id=f"r{i}", attempt=1, dependency="catalog:p/x", result="UNSATISFIED",
-            reason="seeded", decided_at=at)).inserted_primary_key[0] for i, at in enumerate(times)]
+        return [
+            conn.execute(
+                insert(gate_decision).values(
+                    dag_id="d",
+                    task_id="t",
+                    run_id=f"r{i}",
+                    attempt=1,
+                    dependency="catalog:p/x",
+                    result="UNSATISFIED",
+                    reason="seeded",
+                    decided_at=at,
+                )
+            ).inserted_primary_key[0]
+            for i, at in enumerate(times)
+        ]
 
 
 def decision_ids(store) -> set[int]:
@@ -52,7 +64,6 @@ class TestDbPrune:
         use_catalog(catalog_url)
         assert cli(["db", "prune", "--before", "last-week"]) == 2
         assert "'last-week'" in capsys.readouterr().err
-
 
     def test_db_prune_refuses_a_batch_size_that_is_not_positive(self, store, catalog_url, use_catalog, capsys):
         use_catalog(catalog_url)

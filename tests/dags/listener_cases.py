@@ -19,7 +19,7 @@ from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_conditions import failure, has_data, run_condition, success
 from airflow_leastaction.sensors.parent_interval import ParentIntervalSensor
 
-START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 PARENT = airflow_task("lx_retry_parent", "load")
 #: Consumers wait as long as the test needs: the parent's retry ends the wait, not a budget.
 PATIENT = {"poll_interval": 0.2, "max_wait": dt.timedelta(minutes=10), "max_looks": 100_000}
@@ -57,8 +57,12 @@ with dag("lx_retry_parent"):
 
 with dag("lx_retry_policy_fails"):
 
-    @task(task_id="load", retries=3, retry_delay=dt.timedelta(days=1),
-          retry_policy=ExceptionRetryPolicy(rules=[RetryRule(exception=ValueError, action=RetryAction.FAIL)]))
+    @task(
+        task_id="load",
+        retries=3,
+        retry_delay=dt.timedelta(days=1),
+        retry_policy=ExceptionRetryPolicy(rules=[RetryRule(exception=ValueError, action=RetryAction.FAIL)]),
+    )
     def load_with_bad_input():
         raise ValueError("bad input: retrying cannot help")
 
@@ -71,8 +75,9 @@ with dag("lx_retry_child"):
     run_condition(marking("child"), success(PARENT), **PATIENT)
 
 with dag("lx_retry_sensor"):
-    ParentIntervalSensor(task_id="wait_for_load", parents=[PARENT], on_parent_failure="fail",
-                         poll_interval=0.2) >> marking("after_sensor")
+    ParentIntervalSensor(
+        task_id="wait_for_load", parents=[PARENT], on_parent_failure="fail", poll_interval=0.2
+    ) >> marking("after_sensor")
 
 # -- rows written from outside the listener's process ------------------------------------------------
 with dag("lx_rows_external_python"):

@@ -19,7 +19,7 @@ from airflow_leastaction.rows import report_rows_written
 from airflow_leastaction.run_conditions import always, depends_on, failure, has_data, run_condition, success
 from airflow_leastaction.timetables import IntervalCronTimetable
 
-START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 FAST = dict(poll_interval=0.2)
 OTHER = external_task("rc_other_pipeline", "other-team")
 
@@ -31,7 +31,7 @@ def markers() -> Path:
 
 
 def mark(name: str) -> None:
-    (markers() / name).write_text(dt.datetime.now(dt.timezone.utc).isoformat())
+    (markers() / name).write_text(dt.datetime.now(dt.UTC).isoformat())
 
 
 def outcome_task(task_id: str, outcome: str, rows: int | None = None, **kwargs):
@@ -80,8 +80,12 @@ for label, rows in (("zero", 0), ("unknown", None)):
         run_condition(child(), has_data(outcome_task("up", "success", rows=rows)), **FAST)
 
 # -- the run-condition table: a succeeds, b fails, c succeeds ---------------------------------------
-for name, cond in (("all", dict(when="ALL")), ("any", dict(when="ANY")), ("n2", dict(when="N", count=2)),
-                   ("n3", dict(when="N", count=3))):
+for name, cond in (
+    ("all", dict(when="ALL")),
+    ("any", dict(when="ANY")),
+    ("n2", dict(when="N", count=2)),
+    ("n3", dict(when="N", count=3)),
+):
     with dag(f"rc_condition_{name}"):
         a, b, c = outcome_task("a", "success"), outcome_task("b", "failed"), outcome_task("c", "success")
         run_condition(child(), a, b, c, **cond, **FAST)
@@ -89,21 +93,36 @@ for name, cond in (("all", dict(when="ALL")), ("any", dict(when="ANY")), ("n2", 
 # -- ANY starts as soon as it is satisfied: `slow` finishes only after the child ran ---------------
 with dag("rc_any_starts_early"):
     fast = outcome_task("fast", "success")
-    slow = PythonSensor(task_id="slow", python_callable=lambda: (markers() / "child").exists(), mode="reschedule",
-                        poke_interval=0.2, timeout=20)
+    slow = PythonSensor(
+        task_id="slow",
+        python_callable=lambda: (markers() / "child").exists(),
+        mode="reschedule",
+        poke_interval=0.2,
+        timeout=20,
+    )
     run_condition(child(), fast, slow, when="ANY", **FAST)
 
 with dag("rc_n_starts_early"):
     ups = [outcome_task(f"u{i}", "success") for i in range(2)]
-    slow = PythonSensor(task_id="slow", python_callable=lambda: (markers() / "child").exists(), mode="reschedule",
-                        poke_interval=0.2, timeout=20)
+    slow = PythonSensor(
+        task_id="slow",
+        python_callable=lambda: (markers() / "child").exists(),
+        mode="reschedule",
+        poke_interval=0.2,
+        timeout=20,
+    )
     run_condition(child(), *ups, slow, when="N", count=2, **FAST)
 
 # -- during a run -------------------------------------------------------------------------------------
 with dag("rc_failure_path"):
     load = outcome_task("load", "failed")
-    other = PythonSensor(task_id="other", python_callable=lambda: (markers() / "release_other").exists(),
-                         mode="reschedule", poke_interval=0.2, timeout=30)
+    other = PythonSensor(
+        task_id="other",
+        python_callable=lambda: (markers() / "release_other").exists(),
+        mode="reschedule",
+        poke_interval=0.2,
+        timeout=30,
+    )
     report = child("report")
     run_condition(report, success(load), **FAST)
     run_condition(child("publish"), success(report), **FAST)
@@ -132,8 +151,13 @@ with dag("rc_cross_dag_no_repairs"):
     run_condition(child(), depends_on(OTHER, "SUCCESS", consume_repairs=False), max_wait=0, **FAST)
 
 with dag("rc_cross_dag_waits_for_own_run"):
-    release = PythonSensor(task_id="release", python_callable=lambda: (markers() / "release").exists(),
-                           mode="reschedule", poke_interval=0.2, timeout=30)
+    release = PythonSensor(
+        task_id="release",
+        python_callable=lambda: (markers() / "release").exists(),
+        mode="reschedule",
+        poke_interval=0.2,
+        timeout=30,
+    )
     run_condition(child(), success(release), success(OTHER), max_wait=0, **FAST)
 
 with dag("rc_inactive"):
@@ -144,9 +168,20 @@ with dag("rc_cross_dag_short_wait"):
     run_condition(child(), success(OTHER), max_wait=dt.timedelta(seconds=2), **FAST)
 
 # A daily report on another pipeline's hourly loads: every hourly slot of the run's day must be done.
-with DAG("rc_whole_day", schedule=IntervalCronTimetable("0 0 * * *"), start_date=START, catchup=False, tags=["test", "run-conditions"]):
-    run_condition(child(), success(external_task("rc_hourly", "other-team", coverage="interval")),
-                  max_wait=dt.timedelta(seconds=2), **FAST)
+with DAG(
+    "rc_whole_day",
+    schedule=IntervalCronTimetable("0 0 * * *"),
+    start_date=START,
+    catchup=False,
+    tags=["test", "run-conditions"],
+):
+    run_condition(
+        child(),
+        success(external_task("rc_hourly", "other-team", coverage="interval")),
+        max_wait=dt.timedelta(seconds=2),
+        **FAST,
+    )
+
 
 # -- the cross-DAG check starts when the task's own upstreams are done ------------------------------
 def _poke_until_released() -> bool:
@@ -157,8 +192,9 @@ def _poke_until_released() -> bool:
 
 
 with dag("rc_cross_dag_after_long_upstream"):
-    slow = PythonSensor(task_id="slow", python_callable=_poke_until_released, mode="reschedule",
-                        poke_interval=0.2, timeout=300)
+    slow = PythonSensor(
+        task_id="slow", python_callable=_poke_until_released, mode="reschedule", poke_interval=0.2, timeout=300
+    )
     run_condition(child(), success(slow), success(OTHER), max_looks=10, **FAST)
 
 with dag("rc_cross_dag_in_worker"):

@@ -15,7 +15,7 @@ from airflow_leastaction.refs import airflow_dag, external_task
 from airflow_leastaction.rows import report_rows_written
 from airflow_leastaction.run_conditions import always, dag_run_condition, has_data, run_condition, success
 
-START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 FAST = dict(poll_interval=0.2)
 OTHER = external_task("rc_other_pipeline", "other-team")
 
@@ -46,5 +46,6 @@ with DAG("rc_pipeline", schedule=None, start_date=START, catchup=False, tags=["t
     load >> step("cleanup", trigger_rule="all_done")  # skipped with the run all the same
     run_condition(step("report"), success(load), **FAST)
     run_condition(step("audit"), always(airflow_dag("rc_pipeline_orders")), max_wait=0, **FAST)  # a root gate
-    dag_run_condition(pipeline, success(airflow_dag("rc_pipeline_orders")), has_data(OTHER), when="ANY",
-                      max_wait=0, **FAST)
+    dag_run_condition(
+        pipeline, success(airflow_dag("rc_pipeline_orders")), has_data(OTHER), when="ANY", max_wait=0, **FAST
+    )

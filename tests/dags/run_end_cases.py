@@ -11,7 +11,7 @@ from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.sensors import ParentIntervalSensor
 from airflow_leastaction.timetables import IntervalCronTimetable
 
-START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 DAILY = IntervalCronTimetable("0 0 * * *")
 
 with DAG("re_outcomes", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):
@@ -59,8 +59,9 @@ with DAG("re_outcomes", schedule=DAILY, start_date=START, catchup=False, tags=["
 
 
 with DAG("re_mapped_child", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):
-    wait = ParentIntervalSensor(task_id="wait", parents=[airflow_task("re_outcomes", "double")],
-                                poke_interval=0.2, timeout=60)
+    wait = ParentIntervalSensor(
+        task_id="wait", parents=[airflow_task("re_outcomes", "double")], poke_interval=0.2, timeout=60
+    )
 
     @task
     def use():

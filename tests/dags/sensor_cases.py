@@ -9,7 +9,7 @@ from airflow.sdk import DAG, Asset, task
 from airflow_leastaction.sensors import ParentIntervalSensor, external_task
 from airflow_leastaction.timetables import IntervalCronTimetable
 
-START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 DAILY = IntervalCronTimetable("0 0 * * *")
 RAW = external_task("pis_raw", "other-team")
 

@@ -38,9 +38,7 @@ def printed_json(out: str):
 
 
 class TestQueueCommand:
-    def test_queued_no_op_and_planning_failure_are_each_recorded_and_drain_builds_the_queued_models(
-        self, cli
-    ):
+    def test_queued_no_op_and_planning_failure_are_each_recorded_and_drain_builds_the_queued_models(self, cli):
         code, out = cli("queue", "enqueue", SELECTOR_A, "--project-dir", cli.project, "--environment", "ops")
         assert code == 0
         assert printed_json(out)["status"] == "queued"
@@ -72,9 +70,7 @@ class TestQueueCommand:
         code, out = cli("queue", "status", "--environment", "ops")
         assert code == 0 and "4 pending, 0 running" in out
 
-        code, out = cli(
-            "queue", "drain", "--project-dir", cli.project, "--environment", "ops", "--heartbeat", "1"
-        )
+        code, out = cli("queue", "drain", "--project-dir", cli.project, "--environment", "ops", "--heartbeat", "1")
         assert code == 0
         assert names(printed_json(out)["built"]) == [
             "agg_labor_history",

@@ -17,7 +17,7 @@ from airflow_leastaction.operators import DbtDrainOperator, DbtEnqueueOperator, 
 from airflow_leastaction.operators.dbt_queue import same_task_prefix
 
 pytestmark = [pytest.mark.dbt, pytest.mark.integration, pytest.mark.slow]
-WHEN = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.timezone.utc)
+WHEN = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
 
 
 @pytest.fixture
@@ -54,17 +54,13 @@ def asset_events(uri: str) -> int:
     with create_session() as session:
         return len(
             session.scalars(
-                select(AssetEvent)
-                .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
-                .where(AssetModel.uri == uri)
+                select(AssetEvent).join(AssetModel, AssetModel.id == AssetEvent.asset_id).where(AssetModel.uri == uri)
             ).all()
         )
 
 
 class TestQueueOperatorsInAirflow:
-    def test_two_ingests_enqueue_overlapping_models_and_the_worker_builds_them_once(
-        self, example_dags, sqlite_url
-    ):
+    def test_two_ingests_enqueue_overlapping_models_and_the_worker_builds_them_once(self, example_dags, sqlite_url):
         asset_uri = dbt_queue_asset("field_ops").uri
         before = asset_events(asset_uri)
         for dag_id in ("dbt_ingest_work_orders", "dbt_ingest_time_entries"):
@@ -143,19 +139,15 @@ class TestHeldWork:
         rebuilt = [r for r in queue.history("field_ops") if r["unique_id"] in standard and r["batch_id"]]
         assert sorted(r["unique_id"] for r in rebuilt) == standard
         # Held back until the tier's 5 minutes had passed since the earlier build, then built.
-        assert all(
-            batches[r["batch_id"]]["claimed_at"] >= built_at + dt.timedelta(minutes=5) for r in rebuilt
-        )
+        assert all(batches[r["batch_id"]]["claimed_at"] >= built_at + dt.timedelta(minutes=5) for r in rebuilt)
         assert queue.active_rows("field_ops") == []
 
 
 class TestRetry:
-    def test_a_retry_of_the_drain_takes_its_earlier_trys_lease_and_batch_back_at_once(
-        self, example_dags, sqlite_url
-    ):
+    def test_a_retry_of_the_drain_takes_its_earlier_trys_lease_and_batch_back_at_once(self, example_dags, sqlite_url):
         from airflow.utils.types import DagRunType
 
-        when = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.timezone.utc)
+        when = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
         assert example_dags.get_dag("dbt_ingest_work_orders").test(logical_date=when).state == "success"
         run_id = DagRunType.MANUAL.generate_run_id(suffix=when.isoformat())
         ti = f"dbt_queue_worker|{run_id}|drain_dbt_queue|-1"
@@ -189,15 +181,11 @@ class TestOperatorArguments:
 
     def test_profiles_come_from_a_directory_or_a_connection_not_both(self, deployed_project):
         with pytest.raises(ConfigurationError, match="profiles_dir or dbt_conn_id, not both"):
-            DbtDrainOperator(
-                task_id="drain", project_dir=str(deployed_project), profiles_dir="/p", dbt_conn_id="c"
-            )
+            DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), profiles_dir="/p", dbt_conn_id="c")
 
     def test_the_heartbeat_must_be_shorter_than_the_grace_period(self, deployed_project):
         with pytest.raises(ConfigurationError, match="shorter than grace"):
-            DbtDrainOperator(
-                task_id="drain", project_dir=str(deployed_project), grace=5, heartbeat_interval=10
-            )
+            DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), grace=5, heartbeat_interval=10)
 
     def test_a_negative_max_wait_fails_at_dag_parse_time(self, deployed_project):
         with pytest.raises(ConfigurationError, match="'drain'.*max_wait must not be negative"):

@@ -42,9 +42,7 @@ class TestPlanner:
         assert names(m.unique_id for m in plan.excluded) == ["stg_field_ops__crews"]
 
     def test_a_selector_matching_no_enabled_node_is_a_planning_failure(self, planner):
-        with pytest.raises(
-            DbtPlanningError, match=r"'source:field_ops\.invoices\+'.*matches no enabled dbt node"
-        ):
+        with pytest.raises(DbtPlanningError, match=r"'source:field_ops\.invoices\+'.*matches no enabled dbt node"):
             planner.plan("source:field_ops.invoices+")
 
     @pytest.mark.parametrize("selector", ["", "   ", None])

@@ -24,7 +24,7 @@ from airflow_leastaction.dbt.policy import (
     row_status_after,
 )
 
-T0 = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.UTC)
 MIN = dt.timedelta(minutes=1)
 KEY = BatchKey("prod")
 
@@ -69,9 +69,7 @@ class TestCompatibility:
             (BatchKey("prod", exclusions="ephemeral,view"), False),  # exclusions
         ],
     )
-    def test_models_share_a_batch_only_when_environment_action_mode_and_exclusions_match(
-        self, other, expected
-    ):
+    def test_models_share_a_batch_only_when_environment_action_mode_and_exclusions_match(self, other, expected):
         assert compatible(KEY, other) is expected
 
     @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from airflow_leastaction.dbt.schema import dbt_queue, dbt_request_event
 from airflow_leastaction.exceptions import DbtLeaseLostError
 
 KEY = BatchKey("prod")
-T0 = dt.datetime(2026, 11, 29, 8, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 29, 8, 0, tzinfo=dt.UTC)
 
 
 def model(name: str, tier: str = "standard") -> PlannedModel:
@@ -151,9 +151,7 @@ class TestClaim:
         assert queue.acquire_lease("prod", "w1", seconds(30), now=T0)
         batch = queue.claim("prod", "w1", TierPolicy(), now=T0)
         queue.enqueue(KEY, [model("fact_project_labor")], "a", now=T0 + seconds(10))  # during the build
-        assert succeed(queue, batch, now=T0 + seconds(60)) == {
-            "model.field_ops.fact_project_labor": "pending"
-        }
+        assert succeed(queue, batch, now=T0 + seconds(60)) == {"model.field_ops.fact_project_labor": "pending"}
         built = T0 + seconds(60)
         assert queue.claim("prod", "w1", TierPolicy(), now=built + seconds(299)) is None
         with queue.engine.connect() as conn:
@@ -206,9 +204,7 @@ class TestLeaseAndRecovery:
         assert queue.acquire_lease("prod", "w2", seconds(30), now=T0 + seconds(80))
         assert not queue.renew_lease("prod", "w1", now=T0 + seconds(81))
 
-    def test_a_retry_of_the_same_task_instance_reacquires_its_lease_and_its_earlier_batch_at_once(
-        self, queue
-    ):
+    def test_a_retry_of_the_same_task_instance_reacquires_its_lease_and_its_earlier_batch_at_once(self, queue):
         queue.enqueue(KEY, REQUEST_A, "a", now=T0)
         ti = "worker|run|drain|-1"
         assert queue.acquire_lease("prod", "ti-abc:try1:host:1", seconds(300), now=T0)
@@ -216,9 +212,7 @@ class TestLeaseAndRecovery:
         later = T0 + seconds(10)  # well within the grace period
         assert not queue.acquire_lease("prod", "someone-else", seconds(300), now=later)
         assert queue.acquire_lease("prod", "ti-abc:try2:host:2", seconds(300), same_task="ti-abc:", now=later)
-        requeued = queue.requeue_stale(
-            "prod", seconds(300), airflow_ti=ti, owner="ti-abc:try2:host:2", now=later
-        )
+        requeued = queue.requeue_stale("prod", seconds(300), airflow_ti=ti, owner="ti-abc:try2:host:2", now=later)
         assert names(requeued) == ["dim_project", "fact_project_labor", "stg_field_ops__work_orders"]
         assert "earlier try" in queue.batches("prod")[0]["message"]
 
@@ -270,8 +264,7 @@ class TestConcurrentProducers:
         stop = threading.Event()
         worker = threading.Thread(target=drain_concurrently, args=(queue, stop, errors))
         threads = [
-            threading.Thread(target=produce, args=(queue, per_producer, seed, errors))
-            for seed in range(producers)
+            threading.Thread(target=produce, args=(queue, per_producer, seed, errors)) for seed in range(producers)
         ]
         worker.start()
         for t in threads:

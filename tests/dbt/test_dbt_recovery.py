@@ -92,9 +92,7 @@ class TestRecovery:
         queue = QueueStore(get_engine(pg_url, migrate=True))
         queue.enqueue(KEY, plans["A"].models, plans["A"].selector)
         here = str(Path(__file__).parent)
-        doomed = subprocess.Popen(
-            [sys.executable, "-c", DOOMED_WORKER, pg_url, str(dbt_project), str(GRACE), here]
-        )
+        doomed = subprocess.Popen([sys.executable, "-c", DOOMED_WORKER, pg_url, str(dbt_project), str(GRACE), here])
         try:
             wait_for(lambda: running(queue), what="the doomed worker's batch")
             dbt = wait_for(lambda: children(doomed.pid), what="the doomed worker's dbt process")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import logging
 import threading
 import time
@@ -94,9 +95,7 @@ class TestOverlap:
 
 
 class TestFollowUp:
-    def test_a_request_that_arrives_during_a_build_yields_exactly_one_follow_up(
-        self, sqlite_queue, runner, plans
-    ):
+    def test_a_request_that_arrives_during_a_build_yields_exactly_one_follow_up(self, sqlite_queue, runner, plans):
         enqueue(sqlite_queue, plans["A"])
         enqueue(sqlite_queue, plans["B"])
         reports = []
@@ -105,9 +104,7 @@ class TestFollowUp:
         wait_for(lambda: running(sqlite_queue), what="the first batch to start")
         during = [enqueue(sqlite_queue, plans["A"]).by_outcome() for _ in range(2)]
         thread.join()
-        assert all(
-            names(d["already_running"]) == names(m.unique_id for m in plans["A"].models) for d in during
-        )
+        assert all(names(d["already_running"]) == names(m.unique_id for m in plans["A"].models) for d in during)
         batches = reports[0].batches
         assert len(batches) == 2  # the build, and exactly one follow-up pass
         assert names(batches[1].outcomes) == names(m.unique_id for m in plans["A"].models)
@@ -182,7 +179,7 @@ class TestCollisions:
         assert batches and all(b["status"] == "success" and b["invocations"] == 1 for b in batches)
         assert not any("lock" in (b["message"] or "") for b in batches)
         spans = sorted((b["claimed_at"], b["finished_at"]) for b in batches)
-        assert all(prev[1] <= nxt[0] for prev, nxt in zip(spans, spans[1:]))  # never two builds at once
+        assert all(prev[1] <= nxt[0] for prev, nxt in itertools.pairwise(spans))  # never two builds at once
         assert sqlite_queue.active_rows("field_ops") == []
 
     def test_a_write_lock_conflict_reruns_the_selection(self, sqlite_queue, runner, plans, dbt_project):

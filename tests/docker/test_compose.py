@@ -113,8 +113,11 @@ class TestServices:
         lines = (DOCKER / "airflow-init.sh").read_text().splitlines()
         script = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
         assert "set -euo pipefail" in script  # a failed Airflow migration stops before the catalog's
-        assert script.index("airflow db migrate") < script.index("airflow-leastaction db upgrade") < script.index(
-            "dbt build")
+        assert (
+            script.index("airflow db migrate")
+            < script.index("airflow-leastaction db upgrade")
+            < script.index("dbt build")
+        )
         assert init["restart"] == "no"
 
     def test_components_start_after_a_successful_init_and_healthy_backends(self, services):
@@ -175,8 +178,12 @@ class TestServices:
 class TestEnvironment:
     def test_every_airflow_component_shares_one_configuration(self, services):
         envs = [env_of(services[name]) for name in AIRFLOW_SERVICES]
-        keys = ("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW__API_AUTH__JWT_SECRET",
-                "AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT", "AIRFLOW__CELERY__BROKER_URL")
+        keys = (
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN",
+            "AIRFLOW__API_AUTH__JWT_SECRET",
+            "AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT",
+            "AIRFLOW__CELERY__BROKER_URL",
+        )
         for key in keys:
             assert len({env[key] for env in envs}) == 1, key
 
@@ -185,7 +192,12 @@ class TestEnvironment:
         for key in ("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW__CELERY__RESULT_BACKEND"):
             url = make_url(env[key].removeprefix("db+"))
             assert (url.host, url.port, url.username, url.password, url.database) == (
-                "postgres", 5432, pg["POSTGRES_USER"], pg["POSTGRES_PASSWORD"], pg["POSTGRES_DB"]), key
+                "postgres",
+                5432,
+                pg["POSTGRES_USER"],
+                pg["POSTGRES_PASSWORD"],
+                pg["POSTGRES_DB"],
+            ), key
 
     def test_catalog_connection_reaches_the_database_the_init_script_creates(self, services):
         from airflow.models.connection import Connection
@@ -200,7 +212,10 @@ class TestEnvironment:
         assert url.get_backend_name() == "postgresql"
         assert (url.host, url.username, url.password, url.database) == ("postgres", role, password, database)
         assert owner == role
-        assert url.database != make_url(env_of(services["airflow-scheduler"])["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]).database
+        assert (
+            url.database
+            != make_url(env_of(services["airflow-scheduler"])["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]).database
+        )
 
     def test_init_script_is_mounted_into_postgres_entrypoint(self, services):
         mounts = services["postgres"]["volumes"]

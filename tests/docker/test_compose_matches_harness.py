@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from harness.airflow_cluster import CELERY_COMPONENTS, AirflowCluster, celery_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,9 +45,14 @@ def compose_env(services) -> dict[str, str]:
 
 @pytest.fixture
 def harness_env(tmp_path) -> dict[str, str]:
-    cluster = AirflowCluster(tmp_path / "dags", sql_alchemy_conn=PG, catalog_url="postgresql://catalog",
-                             home=tmp_path, components=CELERY_COMPONENTS,
-                             env=celery_settings("redis://127.0.0.1:6379/0", PG))
+    cluster = AirflowCluster(
+        tmp_path / "dags",
+        sql_alchemy_conn=PG,
+        catalog_url="postgresql://catalog",
+        home=tmp_path,
+        components=CELERY_COMPONENTS,
+        env=celery_settings("redis://127.0.0.1:6379/0", PG),
+    )
     return cluster.environ
 
 
@@ -71,7 +77,10 @@ def test_same_executor_and_broker(compose_env, harness_env):
     # Task results in Airflow's own PostgreSQL database, through Celery's SQLAlchemy backend.
     for env in (compose_env, harness_env):
         assert env["AIRFLOW__CELERY__RESULT_BACKEND"].startswith("db+postgresql")
-        assert env["AIRFLOW__CELERY__RESULT_BACKEND"].split("@")[-1] == env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].split("@")[-1]
+        assert (
+            env["AIRFLOW__CELERY__RESULT_BACKEND"].split("@")[-1]
+            == env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].split("@")[-1]
+        )
 
 
 @pytest.mark.parametrize("key", SHARED_SETTINGS)

@@ -31,8 +31,14 @@ def nav_pages(nav) -> list[str]:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return out
 
@@ -50,10 +56,15 @@ class TestDocsSite:
         on_disk = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
         assert on_disk <= listed, f"pages missing from the nav: {sorted(on_disk - listed)}"
 
-    @pytest.mark.parametrize("page,example", [("interval-dependencies", "orders_backfill.py"),
-                                              ("interval-dependencies", "weekly_parent.py"),
-                                              ("run-conditions", "run_conditions_pipeline.py"),
-                                              ("dbt-queue", "dbt_queue_worker.py")])
+    @pytest.mark.parametrize(
+        "page,example",
+        [
+            ("interval-dependencies", "orders_backfill.py"),
+            ("interval-dependencies", "weekly_parent.py"),
+            ("run-conditions", "run_conditions_pipeline.py"),
+            ("dbt-queue", "dbt_queue_worker.py"),
+        ],
+    )
     def test_guides_show_the_example_dags_verbatim(self, site, page, example):
         text = page_text(site / page / "index.html")
         source = (ROOT / "dags_examples" / example).read_text()

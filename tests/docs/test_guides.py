@@ -70,8 +70,9 @@ def test_getting_started_blocks_are_the_ones_this_test_follows():
 
 def _checkout_copy(dest: Path) -> Path:
     """The files a clone would have (tracked, and new files not ignored), without build leftovers."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
-                           capture_output=True, text=True).stdout.splitlines()
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.splitlines()
     for name in files:
         src = ROOT / name
         if src.is_file():
@@ -89,7 +90,7 @@ def _venv_copy(dest: Path) -> Path:
         if script.is_file() and not script.is_symlink():
             data = script.read_bytes()
             if data.startswith(old.encode()):
-                script.write_bytes(new.encode() + data[len(old):])
+                script.write_bytes(new.encode() + data[len(old) :])
     return dest
 
 
@@ -98,7 +99,7 @@ def _venv_copy(dest: Path) -> Path:
 AFTER_BLOCK = {
     # The DAG run was started in the background: wait until its sensor has deferred on orders_raw.
     "airflow dags test orders_enriched": "until grep -q 'not admitted yet' orders_enriched.log; do "
-                                        "kill -0 $! || { cat orders_enriched.log; exit 9; }; sleep 1; done",
+    "kill -0 $! || { cat orders_enriched.log; exit 9; }; sleep 1; done",
 }
 
 
@@ -121,18 +122,28 @@ def test_getting_started_followed_literally_releases_the_waiting_dag(tmp_path):
             continue
         script.append(body)
         script.extend(check for start, check in AFTER_BLOCK.items() if start in body)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIRFLOW", "LEASTACTION", "PYTHON", "VIRTUAL_ENV"))}
-    env.update(PATH=f"{venv}/bin:{env['PATH']}", VIRTUAL_ENV=str(venv), AIRFLOW_HOME=str(home),
-               AIRFLOW__CORE__LOAD_EXAMPLES="False")
-    done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=clone, env=env, capture_output=True,
-                          text=True, timeout=900)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "LEASTACTION", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(
+        PATH=f"{venv}/bin:{env['PATH']}",
+        VIRTUAL_ENV=str(venv),
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+    )
+    done = subprocess.run(
+        ["bash", "-c", "\n".join(script)], cwd=clone, env=env, capture_output=True, text=True, timeout=900
+    )
     log = (clone / "orders_enriched.log").read_text() if (clone / "orders_enriched.log").exists() else ""
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:] + log[-4000:]
 
     # The package the DAG ran with is the one the page installed, not the suite's editable checkout.
-    installed = subprocess.run([f"{venv}/bin/python", "-c", "import airflow_leastaction as p; print(p.__file__)"],
-                               env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    installed = subprocess.run(
+        [f"{venv}/bin/python", "-c", "import airflow_leastaction as p; print(p.__file__)"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert installed.startswith(str(venv)), installed
     assert ("sales-platform/orders_raw slot 2026-11-02T00:00:00+00:00: published revision 1") in done.stdout
     assert "not admitted yet: orders_raw: not in the catalog (unknown parent)" in log, log[-4000:]

@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness.airflow_cluster import AirflowCluster, fresh_pg_database
-from harness.own_postgres import OwnPostgres
 from sqlalchemy import create_engine, select
 
 from airflow_leastaction.catalog.schema import gate_decision, task, task_run
 from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
 from airflow_leastaction.identity import TaskIdentity
+from harness.airflow_cluster import AirflowCluster, fresh_pg_database
+from harness.own_postgres import OwnPostgres
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
 
@@ -38,9 +38,14 @@ def deployment(pg_admin_url, tmp_path):
     catalog_server.start()
     catalog_url = catalog_server.create_database("la_catalog")
     airflow_url, drop_airflow = fresh_pg_database(pg_admin_url, "la_e2e_outage")
-    cluster = AirflowCluster(DAGS, sql_alchemy_conn=airflow_url, catalog_url=catalog_url, home=tmp_path / "home",
-                             components=("scheduler", "dag-processor", "api-server"),
-                             env={"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False"})
+    cluster = AirflowCluster(
+        DAGS,
+        sql_alchemy_conn=airflow_url,
+        catalog_url=catalog_url,
+        home=tmp_path / "home",
+        components=("scheduler", "dag-processor", "api-server"),
+        env={"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False"},
+    )
     try:
         with cluster:
             yield cluster, catalog_server, catalog_url
@@ -62,15 +67,19 @@ def test_waits_survive_a_catalog_outage_and_a_triggerer_started_during_it(deploy
     cluster, catalog_server, catalog_url = deployment
     engine = create_engine(catalog_url)
     # The parent is running: the sensor waits for its slot, the gate for its run in progress.
-    CatalogStore(engine).record_running(PARENT, PARENT_SLOT, meta=TaskMeta(cron="0 0 * * *", source="external"),
-                                        run_id="parent-run")
+    CatalogStore(engine).record_running(
+        PARENT, PARENT_SLOT, meta=TaskMeta(cron="0 0 * * *", source="external"), run_id="parent-run"
+    )
     runs = {}
     for dag_id in ("outage_sensor", "outage_gate"):
         cluster.unpause(dag_id)
         runs[dag_id] = cluster.trigger(dag_id, DAY)["dag_run_id"]
     waiting = {"outage_sensor": "wait", "outage_gate": "after_gate__gate"}
-    cluster.wait_until(lambda: all(states(cluster, d, runs[d]).get(t) == "deferred" for d, t in waiting.items()),
-                       RUN_TIMEOUT, "the sensor and the gate to defer")
+    cluster.wait_until(
+        lambda: all(states(cluster, d, runs[d]).get(t) == "deferred" for d, t in waiting.items()),
+        RUN_TIMEOUT,
+        "the sensor and the gate to defer",
+    )
 
     engine.dispose()
     catalog_server.stop()
@@ -78,16 +87,29 @@ def test_waits_survive_a_catalog_outage_and_a_triggerer_started_during_it(deploy
     plain_run = cluster.trigger("outage_plain", DAY)["dag_run_id"]
     assert cluster.wait_for_run("outage_plain", plain_run, RUN_TIMEOUT)["state"] == "success"
     cluster._procs.append(cluster._spawn("triggerer", [sys.executable, "-m", "airflow", "triggerer"]))
-    cluster.wait_until(lambda: all(f"unreachable ({read} poll)" in trigger_logs(cluster)
-                                   for read in ("snapshot", "latest_runs")),
-                       RUN_TIMEOUT, "the triggerer to find the catalog down")
+    cluster.wait_until(
+        lambda: all(f"unreachable ({read} poll)" in trigger_logs(cluster) for read in ("snapshot", "latest_runs")),
+        RUN_TIMEOUT,
+        "the triggerer to find the catalog down",
+    )
     # No false admit, no false fail: both are still waiting in the triggerer.
     for dag_id, task_id in waiting.items():
         assert states(cluster, dag_id, runs[dag_id])[task_id] == "deferred"
 
     catalog_server.start()
-    cluster.run_leastaction("catalog", "report", "outage_parent", "--project", "other-team", "--slot", DAY,
-                            "--cron", "0 0 * * *", "--run-id", "parent-run")
+    cluster.run_leastaction(
+        "catalog",
+        "report",
+        "outage_parent",
+        "--project",
+        "other-team",
+        "--slot",
+        DAY,
+        "--cron",
+        "0 0 * * *",
+        "--run-id",
+        "parent-run",
+    )
     for dag_id, run_id in runs.items():
         run = cluster.wait_for_run(dag_id, run_id, RUN_TIMEOUT)
         assert run["state"] == "success", states(cluster, dag_id, run_id)
@@ -97,8 +119,10 @@ def test_waits_survive_a_catalog_outage_and_a_triggerer_started_during_it(deploy
 
     with engine.connect() as conn:
         decided = set(conn.execute(select(gate_decision.c.dag_id, gate_decision.c.result)).all())
-        finished = {r.name: r.state for r in conn.execute(
-            select(task.c.name, task_run.c.state).join(task_run, task_run.c.task_pk == task.c.id))}
+        finished = {
+            r.name: r.state
+            for r in conn.execute(select(task.c.name, task_run.c.state).join(task_run, task_run.c.task_pk == task.c.id))
+        }
     engine.dispose()
     assert decided == {("outage_sensor", "SATISFIED"), ("outage_gate", "SATISFIED")}
     # The plain task finished during the outage: its spooled outcome was replayed.

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+
 from harness.airflow_cluster import CELERY_COMPONENTS, celery_settings, free_port
 from harness.example_flows import (
     EXAMPLES,
@@ -59,11 +60,17 @@ FAILOVER_SETTINGS = {
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
-    env = {**os.environ, "LEASTACTION_REDIS_PORT": str(free_port()),
-           "LEASTACTION_REDIS_DIR": str(tmp_path_factory.mktemp("redis"))}
+    env = {
+        **os.environ,
+        "LEASTACTION_REDIS_PORT": str(free_port()),
+        "LEASTACTION_REDIS_DIR": str(tmp_path_factory.mktemp("redis")),
+    }
     script = str(ROOT / "scripts" / "redis.sh")
-    url = subprocess.run([script, "start"], env=env, check=True, capture_output=True, text=True,
-                         timeout=300).stdout.strip().splitlines()[-1]
+    url = (
+        subprocess.run([script, "start"], env=env, check=True, capture_output=True, text=True, timeout=300)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     yield url
     subprocess.run([script, "stop"], env=env, check=True, timeout=60)
 
@@ -77,12 +84,16 @@ def cluster(pg_admin_url, redis_url, tmp_path_factory):
         shutil.copy(source, dags)
 
     def settings(airflow_url: str) -> dict[str, str]:
-        return {**celery_settings(redis_url, airflow_url), **FAILOVER_SETTINGS,
-                "LEASTACTION_TEST_DBT_HOOKS": str(TEST_DAGS / "hold_dbt"),
-                "LEASTACTION_TEST_DBT_HOLD": str(work / "hold-dbt")}
+        return {
+            **celery_settings(redis_url, airflow_url),
+            **FAILOVER_SETTINGS,
+            "LEASTACTION_TEST_DBT_HOOKS": str(TEST_DAGS / "hold_dbt"),
+            "LEASTACTION_TEST_DBT_HOLD": str(work / "hold-dbt"),
+        }
 
-    with example_deployment(pg_admin_url, work, dags_folder=dags, settings=settings,
-                            components=CELERY_COMPONENTS) as cluster:
+    with example_deployment(
+        pg_admin_url, work, dags_folder=dags, settings=settings, components=CELERY_COMPONENTS
+    ) as cluster:
         yield cluster
 
 
@@ -114,9 +125,13 @@ class TestDbtQueue(DbtQueueFlow):
 class TestFirstTry:
     def test_every_project_task_ran_on_its_first_try(self, cluster):
         dag_ids = (*TRIO, "run_conditions_pipeline", *INGESTS, "dbt_queue_worker", "dbt_queue_second_worker")
-        tries = {(dag_id, ti["task_id"]): ti["try_number"]
-                 for dag_id in dag_ids for run in cluster.runs(dag_id)
-                 for ti in cluster.task_instances(dag_id, run["dag_run_id"]) if ti["state"] != "skipped"}
+        tries = {
+            (dag_id, ti["task_id"]): ti["try_number"]
+            for dag_id in dag_ids
+            for run in cluster.runs(dag_id)
+            for ti in cluster.task_instances(dag_id, run["dag_run_id"])
+            if ti["state"] != "skipped"
+        }
         assert tries and all(n == 1 for n in tries.values()), {k: n for k, n in tries.items() if n != 1}
 
 
@@ -154,10 +169,14 @@ def write_failover_report(marks: dict[str, float], before, after, run) -> None:
     if not FAILOVER_REPORT:
         return
     phases = list(marks.items())
-    report = {"gates": GATES, "triggers_before_kill": sorted(before.values()),
-              "triggers_after_kill": sorted(after.values()), "run_state": run["state"],
-              "seconds": {name: round(at - start, 1) for (_, start), (name, at) in itertools.pairwise(phases)},
-              "total_seconds": round(phases[-1][1] - phases[0][1], 1)}
+    report = {
+        "gates": GATES,
+        "triggers_before_kill": sorted(before.values()),
+        "triggers_after_kill": sorted(after.values()),
+        "run_state": run["state"],
+        "seconds": {name: round(at - start, 1) for (_, start), (name, at) in itertools.pairwise(phases)},
+        "total_seconds": round(phases[-1][1] - phases[0][1], 1),
+    }
     Path(FAILOVER_REPORT).parent.mkdir(parents=True, exist_ok=True)
     Path(FAILOVER_REPORT).write_text(json.dumps(report, indent=2) + "\n")
 
@@ -171,7 +190,9 @@ class TestTriggererFailover:
         cluster.unpause("failover_gates")
         before = cluster.wait_until(
             lambda: (h := trigger_holders(cluster)) and sum(h.values()) == GATES and None not in h and h,
-            FAILOVER_TIMEOUT, f"{GATES} deferred sensors assigned to triggerers")
+            FAILOVER_TIMEOUT,
+            f"{GATES} deferred sensors assigned to triggerers",
+        )
         marks["all_deferred"] = time.monotonic()
         killed_at = metadata(cluster, "SELECT now()")[0][0]
         cluster.kill("triggerer-1")
@@ -206,8 +227,9 @@ class TestTriggererFailover:
         satisfied = Counter(d["task_id"] for d in decisions if d["result"] == "SATISFIED")
         assert len(satisfied) == GATES and set(satisfied.values()) == {1}, satisfied
         parent_done = dt.datetime.fromisoformat(parent["end_date"])
-        assert all(dt.datetime.fromisoformat(d["decided_at"]) >= parent_done
-                   for d in decisions if d["result"] == "SATISFIED")
+        assert all(
+            dt.datetime.fromisoformat(d["decided_at"]) >= parent_done for d in decisions if d["result"] == "SATISFIED"
+        )
 
 
 def queue_rows(cluster, since: dt.datetime) -> list[dict]:

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from harness.airflow_cluster import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,10 +25,21 @@ def port_in_use(port: int) -> bool:
 class TestDemo:
     def test_example_dags_run_green_and_the_plugin_shows_their_activity(self, tmp_path):
         port = free_port()
-        env = {**os.environ, "DEMO_HOME": str(tmp_path / "home"), "DEMO_PORT": str(port), "DEMO_TIMEOUT": "600",
-               "DEMO_RUNS": "1"}  # one slot per DAG keeps the suite short; make demo shows three
-        done = subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--check"], env=env, capture_output=True,
-                              text=True, timeout=900, check=False)
+        env = {
+            **os.environ,
+            "DEMO_HOME": str(tmp_path / "home"),
+            "DEMO_PORT": str(port),
+            "DEMO_TIMEOUT": "600",
+            "DEMO_RUNS": "1",
+        }  # one slot per DAG keeps the suite short; make demo shows three
+        done = subprocess.run(
+            [str(ROOT / "scripts" / "demo.sh"), "--check"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
         report = [line for line in done.stdout.splitlines() if line.startswith(("check:", "demo:"))]
         assert done.returncode == 0, "\n".join(report) + "\n" + done.stderr[-4000:]
         run_line = re.compile(r"check: (\w+)\s+((?:(?:success|failed|running|queued) ?)+|no runs)$")

@@ -6,6 +6,7 @@ example DAGs. Outcomes are read through Airflow's REST API and the plugin's API,
 from __future__ import annotations
 
 import pytest
+
 from harness.example_flows import BackfillTrioFlow, DbtQueueFlow, RunConditionFlow, example_deployment
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]

@@ -9,7 +9,6 @@ import datetime as dt
 import textwrap
 
 import pytest
-from harness.airflow_cluster import AirflowCluster, fresh_pg_database
 from sqlalchemy import select
 
 from airflow_leastaction import report_completion
@@ -17,11 +16,12 @@ from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.schema import gate_decision, task, task_run
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.refs import airflow_task
+from harness.airflow_cluster import AirflowCluster, fresh_pg_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
 
-UTC = dt.timezone.utc
-DAGS = textwrap.dedent('''
+UTC = dt.UTC
+DAGS = textwrap.dedent("""
     import datetime as dt
 
     from airflow.sdk import DAG, Asset, task
@@ -48,7 +48,7 @@ DAGS = textwrap.dedent('''
                 return "done"
 
             wait >> work()
-''')
+""")
 
 
 @pytest.fixture(scope="module")
@@ -76,21 +76,26 @@ def report_parent_days(store: CatalogStore) -> None:
     """The daily parent finished yesterday, today and tomorrow (UTC): whatever instant the runs get."""
     today = dt.datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     for days in (-1, 0, 1):
-        report_completion("la_daily_parent", "other-team", today + dt.timedelta(days=days), cron="0 0 * * *",
-                          store=store)
+        report_completion(
+            "la_daily_parent", "other-team", today + dt.timedelta(days=days), cron="0 0 * * *", store=store
+        )
 
 
 def decisions_of(store: CatalogStore, dag_id: str) -> list[dict]:
     with store.engine.connect() as conn:
-        return [dict(r) for r in conn.execute(select(gate_decision).where(gate_decision.c.dag_id == dag_id))
-                .mappings()]
+        return [dict(r) for r in conn.execute(select(gate_decision).where(gate_decision.c.dag_id == dag_id)).mappings()]
 
 
 def recorded_slots(store: CatalogStore, dag_id: str, task_id: str) -> list[dt.datetime]:
     identity = airflow_task(dag_id, task_id)
     with store.engine.connect() as conn:
-        return list(conn.execute(select(task_run.c.slot).join(task, task.c.id == task_run.c.task_pk).where(
-            task.c.name == identity.name, task.c.project == identity.project)).scalars())
+        return list(
+            conn.execute(
+                select(task_run.c.slot)
+                .join(task, task.c.id == task_run.c.task_pk)
+                .where(task.c.name == identity.name, task.c.project == identity.project)
+            ).scalars()
+        )
 
 
 def assert_judged_at_run_after(store: CatalogStore, run: dict) -> None:

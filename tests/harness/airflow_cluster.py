@@ -18,6 +18,7 @@ On failure, :meth:`AirflowCluster.describe` returns the tail of every component'
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -30,15 +31,23 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import httpx
+
 from harness.processes import group_members, instance_names, processes, signal_group
-from typing_extensions import Self
 
 DEFAULT_COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
 #: The production shape of docker/docker-compose.yaml: two triggerers and two Celery workers.
-CELERY_COMPONENTS = ("scheduler", "dag-processor", "api-server", "triggerer", "triggerer",
-                     "celery worker", "celery worker")
+CELERY_COMPONENTS = (
+    "scheduler",
+    "dag-processor",
+    "api-server",
+    "triggerer",
+    "triggerer",
+    "celery worker",
+    "celery worker",
+)
 FINISHED_RUN_STATES = {"success", "failed"}
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "admin"
@@ -184,12 +193,16 @@ class AirflowCluster:
 
     def run_leastaction(self, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
         """Run ``airflow-leastaction`` in the cluster's environment."""
-        return self._run([str(Path(sys.executable).with_name("airflow-leastaction")), *args], timeout=timeout, check=check)
+        return self._run(
+            [str(Path(sys.executable).with_name("airflow-leastaction")), *args], timeout=timeout, check=check
+        )
 
     def _run(self, argv: list[str], *, timeout: float, check: bool) -> subprocess.CompletedProcess:
         done = subprocess.run(argv, env=self.environ, capture_output=True, text=True, timeout=timeout, check=False)
         if check and done.returncode != 0:
-            raise ClusterError(f"{Path(argv[0]).name} {' '.join(argv[1:])} exited {done.returncode}\n{done.stdout}\n{done.stderr}")
+            raise ClusterError(
+                f"{Path(argv[0]).name} {' '.join(argv[1:])} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+            )
         return done
 
     def migrate(self) -> None:
@@ -208,8 +221,10 @@ class AirflowCluster:
                 # Celery refuses two workers of one node name: each instance is its own node.
                 argv += ["--celery-hostname", f"{name}@%h"]
             # Each instance serves its own logs: two workers or triggerers on one host need two ports.
-            own = {"AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
-                   "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port())}
+            own = {
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+                "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+            }
             self._procs.append(self._spawn(name, argv, own))
         self.wait_healthy(timeout)
         return self
@@ -218,8 +233,14 @@ class AirflowCluster:
         comp = Component(name, argv, self.log_dir / f"{name}.log")
         log = comp.log_path.open("ab")
         # A session of its own: stopping the group also stops the workers the component forks.
-        comp.process = subprocess.Popen(argv, env={**self.environ, **(env or {})}, stdout=log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        comp.process = subprocess.Popen(
+            argv,
+            env={**self.environ, **(env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         log.close()
         self._groups.add(comp.process.pid)
         return comp
@@ -237,10 +258,8 @@ class AirflowCluster:
         Waits for the leader to exit; the cluster then expects it to stay down."""
         comp = self.component(name)
         for group in {comp.process.pid, *(processes()[pid][1] for pid in self.descendants(name))}:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
         comp.process.wait(30)
         self._down.add(name)
 
@@ -261,10 +280,8 @@ class AirflowCluster:
         for comp in self._procs:
             if comp.process is None:
                 continue
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 comp.process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
             if comp.process.poll() is None or group_members({comp.process.pid}):
                 self.needed_sigkill.append(comp.name)
             # Children (task runners, uvicorn workers) may outlive the leader: clear the whole group.
@@ -301,8 +318,9 @@ class AirflowCluster:
     # -- REST API ----------------------------------------------------------------------------------------
     def token(self) -> str:
         if self._token is None:
-            resp = httpx.post(f"{self.base_url}/auth/token",
-                              json={"username": ADMIN_USER, "password": ADMIN_PASSWORD}, timeout=30)
+            resp = httpx.post(
+                f"{self.base_url}/auth/token", json={"username": ADMIN_USER, "password": ADMIN_PASSWORD}, timeout=30
+            )
             resp.raise_for_status()
             self._token = resp.json()["access_token"]
         return self._token
@@ -372,8 +390,13 @@ class AirflowCluster:
 
     def backfill(self, dag_id: str, from_date: str, to_date: str, max_active_runs: int = 3) -> dict:
         """Create a backfill of ``dag_id`` over ``[from_date, to_date]`` (logical dates, ISO-8601)."""
-        body = {"dag_id": dag_id, "from_date": from_date, "to_date": to_date,
-                "max_active_runs": max_active_runs, "reprocess_behavior": "none"}
+        body = {
+            "dag_id": dag_id,
+            "from_date": from_date,
+            "to_date": to_date,
+            "max_active_runs": max_active_runs,
+            "reprocess_behavior": "none",
+        }
         return self.api("POST", "/api/v2/backfills", json=body)
 
     def wait_for_backfills(self, dag_id: str, timeout: float = 120) -> list[dict]:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 
@@ -29,16 +29,23 @@ from harness.airflow_cluster import ADMIN_PASSWORD, ADMIN_USER, AirflowCluster
 
 CHROMIUM = os.environ.get("LEASTACTION_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 VIEWPORT = {"width": 1440, "height": 900}
 FAB_AUTH_MANAGER = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
 
 
 @contextmanager
-def api_server(dags_folder: Path, catalog_url: str, *, timeout: float = 180,
-               auth_manager: str | None = None) -> Iterator[AirflowCluster]:
+def api_server(
+    dags_folder: Path, catalog_url: str, *, timeout: float = 180, auth_manager: str | None = None
+) -> Iterator[AirflowCluster]:
     """Migrate Airflow's database, start the API server and DAG processor; stop them on exit.
 
     :param auth_manager: the auth manager's class path (default: Airflow's simple auth manager).
@@ -48,8 +55,7 @@ def api_server(dags_folder: Path, catalog_url: str, *, timeout: float = 180,
     env = {"PYTHONSAFEPATH": "1"}
     if auth_manager is not None:
         env["AIRFLOW__CORE__AUTH_MANAGER"] = auth_manager
-    cluster = AirflowCluster(dags_folder, catalog_url=catalog_url, components=("api-server", "dag-processor"),
-                             env=env)
+    cluster = AirflowCluster(dags_folder, catalog_url=catalog_url, components=("api-server", "dag-processor"), env=env)
     cluster.migrate()
     if auth_manager == FAB_AUTH_MANAGER:
         fab_user(cluster, ADMIN_USER, ADMIN_PASSWORD, "Admin")
@@ -65,12 +71,27 @@ def api_server(dags_folder: Path, catalog_url: str, *, timeout: float = 180,
 def fab_user(cluster: AirflowCluster, username: str, password: str, role: str) -> None:
     """Create a FAB user with one role (``airflow users create``)."""
     email = f"{username}-{uuid.uuid4().hex[:6]}@example.com"
-    cluster.run("users", "create", "--username", username, "--password", password, "--role", role,
-                "--firstname", username, "--lastname", "test", "--email", email)
+    cluster.run(
+        "users",
+        "create",
+        "--username",
+        username,
+        "--password",
+        password,
+        "--role",
+        role,
+        "--firstname",
+        username,
+        "--lastname",
+        "test",
+        "--email",
+        email,
+    )
 
 
-def fab_role(cluster: AirflowCluster, name: str, resources: list[str], actions: tuple[str, ...] = ("can_read",)
-             ) -> None:
+def fab_role(
+    cluster: AirflowCluster, name: str, resources: list[str], actions: tuple[str, ...] = ("can_read",)
+) -> None:
     """Create a FAB role holding ``actions`` on ``resources`` (``DAG:<dag_id>`` for one DAG).
 
     DAG resources exist once the DAGs are parsed and ``airflow sync-perm --include-dags`` ran.
@@ -81,8 +102,7 @@ def fab_role(cluster: AirflowCluster, name: str, resources: list[str], actions: 
 
 def token_for(cluster: AirflowCluster, username: str, password: str) -> str:
     """A JWT for ``username`` from the auth manager's token endpoint, as an API client gets one."""
-    resp = httpx.post(f"{cluster.base_url}/auth/token", json={"username": username, "password": password},
-                      timeout=30)
+    resp = httpx.post(f"{cluster.base_url}/auth/token", json={"username": username, "password": password}, timeout=30)
     resp.raise_for_status()
     return resp.json()["access_token"]
 

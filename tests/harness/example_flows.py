@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from harness.airflow_cluster import AirflowCluster, fresh_pg_database
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "dags_examples"
@@ -51,11 +52,17 @@ def example_deployment(pg_admin_url: str, work: Path, *, dags_folder: Path = EXA
         **(settings(airflow_url) if settings else {}),
     }
     # The queue builds tables, not views: the project is deployed once (one dbt build), as a release would.
-    subprocess.run([str(Path(sys.executable).with_name("dbt")), "build", "--quiet", "--project-dir", ".",
-                    "--profiles-dir", "."],
-                   cwd=dbt_project, env={**os.environ, **env}, check=True, capture_output=True, timeout=300)
-    cluster = AirflowCluster(dags_folder, sql_alchemy_conn=airflow_url, catalog_url=catalog_url,
-                             home=work / "home", env=env, **kwargs)
+    subprocess.run(
+        [str(Path(sys.executable).with_name("dbt")), "build", "--quiet", "--project-dir", ".", "--profiles-dir", "."],
+        cwd=dbt_project,
+        env={**os.environ, **env},
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    cluster = AirflowCluster(
+        dags_folder, sql_alchemy_conn=airflow_url, catalog_url=catalog_url, home=work / "home", env=env, **kwargs
+    )
     try:
         with cluster:
             yield cluster
@@ -114,8 +121,10 @@ class BackfillTrioFlow:
             for (parent, parent_task), (child, child_task) in itertools.pairwise(chain):
                 upper = task_instance(cluster, parent, day, parent_task)
                 lower = task_instance(cluster, child, day, child_task)
-                done, started = (dt.datetime.fromisoformat(upper["end_date"]),
-                                 dt.datetime.fromisoformat(lower["start_date"]))
+                done, started = (
+                    dt.datetime.fromisoformat(upper["end_date"]),
+                    dt.datetime.fromisoformat(lower["start_date"]),
+                )
                 assert started >= done, f"{child} {day} started before {parent} finished: {upper} {lower}"
 
     def test_gate_decisions_select_the_parent_slot_that_covers_the_child(self, cluster, trio_runs):
@@ -130,7 +139,8 @@ class BackfillTrioFlow:
         records = plugin(cluster, "consumption", dag_id="orders_enriched")["items"]
         assert sorted(r["downstream_slot"][:10] for r in records) == [d[:10] for d in DAYS]
         assert {(r["upstream_name"], r["upstream_project"], r["upstream_revision"], r["stale"]) for r in records} == {
-            ("orders_raw", "sales-platform", 1, False)}
+            ("orders_raw", "sales-platform", 1, False)
+        }
 
     def test_catalog_holds_one_completed_slot_per_day(self, cluster, trio_runs):
         tasks = {t["name"]: t for t in plugin(cluster, "catalog")["items"]}
@@ -159,8 +169,9 @@ class RunConditionFlow:
         decisions = plugin(cluster, "decisions", dag_id="run_conditions_pipeline")["items"]
         judged = {(d["task_id"], d["dependency_type"], d["result"]) for d in decisions}
         assert any(t.startswith("alert_on_failure") and r == "UNSATISFIED" for t, _, r in judged), judged
-        assert any(t.startswith("publish_changes") and k == "HAS_DATA" and r == "SATISFIED"
-                   for t, k, r in judged), judged
+        assert any(t.startswith("publish_changes") and k == "HAS_DATA" and r == "SATISFIED" for t, k, r in judged), (
+            judged
+        )
         assert all(d["reason"] for d in decisions)
 
 
@@ -173,8 +184,9 @@ class DbtQueueFlow:
             cluster.backfill(dag_id, DAYS[-1], DAYS[-1])
             cluster.unpause(dag_id)
         finished_runs(cluster, ingests, 1)
-        drains = [cluster.wait_for_run(dag_id, run["dag_run_id"], RUN_TIMEOUT)
-                  for dag_id, run in self.start_drains(cluster)]
+        drains = [
+            cluster.wait_for_run(dag_id, run["dag_run_id"], RUN_TIMEOUT) for dag_id, run in self.start_drains(cluster)
+        ]
         return drains, plugin(cluster, "queue", environment="field_ops")
 
     DRAIN_DAGS = ("dbt_queue_worker",)
@@ -196,5 +208,6 @@ class DbtQueueFlow:
         selectors = {e["selector"] for e in view["events"]}
         assert selectors == {"source:field_ops.work_orders+", "source:field_ops.time_entries+"}
         shared = {e["unique_id"] for e in view["events"] if e["selector"].endswith("work_orders+")} & {
-            e["unique_id"] for e in view["events"] if e["selector"].endswith("time_entries+")}
+            e["unique_id"] for e in view["events"] if e["selector"].endswith("time_entries+")
+        }
         assert shared, "the two selectors were expected to overlap on some models"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -23,10 +24,8 @@ def signal_group(comp, sig: int) -> None:
     """Send ``sig`` to the process group a component leads (nothing when it never started or is gone)."""
     if comp.process is None:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(comp.process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def processes() -> dict[int, tuple[int, int]]:

@@ -10,7 +10,6 @@ import threading
 import time
 
 import pytest
-from harness.own_postgres import OwnPostgres
 from sqlalchemy import select
 
 from airflow_leastaction import report_completion
@@ -19,10 +18,11 @@ from airflow_leastaction.catalog.outcomes import SPOOL_SUFFIX
 from airflow_leastaction.catalog.schema import gate_decision, task, task_run
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.triggers.poller import CatalogPoller
+from harness.own_postgres import OwnPostgres
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
-SLOT = dt.datetime(2026, 11, 12, tzinfo=dt.timezone.utc)
+SLOT = dt.datetime(2026, 11, 12, tzinfo=dt.UTC)
 
 
 @pytest.fixture
@@ -75,18 +75,26 @@ def test_a_run_waits_through_a_catalog_outage_and_succeeds_when_it_returns(
 
     store = CatalogStore(get_engine(url))
     with store.engine.connect() as conn:
-        decided = {(r.task_id, r.result) for r in conn.execute(select(gate_decision.c.task_id, gate_decision.c.result)
-                                                               .where(gate_decision.c.dag_id == "pis_outage"))}
-        finished = {r.name: r.state for r in conn.execute(
-            select(task.c.name, task_run.c.state).join(task_run, task_run.c.task_pk == task.c.id)
-            .where(task_run.c.slot == SLOT, task.c.dag_id == "pis_outage"))}
+        decided = {
+            (r.task_id, r.result)
+            for r in conn.execute(
+                select(gate_decision.c.task_id, gate_decision.c.result).where(gate_decision.c.dag_id == "pis_outage")
+            )
+        }
+        finished = {
+            r.name: r.state
+            for r in conn.execute(
+                select(task.c.name, task_run.c.state)
+                .join(task_run, task_run.c.task_pk == task.c.id)
+                .where(task_run.c.slot == SLOT, task.c.dag_id == "pis_outage")
+            )
+        }
     assert decided == {("wait", "SATISFIED"), ("load__gate", "SATISFIED")}
     assert {finished.get(f"pis_outage.{t}") for t in ("wait", "extract", "load")} == {"success"}
     assert not any(spool.glob(f"*{SPOOL_SUFFIX}"))  # every spooled outcome was replayed
 
 
-def test_relaxed_gates_admit_unrecorded_while_the_catalog_is_down(server, use_catalog, run_dag, tmp_path,
-                                                                 monkeypatch):
+def test_relaxed_gates_admit_unrecorded_while_the_catalog_is_down(server, use_catalog, run_dag, tmp_path, monkeypatch):
     """``[leastaction] gates = warn`` is the emergency switch: with the catalog down the sensor and the
     gate admit (after the gate's same-run upstreams finished) and nothing is recorded for them."""
     monkeypatch.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(tmp_path / "spool"))

@@ -17,7 +17,7 @@ from airflow_leastaction.refs import airflow_task
 
 pytestmark = pytest.mark.integration
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 RAW = TaskIdentity("orders_raw", "sales-platform")
 
 
@@ -39,15 +39,24 @@ def later(seconds: float, fn, *args, **kwargs) -> threading.Thread:
 
 def decisions(store, dag_id: str, task_id: str):
     with store.engine.connect() as conn:
-        return conn.execute(select(gate_decision).where(
-            gate_decision.c.dag_id == dag_id, gate_decision.c.task_id == task_id).order_by(gate_decision.c.id)
-        ).mappings().all()
+        return (
+            conn.execute(
+                select(gate_decision)
+                .where(gate_decision.c.dag_id == dag_id, gate_decision.c.task_id == task_id)
+                .order_by(gate_decision.c.id)
+            )
+            .mappings()
+            .all()
+        )
 
 
 def slot_finished_at(store, identity: TaskIdentity, slot: dt.datetime) -> dt.datetime:
     with store.engine.connect() as conn:
-        return conn.execute(select(task_run.c.finished_at).join(task, task.c.id == task_run.c.task_pk).where(
-            task.c.name == identity.name, task.c.project == identity.project, task_run.c.slot == slot)).scalar_one()
+        return conn.execute(
+            select(task_run.c.finished_at)
+            .join(task, task.c.id == task_run.c.task_pk)
+            .where(task.c.name == identity.name, task.c.project == identity.project, task_run.c.slot == slot)
+        ).scalar_one()
 
 
 def ti_state(run, task_id: str) -> str:
@@ -62,8 +71,9 @@ def catalog(store, catalog_url, use_catalog, tmp_path, monkeypatch):
 
 
 def report_raw(store, n: int, run_id: str | None = None):
-    report_completion("orders_raw", "sales-platform", day(n), cron="0 0 * * *", rows_written=10,
-                      run_id=run_id, store=store)
+    report_completion(
+        "orders_raw", "sales-platform", day(n), cron="0 0 * * *", rows_written=10, run_id=run_id, store=store
+    )
 
 
 class TestParentIntervalSensorRuns:
@@ -91,8 +101,7 @@ class TestParentIntervalSensorRuns:
         assert run_dag("orders_enriched", day(6)).state == "success"
         with catalog.engine.connect() as conn:
             rows = conn.execute(select(consumption)).mappings().all()
-        assert [(r["task_id"], r["dependency"], r["upstream_revision"]) for r in rows] == [
-            ("enrich", RAW.key, 1)]
+        assert [(r["task_id"], r["dependency"], r["upstream_revision"]) for r in rows] == [("enrich", RAW.key, 1)]
 
     def test_a_backfill_releases_each_child_day_only_after_its_parent_day(self, catalog, run_dag):
         days = range(10, 15)
@@ -118,7 +127,7 @@ class TestParentIntervalSensorRuns:
         threading.Thread(target=parent_backfill, args=("repair",), daemon=True).start()
         for n in days:
             assert run_dag("orders_enriched", day(n)).state == "success"
-        second = decisions(catalog, "orders_enriched", "wait_for_orders_raw")[len(first):]
+        second = decisions(catalog, "orders_enriched", "wait_for_orders_raw")[len(first) :]
         assert [(d["upstream_slot"], d["upstream_revision"]) for d in second] == [(day(n), 2) for n in days]
         for d in second:
             assert d["decided_at"] >= slot_finished_at(catalog, RAW, d["upstream_slot"])
@@ -149,12 +158,16 @@ class TestParentIntervalSensorRuns:
         assert ti_state(run, "wait") == "failed"
 
 
-
 def recorded_slots(store, dag_id: str, task_id: str) -> list[dt.datetime]:
     identity = airflow_task(dag_id, task_id)
     with store.engine.connect() as conn:
-        return list(conn.execute(select(task_run.c.slot).join(task, task.c.id == task_run.c.task_pk).where(
-            task.c.name == identity.name, task.c.project == identity.project)).scalars())
+        return list(
+            conn.execute(
+                select(task_run.c.slot)
+                .join(task, task.c.id == task_run.c.task_pk)
+                .where(task.c.name == identity.name, task.c.project == identity.project)
+            ).scalars()
+        )
 
 
 class TestRunsWithoutALogicalDate:
@@ -171,12 +184,11 @@ class TestRunsWithoutALogicalDate:
         [decision] = decisions(catalog, "pis_no_interval", "wait")
         assert decision["result"] == "SATISFIED" and decision["upstream_slot"] == day(20)
         assert decision["reason"].endswith(
-            "(judged at 2026-11-20T09:15:00+00:00, the run's run_after (it has no logical date))")
+            "(judged at 2026-11-20T09:15:00+00:00, the run's run_after (it has no logical date))"
+        )
         assert recorded_slots(catalog, "pis_no_interval", "work") == [self.AFTER]
 
-    def test_an_asset_triggered_run_waits_for_the_daily_parent_slot_covering_its_run_after(
-        self, catalog, run_dag
-    ):
+    def test_an_asset_triggered_run_waits_for_the_daily_parent_slot_covering_its_run_after(self, catalog, run_dag):
         report_completion("pis_raw", "other-team", day(19), cron="0 0 * * *", store=catalog)
         later(2.0, report_completion, "pis_raw", "other-team", day(20), cron="0 0 * * *", store=catalog)
         run = run_dag("pis_on_asset", None, run_after=self.AFTER)
@@ -192,23 +204,27 @@ class TestRunsWithoutALogicalDate:
 class TestWholeIntervalCoverage:
     def test_a_daily_child_waits_for_all_24_hourly_parent_slots_of_its_day(self, catalog, run_dag, capfd):
         def report_hour(h: int):
-            report_completion("pis_hourly", "other-team", day(20) + dt.timedelta(hours=h), cron="0 * * * *",
-                              store=catalog)
+            report_completion(
+                "pis_hourly", "other-team", day(20) + dt.timedelta(hours=h), cron="0 * * * *", store=catalog
+            )
 
         for h in range(23):
             report_hour(h)
         run = run_dag("pis_whole_day", day(20))
         assert ti_state(run, "wait") == "failed"  # timed out: 23:00 is missing
         log = capfd.readouterr().out
-        assert "pis_hourly: 1 of 24 slots from 2026-11-20 00:00 up to 2026-11-21 00:00 not complete (whole " \
-               "interval): 2026-11-20 23:00 (has not run)" in log
+        assert (
+            "pis_hourly: 1 of 24 slots from 2026-11-20 00:00 up to 2026-11-21 00:00 not complete (whole "
+            "interval): 2026-11-20 23:00 (has not run)" in log
+        )
         assert "parents not satisfied in time" in log
         assert decisions(catalog, "pis_whole_day", "wait") == []
         report_hour(23)
         assert run_dag("pis_whole_day", day(20)).state == "success"
         admitted = decisions(catalog, "pis_whole_day", "wait")
         assert [(d["result"], d["upstream_slot"]) for d in admitted] == [
-            ("SATISFIED", day(20) + dt.timedelta(hours=23))]
+            ("SATISFIED", day(20) + dt.timedelta(hours=23))
+        ]
         assert "all 24 slots from 2026-11-20 00:00 up to 2026-11-21 00:00 completed" in admitted[0]["reason"]
 
 
@@ -219,5 +235,4 @@ class TestConsumptionThroughGates:
         with catalog.engine.connect() as conn:
             rows = conn.execute(select(consumption.c.task_id, consumption.c.dependency)).all()
         assert {task_id for task_id, _ in rows} == {"load"}  # gates consume nothing themselves
-        assert {dependency for _, dependency in rows} == {
-            "catalog:other-team/pis_raw", "task:wait", "task:extract"}
+        assert {dependency for _, dependency in rows} == {"catalog:other-team/pis_raw", "task:wait", "task:extract"}

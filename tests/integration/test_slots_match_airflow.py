@@ -13,7 +13,7 @@ import pytest
 
 from airflow_leastaction.intervals.slots import expected_slot
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 CRONS = ["30 1 * * *", "30 2 * * *", "0 0 * * *", "45 2 * * *", "15 1,2,3 * * *", "0 * * * *", "*/20 * * * *"]
 # A day either side of a change of each kind; Sao Paulo changed at midnight (a skipped and a repeated one).
 CHANGES = [

@@ -17,7 +17,7 @@ from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, ju
 from airflow_leastaction.intervals.slots import format_slot, slots_in
 from airflow_leastaction.states import REJECTING_STATES
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 HOURLY_LOADS = TaskIdentity("orders_hourly", "sales", coverage="interval")
 DAY = dt.datetime(2026, 11, 28, tzinfo=UTC)
 NEXT_DAY = DAY + dt.timedelta(days=1)
@@ -29,8 +29,10 @@ def hour(n: int) -> dt.datetime:
 
 def snapshot(records: dict[dt.datetime, str], *, cron="0 * * * *", tz="UTC", watermark=None, revision=1):
     """A parent's task row and slot records as a catalog snapshot holds them."""
-    slots = [SlotSnapshot(i + 1, 7, slot, state, revision if state == "success" else 0)
-             for i, (slot, state) in enumerate(sorted(records.items()))]
+    slots = [
+        SlotSnapshot(i + 1, 7, slot, state, revision if state == "success" else 0)
+        for i, (slot, state) in enumerate(sorted(records.items()))
+    ]
     done = [s.slot for s in slots if s.state == "success"]
     wm = max([w for w in [watermark, *done] if w is not None], default=None)
     task = TaskSnapshot(7, HOURLY_LOADS, cron, tz, "success", wm, bool(slots), min(records, default=None))
@@ -46,12 +48,16 @@ class TestWholeIntervalCoverage:
     def test_a_daily_child_waits_for_every_hourly_parent_slot_of_its_day(self):
         j = judge({hour(h): "success" for h in range(23)})
         assert not j.satisfied
-        assert j.reason == ("orders_hourly: 1 of 24 slots from 2026-11-28 00:00 up to 2026-11-29 00:00 not complete "
-                            "(whole interval): 2026-11-28 23:00 (has not run)")
+        assert j.reason == (
+            "orders_hourly: 1 of 24 slots from 2026-11-28 00:00 up to 2026-11-29 00:00 not complete "
+            "(whole interval): 2026-11-28 23:00 (has not run)"
+        )
         j = judge({hour(h): "success" for h in range(24)})
         assert j.satisfied and j.upstream_slot == hour(23)
-        assert j.reason == "orders_hourly: all 24 slots from 2026-11-28 00:00 up to 2026-11-29 00:00 completed " \
-                           "(whole interval)"
+        assert (
+            j.reason == "orders_hourly: all 24 slots from 2026-11-28 00:00 up to 2026-11-29 00:00 completed "
+            "(whole interval)"
+        )
 
     def test_the_default_rule_admits_the_same_child_once_the_midnight_slot_is_done(self):
         tasks, slots = snapshot({hour(0): "success"})
@@ -65,8 +71,10 @@ class TestWholeIntervalCoverage:
         del records[hour(6)]
         j = judge(records)
         assert not j.satisfied and j.rejected
-        assert j.reason.endswith("not complete (whole interval): 2026-11-28 03:00 (running), 2026-11-28 04:00 "
-                                 "(failed), 2026-11-28 05:00 (skipped), 2026-11-28 06:00 (has not run)")
+        assert j.reason.endswith(
+            "not complete (whole interval): 2026-11-28 03:00 (running), 2026-11-28 04:00 "
+            "(failed), 2026-11-28 05:00 (skipped), 2026-11-28 06:00 (has not run)"
+        )
 
     def test_a_long_list_of_missing_slots_is_cut_and_counted(self):
         j = judge({hour(0): "success"}, cron="*/15 * * * *")
@@ -100,8 +108,9 @@ class TestWholeIntervalCoverage:
 
     def test_a_child_interval_with_no_parent_slot_inside_falls_back_to_the_covering_slot(self):
         j = judge({DAY: "success"}, cron="0 0 * * *", start=hour(5), end=hour(6))
-        assert j.satisfied and j.reason.endswith("(no parent slot inside the child's interval; the covering slot "
-                                                 "decides)")
+        assert j.satisfied and j.reason.endswith(
+            "(no parent slot inside the child's interval; the covering slot decides)"
+        )
 
     def test_an_ad_hoc_parent_falls_back_to_its_covering_run(self):
         j = judge({hour(2): "success"}, cron=None)
@@ -119,14 +128,21 @@ class TestCoverageValues:
         assert check_coverage(value, "x") == value
 
     def test_the_coverage_of_a_parent_is_not_part_of_its_identity(self):
-        assert HOURLY_LOADS == TaskIdentity("orders_hourly", "sales") and HOURLY_LOADS.key == "catalog:sales/orders_hourly"
+        assert (
+            TaskIdentity("orders_hourly", "sales") == HOURLY_LOADS and HOURLY_LOADS.key == "catalog:sales/orders_hourly"
+        )
         assert hash(HOURLY_LOADS) == hash(TaskIdentity("orders_hourly", "sales"))
 
 
 # -- properties ------------------------------------------------------------------------------------
 ZONES = ["UTC", "Asia/Kolkata", "Asia/Tokyo", "America/New_York", "Europe/Paris", "Australia/Lord_Howe"]
-LENGTHS = [dt.timedelta(hours=1), dt.timedelta(hours=6), dt.timedelta(days=1), dt.timedelta(days=7),
-           dt.timedelta(days=31)]
+LENGTHS = [
+    dt.timedelta(hours=1),
+    dt.timedelta(hours=6),
+    dt.timedelta(days=1),
+    dt.timedelta(days=7),
+    dt.timedelta(days=31),
+]
 STATES = ["success", "success", "success", None, "running", "failed", "skipped"]
 
 crons = st.one_of(
@@ -143,7 +159,8 @@ crons = st.one_of(
     ),
 )
 instants = st.datetimes(min_value=dt.datetime(2025, 1, 1), max_value=dt.datetime(2027, 12, 31)).map(
-    lambda d: d.replace(second=0, microsecond=0, tzinfo=UTC))
+    lambda d: d.replace(second=0, microsecond=0, tzinfo=UTC)
+)
 
 
 def _zone(name: str) -> dt.tzinfo:
@@ -166,7 +183,8 @@ def no_clock_change(zone: str, start: dt.datetime, end: dt.datetime) -> bool:
     # DST instants belong to the interval check's own properties; here the wall clock stays put.
     tz = _zone(zone)
     return (start - dt.timedelta(days=2)).astimezone(tz).utcoffset() == (end + dt.timedelta(days=2)).astimezone(
-        tz).utcoffset()
+        tz
+    ).utcoffset()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -191,7 +209,7 @@ def test_whole_interval_coverage_agrees_with_the_oracle(cron, zone, start, lengt
     # Records start somewhere (the listener was installed then); before it only a watermark may know.
     cut = data.draw(st.integers(0, len(grid)))
     states = data.draw(st.lists(st.sampled_from(STATES), min_size=len(grid), max_size=len(grid)))
-    records = {s: state for s, state in list(zip(grid, states))[cut:] if state is not None}
+    records = {s: state for s, state in list(zip(grid, states, strict=True))[cut:] if state is not None}
     history = data.draw(st.one_of(st.none(), st.sampled_from(grid[:cut]))) if cut else None
     j = judge_whole_interval(HOURLY_LOADS, *_task_and_slots(records, cron, zone, history), start, end)
 
@@ -199,8 +217,12 @@ def test_whole_interval_coverage_agrees_with_the_oracle(cron, zone, start, lengt
     # success, or, before the parent's first record, its watermark has reached it.
     first = min(records, default=None)
     watermark = max([w for w in [history, *(s for s, st_ in records.items() if st_ == "success")] if w], default=None)
-    missing = [s for s in slots if records.get(s) != "success" and not (
-        s not in records and (first is None or s < first) and watermark is not None and watermark >= s)]
+    missing = [
+        s
+        for s in slots
+        if records.get(s) != "success"
+        and not (s not in records and (first is None or s < first) and watermark is not None and watermark >= s)
+    ]
     assert j.satisfied == (not missing)
     assert j.rejected == any(records.get(s) in REJECTING_STATES for s in missing)
     if missing:
@@ -212,16 +234,21 @@ def test_whole_interval_coverage_agrees_with_the_oracle(cron, zone, start, lengt
 
 
 def _task_and_slots(records, cron, zone, history):
-    slots = [SlotSnapshot(i + 1, 7, s, state, 1 if state == "success" else 0)
-             for i, (s, state) in enumerate(sorted(records.items()))]
+    slots = [
+        SlotSnapshot(i + 1, 7, s, state, 1 if state == "success" else 0)
+        for i, (s, state) in enumerate(sorted(records.items()))
+    ]
     done = [s for s, state in records.items() if state == "success"]
     wm = max([w for w in [history, *done] if w is not None], default=None)
     task = TaskSnapshot(7, HOURLY_LOADS, cron, zone, "success", wm, bool(records), min(records, default=None))
     return task, slots
 
 
-CLOCK_CHANGES = [dt.datetime(2026, 3, 8, 7, tzinfo=UTC), dt.datetime(2026, 11, 1, 6, tzinfo=UTC),
-                 dt.datetime(2026, 3, 29, 1, tzinfo=UTC), dt.datetime(2026, 10, 25, 1, tzinfo=UTC),
+CLOCK_CHANGES = [
+    dt.datetime(2026, 3, 8, 7, tzinfo=UTC),
+    dt.datetime(2026, 11, 1, 6, tzinfo=UTC),
+    dt.datetime(2026, 3, 29, 1, tzinfo=UTC),
+    dt.datetime(2026, 10, 25, 1, tzinfo=UTC),
 ]
 # Lord Howe's half-hour clock changes (2026-04-04 15:00 and 2026-10-03 15:30 UTC) are left out: across them
 # an every-hour cron's slots step in real time and land off the cron's wall clock (Airflow's own stepping
@@ -229,10 +256,20 @@ CLOCK_CHANGES = [dt.datetime(2026, 3, 8, 7, tzinfo=UTC), dt.datetime(2026, 11, 1
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cron=crons, zone=st.sampled_from(ZONES), change=st.sampled_from(CLOCK_CHANGES),
-       before=st.integers(0, 48 * 60), length=st.sampled_from(LENGTHS[:4]))
-@example(cron="0 * * * 1-5", zone="Australia/Lord_Howe", change=dt.datetime(2026, 3, 29, 1, tzinfo=UTC), before=0,
-         length=dt.timedelta(days=7))  # found: the slot before a weekend that ends with a clock change
+@given(
+    cron=crons,
+    zone=st.sampled_from(ZONES),
+    change=st.sampled_from(CLOCK_CHANGES),
+    before=st.integers(0, 48 * 60),
+    length=st.sampled_from(LENGTHS[:4]),
+)
+@example(
+    cron="0 * * * 1-5",
+    zone="Australia/Lord_Howe",
+    change=dt.datetime(2026, 3, 29, 1, tzinfo=UTC),
+    before=0,
+    length=dt.timedelta(days=7),
+)  # found: the slot before a weekend that ends with a clock change
 def test_slots_in_across_clock_changes_are_cron_slots_in_order(cron, zone, change, before, length):
     from airflow_leastaction.intervals.slots import normalize_cron
 
@@ -253,6 +290,10 @@ def test_slots_in_across_clock_changes_are_cron_slots_in_order(cron, zone, chang
 
 def test_the_last_weekday_slot_before_a_weekend_with_a_clock_change_is_on_the_hour():
     # Regression: walking back from the Monday after Lord Howe's clock change named Friday 23:30.
-    slots = slots_in("0 * * * 1-5", dt.datetime(2026, 4, 3, 12, tzinfo=UTC), dt.datetime(2026, 4, 5, 13, tzinfo=UTC),
-                     timezone="Australia/Lord_Howe")
+    slots = slots_in(
+        "0 * * * 1-5",
+        dt.datetime(2026, 4, 3, 12, tzinfo=UTC),
+        dt.datetime(2026, 4, 5, 13, tzinfo=UTC),
+        timezone="Australia/Lord_Howe",
+    )
     assert slots == (dt.datetime(2026, 4, 3, 12, tzinfo=UTC),)

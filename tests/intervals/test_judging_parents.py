@@ -11,7 +11,7 @@ from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, judge_parent
 from airflow_leastaction.states import IN_FLIGHT_STATES
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 RAW = TaskIdentity("orders_raw", "sales")
 STATES = ["success", "success", "running", "failed", "skipped"]
 
@@ -26,19 +26,24 @@ def parent(records: dict[int, str], history: int | None) -> tuple[TaskSnapshot, 
     done = [n for n, state in records.items() if state == "success"]
     wm = max([n for n in [history, *done] if n is not None], default=None)
     first = min(records, default=None)
-    task = TaskSnapshot(1, RAW, "0 0 * * *", "UTC", "success", day(wm) if wm else None, bool(records),
-                        day(first) if first else None)
+    task = TaskSnapshot(
+        1, RAW, "0 0 * * *", "UTC", "success", day(wm) if wm else None, bool(records), day(first) if first else None
+    )
     return task, slots
 
 
 @settings(max_examples=300, deadline=None)
-@given(records=st.dictionaries(st.integers(1, 20), st.sampled_from(STATES), max_size=12),
-       history=st.one_of(st.none(), st.integers(1, 20)), child=st.integers(1, 22),
-       hour=st.integers(0, 23))
+@given(
+    records=st.dictionaries(st.integers(1, 20), st.sampled_from(STATES), max_size=12),
+    history=st.one_of(st.none(), st.integers(1, 20)),
+    child=st.integers(1, 22),
+    hour=st.integers(0, 23),
+)
 @example(records={5: "success"}, history=None, child=3, hour=0)  # an external system reporting its latest day
 @example(records={1: "success", 5: "success"}, history=None, child=2, hour=0)  # a backfill finishing day 5 first
 def test_slots_before_the_first_record_are_judged_by_the_watermark_and_after_it_by_the_records(
-        records, history, child, hour):
+    records, history, child, hour
+):
     task, slots = parent(records, history)
     j = judge_parent(RAW, task, slots, day(child) + dt.timedelta(hours=hour))
 
@@ -46,8 +51,7 @@ def test_slots_before_the_first_record_are_judged_by_the_watermark_and_after_it_
     # when it has one; before the parent's first record its watermark decides; after it, no record
     # means it has not run.
     first = min(records, default=None)
-    wm = max([n for n in [history, *(n for n, s in records.items() if s == "success")] if n is not None],
-             default=None)
+    wm = max([n for n in [history, *(n for n, s in records.items() if s == "success")] if n is not None], default=None)
     if child in records:
         expected = records[child] == "success"
     elif first is None or child < first:

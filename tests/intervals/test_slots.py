@@ -16,7 +16,7 @@ from airflow_leastaction.intervals.slots import (
     truncate,
 )
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 PARIS = ZoneInfo("Europe/Paris")
 NEW_YORK = ZoneInfo("America/New_York")
 
@@ -298,8 +298,9 @@ class TestParentIntervalSatisfied:
         assert check.expected_slot == utc(2026, 11, 28)
 
     def test_the_reason_reads_in_the_parents_timezone(self):
-        check = check_parent_interval("0 0 * * *", utc(2026, 11, 26, 23), utc(2026, 11, 28, 12),
-                                      timezone="Europe/Paris", parent_name="orders_raw")
+        check = check_parent_interval(
+            "0 0 * * *", utc(2026, 11, 26, 23), utc(2026, 11, 28, 12), timezone="Europe/Paris", parent_name="orders_raw"
+        )
         assert "expected slot 2026-11-28 Europe/Paris (day)" in check.reason
         assert "completed up to 2026-11-27 Europe/Paris" in check.reason
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from airflow_leastaction.intervals.slots import cron_granularity, expected_slot, parent_interval_satisfied
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 ZONES = [
     "UTC",
     "Europe/Paris",
@@ -242,8 +242,14 @@ def unit(instant: dt.datetime, granularity: str, tz):
 
 
 # Enough wall-clock time around a slot to hold its neighbours, without enumerating days of minutes.
-NEIGHBOURHOOD = {"minute": dt.timedelta(hours=1), "hour": dt.timedelta(days=1), "day": dt.timedelta(days=4),
-                 "week": dt.timedelta(days=22), "month": dt.timedelta(days=100), "year": dt.timedelta(days=800)}
+NEIGHBOURHOOD = {
+    "minute": dt.timedelta(hours=1),
+    "hour": dt.timedelta(days=1),
+    "day": dt.timedelta(days=4),
+    "week": dt.timedelta(days=22),
+    "month": dt.timedelta(days=100),
+    "year": dt.timedelta(days=800),
+}
 
 
 def around(cron: str, tz, every_hour: bool, instant: dt.datetime, span: dt.timedelta) -> list[dt.datetime]:
@@ -257,12 +263,14 @@ ISSUE_DST_CASE = ("30 1 * * *", "day", False)
 
 @settings(max_examples=100, deadline=None, database=None)
 @given(cron=crons(), where=zones_and_instants(), pick=st.integers(-2, 2), jitter=st.integers(-90, 90))
-@example(cron=ISSUE_DST_CASE, where=("America/New_York", dt.datetime(2026, 11, 1, 6, 10, tzinfo=UTC)),
-         pick=0, jitter=0)
-@example(cron=ISSUE_DST_CASE, where=("America/New_York", dt.datetime(2026, 11, 1, 6, 10, tzinfo=UTC)),
-         pick=1, jitter=0)
-@example(cron=("30 2 * * *", "day", False), where=("America/New_York", dt.datetime(2026, 3, 8, 7, 10, tzinfo=UTC)),
-         pick=1, jitter=0)
+@example(cron=ISSUE_DST_CASE, where=("America/New_York", dt.datetime(2026, 11, 1, 6, 10, tzinfo=UTC)), pick=0, jitter=0)
+@example(cron=ISSUE_DST_CASE, where=("America/New_York", dt.datetime(2026, 11, 1, 6, 10, tzinfo=UTC)), pick=1, jitter=0)
+@example(
+    cron=("30 2 * * *", "day", False),
+    where=("America/New_York", dt.datetime(2026, 3, 8, 7, 10, tzinfo=UTC)),
+    pick=1,
+    jitter=0,
+)
 @example(cron=("0 0 * * WED", "week", False), where=("UTC", dt.datetime(2026, 11, 29, tzinfo=UTC)), pick=0, jitter=0)
 @example(cron=("0 0 1 JUL *", "year", False), where=("UTC", dt.datetime(2027, 6, 30, tzinfo=UTC)), pick=0, jitter=0)
 def test_the_check_agrees_with_the_rule_applied_literally(cron, where, pick, jitter):
@@ -293,4 +301,4 @@ def test_no_two_parent_slots_share_a_granularity_unit(cron, where):
     tz = ZoneInfo(zone)
     slots = around(text, tz, every_hour, instant, NEIGHBOURHOOD[granularity])
     units = [unit(s, granularity, tz) for s in slots]
-    assert len(set(units)) == len(units), list(zip(slots, units))
+    assert len(set(units)) == len(units), list(zip(slots, units, strict=True))

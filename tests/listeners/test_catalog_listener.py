@@ -15,7 +15,7 @@ from airflow_leastaction.identity import TaskIdentity
 
 pytestmark = pytest.mark.integration
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 MONDAY = dt.datetime(2026, 11, 23, tzinfo=UTC)
 RATES = TaskIdentity("fx_rates_weekly.load_rates", "airflow")
 
@@ -27,8 +27,9 @@ def spool(tmp_path, monkeypatch):
 
 
 class TestListenerMirrorsOutcomes:
-    def test_success_records_the_slot_the_schedule_and_the_watermark(self, store, catalog_url, use_catalog,
-                                                                     spool, run_dag):
+    def test_success_records_the_slot_the_schedule_and_the_watermark(
+        self, store, catalog_url, use_catalog, spool, run_dag
+    ):
         use_catalog(catalog_url)
         assert run_dag("fx_rates_weekly", MONDAY).state == "success"
         row = store.get_task(RATES)
@@ -36,8 +37,7 @@ class TestListenerMirrorsOutcomes:
         assert row["prev_interval_start"] == MONDAY
         assert (row["dag_id"], row["task_id"]) == ("fx_rates_weekly", "load_rates")
 
-    def test_running_the_slot_again_publishes_the_next_revision(self, store, catalog_url, use_catalog, spool,
-                                                               run_dag):
+    def test_running_the_slot_again_publishes_the_next_revision(self, store, catalog_url, use_catalog, spool, run_dag):
         use_catalog(catalog_url)
         run_dag("fx_rates_weekly", MONDAY)
         run_dag("fx_rates_weekly", MONDAY)
@@ -53,8 +53,9 @@ class TestCatalogOutage:
         with admin.connect() as conn:
             conn.execute(sa.text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(allowed).lower()}'))
             if not allowed:
-                conn.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"),
-                             {"n": name})
+                conn.execute(
+                    sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"), {"n": name}
+                )
         admin.dispose()
         dispose_all()
 
@@ -70,8 +71,9 @@ class TestCatalogOutage:
         try:
             run = run_dag("fx_rates_weekly", MONDAY)
             assert run.state == "success"  # the outage did not fail the user's task
-            spooled = [json.loads(line) for f in spool_dir().glob("pending-*.jsonl")
-                       for line in f.read_text().splitlines()]
+            spooled = [
+                json.loads(line) for f in spool_dir().glob("pending-*.jsonl") for line in f.read_text().splitlines()
+            ]
             # The task's events (the DAG run's own success is spooled beside them).
             mine = [e for e in spooled if TaskIdentity.from_dict(e["identity"]) == RATES]
             assert sorted(e["state"] for e in mine) == ["running", "success"], [e["identity"] for e in spooled]

@@ -21,7 +21,7 @@ from airflow_leastaction.refs import airflow_task
 
 pytestmark = pytest.mark.integration
 
-DAY = dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc)
+DAY = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
 PARENT = airflow_task("lx_retry_parent", "load")
 CONSUMERS = {"lx_retry_alert": "alert__gate", "lx_retry_child": "child__gate", "lx_retry_sensor": "wait_for_load"}
 #: Only a guard against a hang: every wait below ends on a condition.
@@ -48,7 +48,10 @@ class Processes:
         with open(self.logs / f"{dag_id}.log", "w") as log:  # the child keeps its own copy of the file
             self.running[dag_id] = subprocess.Popen(
                 [sys.executable, "-m", "airflow", "dags", "test", dag_id, DAY.isoformat()],
-                stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=dict(os.environ),
+            )
 
     def wait_until(self, condition, what: str):
         give_up = time.monotonic() + HANG_GUARD
@@ -88,8 +91,7 @@ def slot_attempt(store):
 
     parent_pk = store.get_task(PARENT)["id"]
     with store.engine.connect() as conn:
-        return conn.execute(select(task_run.c.state, task_run.c.attempt)
-                            .where(task_run.c.task_pk == parent_pk)).all()
+        return conn.execute(select(task_run.c.state, task_run.c.attempt).where(task_run.c.task_pk == parent_pk)).all()
 
 
 def task_instances(dag_id: str) -> dict:
@@ -98,8 +100,10 @@ def task_instances(dag_id: str) -> dict:
     from sqlalchemy import select
 
     with create_session() as session:
-        return {ti.task_id: (str(getattr(ti.state, "value", ti.state)), ti.next_method, ti.trigger_id)
-                for ti in session.scalars(select(TaskInstance).where(TaskInstance.dag_id == dag_id))}
+        return {
+            ti.task_id: (str(getattr(ti.state, "value", ti.state)), ti.next_method, ti.trigger_id)
+            for ti in session.scalars(select(TaskInstance).where(TaskInstance.dag_id == dag_id))
+        }
 
 
 def has_deferred(dag_id: str, task_id: str) -> bool:
@@ -114,8 +118,9 @@ def let_the_retry_delay_elapse():
     from sqlalchemy import select
 
     with create_session() as session:
-        ti = session.scalars(select(TaskInstance).where(TaskInstance.dag_id == "lx_retry_parent",
-                                                        TaskInstance.task_id == "load")).one()
+        ti = session.scalars(
+            select(TaskInstance).where(TaskInstance.dag_id == "lx_retry_parent", TaskInstance.task_id == "load")
+        ).one()
         assert str(getattr(ti.state, "value", ti.state)) == "up_for_retry"
         ti.end_date -= dt.timedelta(days=2)
 
@@ -147,7 +152,8 @@ def test_an_attempt_airflow_will_not_retry_is_failed_even_with_retries_left(cata
     # decision, not the try count, says whether an attempt is final.
     run = run_dag("lx_retry_policy_fails", DAY)
     assert {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in run.get_task_instances()} == {
-        "load": "failed"}
+        "load": "failed"
+    }
     identity = airflow_task("lx_retry_policy_fails", "load")
     _, slots = catalog.snapshot([(identity, DAY)])
     assert [(s.state, s.output_revision) for s in slots] == [("failed", 0)]

@@ -13,7 +13,7 @@ from airflow_leastaction.refs import airflow_task
 
 pytestmark = pytest.mark.integration
 
-DAY = dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc)
+DAY = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
 
 
 @pytest.fixture

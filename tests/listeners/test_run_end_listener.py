@@ -15,7 +15,7 @@ from airflow_leastaction.intervals.judging import judge_parents
 
 pytestmark = pytest.mark.integration
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 DAY = dt.datetime(2026, 11, 23, tzinfo=UTC)
 
 
@@ -35,8 +35,7 @@ def slot_states(store, identities) -> dict[str, str]:
 
 
 def assert_catalog_agrees_with_airflow(store, run) -> None:
-    airflow = {(ti.task_id, ti.map_index): str(getattr(ti.state, "value", ti.state))
-               for ti in run.get_task_instances()}
+    airflow = {(ti.task_id, ti.map_index): str(getattr(ti.state, "value", ti.state)) for ti in run.get_task_instances()}
     assert airflow[("after_boom", -1)] == "upstream_failed" and airflow[("cut", -1)] == "skipped"
     identities = [named(t, str(m) if m >= 0 else "") for t, m in airflow]
     expected = {f"re_outcomes.{t}[{m}]" if m >= 0 else f"re_outcomes.{t}": s for (t, m), s in airflow.items()}
@@ -44,8 +43,9 @@ def assert_catalog_agrees_with_airflow(store, run) -> None:
 
 
 class TestRunEndRecordsEveryTask:
-    def test_the_catalog_agrees_with_airflow_for_every_task_of_the_run(self, store, catalog_url, use_catalog,
-                                                                       spool, run_dag):
+    def test_the_catalog_agrees_with_airflow_for_every_task_of_the_run(
+        self, store, catalog_url, use_catalog, spool, run_dag
+    ):
         use_catalog(catalog_url)
         run = run_dag("re_outcomes", DAY)
         assert run.state == "failed"
@@ -67,8 +67,11 @@ class TestRunEndRecordsEveryTask:
             allow_connections(pg_admin_url, pg_url, True)
         spooled = [json.loads(line) for f in spool.glob("pending-*.jsonl") for line in f.read_text().splitlines()]
         whole = ("re_outcomes.double", "")  # a mapped task as a whole: recorded by its last map index and the end
-        successes = [(e["identity"]["name"], e["identity"]["partition"]) for e in spooled
-                     if e["state"] == "success" and (e["identity"]["name"], e["identity"]["partition"]) != whole]
+        successes = [
+            (e["identity"]["name"], e["identity"]["partition"])
+            for e in spooled
+            if e["state"] == "success" and (e["identity"]["name"], e["identity"]["partition"]) != whole
+        ]
         # Each worker success once: the run's end, unable to read the catalog, adds none of its own.
         assert len(successes) == len(set(successes)) == 6  # double[0..2], half[0..1], gate_closed
         assert ("re_outcomes.cut", "skipped") in {(e["identity"]["name"], e["state"]) for e in spooled}
@@ -82,17 +85,20 @@ def allow_connections(pg_admin_url: str, url: str, allowed: bool) -> None:
     with admin.connect() as conn:
         conn.execute(sa.text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(allowed).lower()}'))
         if not allowed:
-            conn.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"),
-                         {"n": name})
+            conn.execute(
+                sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"), {"n": name}
+            )
     admin.dispose()
     dispose_all()
 
-    def test_a_task_skipped_without_running_no_longer_waits_as_has_not_run_yet(self, store, catalog_url,
-                                                                                use_catalog, spool, run_dag):
+    def test_a_task_skipped_without_running_no_longer_waits_as_has_not_run_yet(
+        self, store, catalog_url, use_catalog, spool, run_dag
+    ):
         use_catalog(catalog_url)
         run_dag("re_outcomes", DAY)
         [skipped, upstream_failed] = judge_parents(
-            [named("cut"), named("after_boom")], DAY, store.snapshot([(named("cut"), DAY), (named("after_boom"), DAY)]))
+            [named("cut"), named("after_boom")], DAY, store.snapshot([(named("cut"), DAY), (named("after_boom"), DAY)])
+        )
         assert "was skipped; waiting for a run that completes it" in skipped.reason
         assert upstream_failed.rejected and "upstream_failed" in upstream_failed.reason
 
@@ -104,7 +110,9 @@ class TestMappedParents:
         use_catalog(catalog_url)
         run = run_dag("re_outcomes", DAY)
         assert slot_states(store, [named("double"), named("half")]) == {
-            "re_outcomes.double": "success", "re_outcomes.half": "failed"}
+            "re_outcomes.double": "success",
+            "re_outcomes.half": "failed",
+        }
         assert store.get_task(named("double"))["prev_interval_start"] == DAY
         # ...recorded by the last map index, before the run ended: a downstream task of the run saw it.
         assert run.get_task_instance("sees_double_done").state == "success"

@@ -8,9 +8,10 @@ import sys
 
 
 def airflow_json(*args: str):
-    out = subprocess.run([sys.executable, "-m", "airflow", *args, "-o", "json"], capture_output=True, text=True,
-                         check=True)
-    return json.loads(out.stdout[out.stdout.index("["):])
+    out = subprocess.run(
+        [sys.executable, "-m", "airflow", *args, "-o", "json"], capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout[out.stdout.index("[") :])
 
 
 def test_airflow_providers_list_shows_the_provider():
@@ -20,8 +21,11 @@ def test_airflow_providers_list_shows_the_provider():
 
 def test_airflow_plugins_shows_the_listener_the_timetable_and_the_ui():
     plugin = next(p for p in airflow_json("plugins") if p["name"] == "leastaction")
-    assert plugin["listeners"] == ["airflow_leastaction.listeners.catalog", "airflow_leastaction.listeners.run_end",
-                                   "airflow_leastaction.listeners.dag_runs"]
+    assert plugin["listeners"] == [
+        "airflow_leastaction.listeners.catalog",
+        "airflow_leastaction.listeners.run_end",
+        "airflow_leastaction.listeners.dag_runs",
+    ]
     assert plugin["timetables"] == ["airflow_leastaction.timetables.interval.IntervalCronTimetable"]
     assert [app["url_prefix"] for app in plugin["fastapi_apps"]] == ["/leastaction"]
 

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from airflow_leastaction.catalog.schema import consumption, gate_decision
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def day(n: int) -> dt.datetime:
@@ -46,8 +46,7 @@ def rc_catalog_any(store, catalog_url, use_catalog, tmp_path, monkeypatch, marke
 
 
 def states(run) -> dict[str, str]:
-    return {ti.task_id: (ti.state.value if hasattr(ti.state, "value") else ti.state)
-            for ti in run.get_task_instances()}
+    return {ti.task_id: (ti.state.value if hasattr(ti.state, "value") else ti.state) for ti in run.get_task_instances()}
 
 
 def tis(run) -> dict:
@@ -64,8 +63,11 @@ def decisions(store, dag_id: str, task_id: str | None = None):
 
 def consumed(store, dag_id: str):
     with store.engine.connect() as conn:
-        return conn.execute(select(consumption).where(consumption.c.dag_id == dag_id)
-                            .order_by(consumption.c.id)).mappings().all()
+        return (
+            conn.execute(select(consumption).where(consumption.c.dag_id == dag_id).order_by(consumption.c.id))
+            .mappings()
+            .all()
+        )
 
 
 def later(seconds: float, fn, *args, **kwargs):
@@ -95,8 +97,10 @@ def module_runs(tmp_path_factory, dagbag):
     cache: dict = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(root / "spool"))
-        mp.setenv("AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT",
-                  json.dumps({"conn_type": "leastaction_catalog", "extra": {"url": url}}))
+        mp.setenv(
+            "AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT",
+            json.dumps({"conn_type": "leastaction_catalog", "extra": {"url": url}}),
+        )
         dispose_all()
         store = CatalogStore(get_engine(url, migrate=True))
 

@@ -20,9 +20,17 @@ DOWN = airflow_task("rc_audit", "report")
 
 
 def judged(dep: str, ok: bool, run=None, slot=None, revision=None) -> Judgement:
-    return Judgement(dep, ok, f"{dep}: {'ok' if ok else 'not yet'}", DependencyType.SUCCESS, final=True,
-                     upstream_task_pk=run and run.task_pk, upstream_run_pk=run and run.run_pk, upstream_slot=slot,
-                     upstream_revision=revision)
+    return Judgement(
+        dep,
+        ok,
+        f"{dep}: {'ok' if ok else 'not yet'}",
+        DependencyType.SUCCESS,
+        final=True,
+        upstream_task_pk=run and run.task_pk,
+        upstream_run_pk=run and run.run_pk,
+        upstream_slot=slot,
+        upstream_revision=revision,
+    )
 
 
 def gate_attempt(n: int) -> AttemptKey:
@@ -33,10 +41,16 @@ class TestDecisionsAndConsumption:
     def test_a_retried_gate_gets_new_decisions_and_only_its_latest_attempt_is_consumed(self, store):
         up = store.record_success(UP, day(1), meta=TaskMeta(cron="0 0 * * *"), run_id="u1")
         store.record_decisions(gate_attempt(1), [judged("catalog:a", False)], downstream_slot=day(1))
-        store.record_decisions(gate_attempt(2), [judged(UP.key, True, up, day(1), 1),
-                                                 judged("task:b", False)], downstream_slot=day(1))
-        store.record_success(DOWN, day(1), run_id="run-1", consumer=AttemptKey("rc_audit", "report", "run-1"),
-                             gate_task_ids=["report__gate"])
+        store.record_decisions(
+            gate_attempt(2), [judged(UP.key, True, up, day(1), 1), judged("task:b", False)], downstream_slot=day(1)
+        )
+        store.record_success(
+            DOWN,
+            day(1),
+            run_id="run-1",
+            consumer=AttemptKey("rc_audit", "report", "run-1"),
+            gate_task_ids=["report__gate"],
+        )
         assert [d["result"] for d in store.decisions_for(gate_attempt(1))] == ["UNSATISFIED"]
         assert len(store.decisions_for(gate_attempt(2))) == 2
         [row] = consumed(store, "rc_audit")
@@ -48,19 +62,34 @@ class TestDecisionsAndConsumption:
         assert consumed(store, "rc_audit") == []
 
     def test_bypassed_decisions_consume_nothing(self, store):
-        store.record_decisions(gate_attempt(1), [judged(UP.key, False)], downstream_slot=day(1),
-                               bypass_reason="gates=warn")
-        store.record_success(DOWN, day(1), run_id="run-1", consumer=AttemptKey("rc_audit", "report", "run-1"),
-                             gate_task_ids=["report__gate"])
+        store.record_decisions(
+            gate_attempt(1), [judged(UP.key, False)], downstream_slot=day(1), bypass_reason="gates=warn"
+        )
+        store.record_success(
+            DOWN,
+            day(1),
+            run_id="run-1",
+            consumer=AttemptKey("rc_audit", "report", "run-1"),
+            gate_task_ids=["report__gate"],
+        )
         assert [d["result"] for d in store.decisions_for(gate_attempt(1))] == ["BYPASSED"]
         assert consumed(store, "rc_audit") == []
 
     def test_under_relaxed_gates_satisfied_dependencies_are_recorded_satisfied_and_consumed(self, store):
         up = store.record_success(UP, day(1), meta=TaskMeta(cron="0 0 * * *"), run_id="u1")
-        store.record_decisions(gate_attempt(1), [judged(UP.key, True, up, day(1), 1), judged("task:b", False)],
-                               downstream_slot=day(1), bypass_reason="gates=off")
-        store.record_success(DOWN, day(1), run_id="run-1", consumer=AttemptKey("rc_audit", "report", "run-1"),
-                             gate_task_ids=["report__gate"])
+        store.record_decisions(
+            gate_attempt(1),
+            [judged(UP.key, True, up, day(1), 1), judged("task:b", False)],
+            downstream_slot=day(1),
+            bypass_reason="gates=off",
+        )
+        store.record_success(
+            DOWN,
+            day(1),
+            run_id="run-1",
+            consumer=AttemptKey("rc_audit", "report", "run-1"),
+            gate_task_ids=["report__gate"],
+        )
         rows = store.decisions_for(gate_attempt(1))
         assert [(d["dependency"], d["result"]) for d in rows] == [(UP.key, "SATISFIED"), ("task:b", "BYPASSED")]
         assert rows[0]["reason"] == f"{UP.key}: ok" and rows[1]["reason"] == "gates=off: task:b: not yet"
@@ -70,8 +99,13 @@ class TestDecisionsAndConsumption:
     def test_stale_lists_consumers_of_a_slot_that_was_repaired_since(self, store, catalog_url, use_catalog, capsys):
         up = store.record_success(UP, day(1), meta=TaskMeta(cron="0 0 * * *"), run_id="u1")
         store.record_decisions(gate_attempt(1), [judged(UP.key, True, up, day(1), 1)], downstream_slot=day(1))
-        store.record_success(DOWN, day(1), run_id="run-1", consumer=AttemptKey("rc_audit", "report", "run-1"),
-                             gate_task_ids=["report__gate"])
+        store.record_success(
+            DOWN,
+            day(1),
+            run_id="run-1",
+            consumer=AttemptKey("rc_audit", "report", "run-1"),
+            gate_task_ids=["report__gate"],
+        )
         use_catalog(catalog_url)
         assert main(["stale"]) == 0
         assert "no stale consumers" in capsys.readouterr().out
@@ -84,7 +118,7 @@ class TestDecisionsAndConsumption:
         assert (row["consumed_revision"], row["current_revision"]) == (1, 2)
 
     def test_latest_runs_reads_the_latest_and_latest_finished_run_and_the_average_length(self, store):
-        t0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+        t0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
         for n, minutes in ((1, 10), (2, 20)):
             store.record_running(UP, day(n), run_id=f"u{n}", at=t0 + dt.timedelta(days=n))
             store.record_success(UP, day(n), run_id=f"u{n}", at=t0 + dt.timedelta(days=n, minutes=minutes))
@@ -107,18 +141,26 @@ class TestRelaxedGates:
         assert states(run)["child"] == "success"
         rows = {r["dependency"]: r for r in decisions(rc_catalog, "rc_condition_all", "child__gate")}
         assert {d: r["result"] for d, r in rows.items()} == {
-            "task:a": "SATISFIED", "task:b": "BYPASSED", "task:c": "SATISFIED"}
+            "task:a": "SATISFIED",
+            "task:b": "BYPASSED",
+            "task:c": "SATISFIED",
+        }
         assert rows["task:b"]["reason"].startswith(f"gates={mode}: b (SUCCESS): upstream failed")
         assert not rows["task:a"]["reason"].startswith("gates=")
         eaten = consumed(rc_catalog, "rc_condition_all")
         assert sorted((r["dependency"], r["decision_id"]) for r in eaten) == [
-            ("task:a", rows["task:a"]["id"]), ("task:c", rows["task:c"]["id"])]
+            ("task:a", rows["task:a"]["id"]),
+            ("task:c", rows["task:c"]["id"]),
+        ]
 
     def test_a_run_records_decisions_and_consumes_them_on_each_backend(self, rc_catalog_any, run_dag):
         assert states(run_dag("rc_condition_n2", day(21)))["child"] == "success"
         rows = decisions(rc_catalog_any, "rc_condition_n2", "child__gate")
         assert sorted((r["dependency"], r["result"]) for r in rows) == [
-            ("task:a", "SATISFIED"), ("task:b", "UNSATISFIED"), ("task:c", "SATISFIED")]
+            ("task:a", "SATISFIED"),
+            ("task:b", "UNSATISFIED"),
+            ("task:c", "SATISFIED"),
+        ]
         assert all(r["attempt"] == 1 and r["downstream_slot"] == day(21) for r in rows)
         eaten = consumed(rc_catalog_any, "rc_condition_n2")
         assert sorted(r["dependency"] for r in eaten) == ["task:a", "task:c"]

@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 import sqlalchemy as sa
-from harness.airflow_cluster import fresh_pg_database
 
 from bench.bench_gate import latency_cluster, start_latency, task_times
+from harness.airflow_cluster import fresh_pg_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
 
@@ -50,8 +50,9 @@ FAILURE_DAG = textwrap.dedent("""
 def cluster(pg_admin_url, tmp_path_factory):
     airflow_url, drop_airflow = fresh_pg_database(pg_admin_url, "la_rc_airflow")
     catalog_url, drop_catalog = fresh_pg_database(pg_admin_url, "la_rc_catalog")
-    with latency_cluster(tmp_path_factory.mktemp("rc-cluster"), airflow_url, catalog_url,
-                         {"rc_cluster_failure.py": FAILURE_DAG}) as running:
+    with latency_cluster(
+        tmp_path_factory.mktemp("rc-cluster"), airflow_url, catalog_url, {"rc_cluster_failure.py": FAILURE_DAG}
+    ) as running:
         running.catalog_url = catalog_url
         yield running
     drop_airflow()
@@ -69,13 +70,23 @@ class TestAnyOnARealDeployment:
         assert times["child"][1] < times["slow_a"][2] and times["child"][1] < times["slow_b"][2]
         engine = sa.create_engine(cluster.catalog_url)
         with engine.connect() as conn:
-            rows = conn.execute(sa.text("SELECT dependency, result FROM la_gate_decision WHERE dag_id = "
-                                        "'bench_gate_any' ORDER BY dependency")).fetchall()
-            eaten = conn.execute(sa.text("SELECT dependency FROM la_consumption WHERE dag_id = 'bench_gate_any'"
-                                         )).scalars().all()
+            rows = conn.execute(
+                sa.text(
+                    "SELECT dependency, result FROM la_gate_decision WHERE dag_id = "
+                    "'bench_gate_any' ORDER BY dependency"
+                )
+            ).fetchall()
+            eaten = (
+                conn.execute(sa.text("SELECT dependency FROM la_consumption WHERE dag_id = 'bench_gate_any'"))
+                .scalars()
+                .all()
+            )
         engine.dispose()
-        assert [tuple(r) for r in rows] == [("task:first", "SATISFIED"), ("task:slow_a", "UNSATISFIED"),
-                                            ("task:slow_b", "UNSATISFIED")]
+        assert [tuple(r) for r in rows] == [
+            ("task:first", "SATISFIED"),
+            ("task:slow_a", "UNSATISFIED"),
+            ("task:slow_b", "UNSATISFIED"),
+        ]
         assert eaten == ["task:first"]
 
     def test_a_failure_waits_for_the_run_then_skips_its_dependents_runs_the_alert_and_fails_the_run(self, cluster):
@@ -85,8 +96,16 @@ class TestAnyOnARealDeployment:
         seen: set = set()
 
         def watch():
-            seen.add(next((ti["state"] for ti in cluster.task_instances("rc_cluster_failure", run["dag_run_id"])
-                           if ti["task_id"] == "report__gate"), None))
+            seen.add(
+                next(
+                    (
+                        ti["state"]
+                        for ti in cluster.task_instances("rc_cluster_failure", run["dag_run_id"])
+                        if ti["task_id"] == "report__gate"
+                    ),
+                    None,
+                )
+            )
             return "skipped" in seen
 
         cluster.wait_until(watch, 120, "report__gate skipped", 0.3)
@@ -94,6 +113,10 @@ class TestAnyOnARealDeployment:
         times = task_times(cluster, "rc_cluster_failure", run["dag_run_id"])
         assert "deferred" in seen
         assert {t: times[t][0] for t in ("load", "other", "report", "alert", "leastaction_run_outcome")} == {
-            "load": "failed", "other": "success", "report": "skipped", "alert": "success",
-            "leastaction_run_outcome": "failed"}
+            "load": "failed",
+            "other": "success",
+            "report": "skipped",
+            "alert": "success",
+            "leastaction_run_outcome": "failed",
+        }
         assert times["report__gate"][2] >= times["other"][2]  # not skipped while `other` still ran

@@ -56,8 +56,9 @@ WRITER = textwrap.dedent("""
 def kill_writer_at(url: str, phase: str, marker: str) -> str:
     seen: list[str] = []
     env = dict(os.environ, AIRFLOW__LEASTACTION__PROJECT="airflow")
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, url, phase], stdout=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, url, phase], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
     try:
         for line in proc.stdout:
             if line.startswith(marker):
@@ -74,9 +75,11 @@ def kill_writer_at(url: str, phase: str, marker: str) -> str:
 def success_records(store):
     down = airflow_task("rc_crash", "report", project="airflow")
     with store.engine.connect() as conn:
-        return conn.execute(select(task_run.c.state, task_run.c.rows_written).where(
-            task_run.c.state == "success", task_run.c.slot == day(1),
-            task_run.c.task_pk.in_(select_task_pk(down)))).all()
+        return conn.execute(
+            select(task_run.c.state, task_run.c.rows_written).where(
+                task_run.c.state == "success", task_run.c.slot == day(1), task_run.c.task_pk.in_(select_task_pk(down))
+            )
+        ).all()
 
 
 def select_task_pk(identity):
@@ -87,10 +90,23 @@ def select_task_pk(identity):
 
 def admit(store):
     up = store.record_success(UP, day(1), run_id="u1")
-    store.record_decisions(AttemptKey("rc_crash", "report__gate", "run-1", -1, 1), [
-        Judgement(UP.key, True, "upstream succeeded", DependencyType.SUCCESS, final=True,
-                  upstream_task_pk=up.task_pk, upstream_run_pk=up.run_pk, upstream_slot=day(1),
-                  upstream_revision=1)], downstream_slot=day(1))
+    store.record_decisions(
+        AttemptKey("rc_crash", "report__gate", "run-1", -1, 1),
+        [
+            Judgement(
+                UP.key,
+                True,
+                "upstream succeeded",
+                DependencyType.SUCCESS,
+                final=True,
+                upstream_task_pk=up.task_pk,
+                upstream_run_pk=up.run_pk,
+                upstream_slot=day(1),
+                upstream_revision=1,
+            )
+        ],
+        downstream_slot=day(1),
+    )
 
 
 class TestConsumptionAtomicity:

@@ -21,11 +21,12 @@ OTHER = TaskIdentity("rc_other_pipeline", "other-team")
 META = TaskMeta(cron="0 0 * * *", source="external")
 
 
-def other_run(store, n: int, state: str = "success", rows: int | None = 5, run_id: str | None = None,
-              length: float = 0.0):
+def other_run(
+    store, n: int, state: str = "success", rows: int | None = 5, run_id: str | None = None, length: float = 0.0
+):
     """One finished run of the other DAG's task for day ``n``."""
     run_id = run_id or f"other-{n}"
-    start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=length)
+    start = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=length)
     store.record_running(OTHER, day(n), meta=META, run_id=run_id, at=start)
     if state == "success":
         return store.record_success(OTHER, day(n), meta=META, run_id=run_id, rows_written=rows)
@@ -44,9 +45,7 @@ class TestWaitForARunningUpstream:
         assert decision["upstream_slot"] == day(2)  # the run it waited for, not yesterday's
         assert decision["upstream_revision"] == 1
 
-    def test_one_check_waits_at_most_the_maximum_wait_then_the_latest_finished_run_decides(
-        self, rc_catalog, run_dag
-    ):
+    def test_one_check_waits_at_most_the_maximum_wait_then_the_latest_finished_run_decides(self, rc_catalog, run_dag):
         rc_catalog.record_running(OTHER, day(3), meta=META, run_id="other-3")  # never finishes
         run = run_dag("rc_cross_dag_short_wait", day(3))
         ti = tis(run)
@@ -99,7 +98,6 @@ class TestTheCheckStartsWithTheTask:
         assert rows[OTHER.key]["result"] == "SATISFIED" and rows[OTHER.key]["upstream_slot"] == day(17)
         assert rows["task:slow"]["result"] == "SATISFIED"
 
-
     def test_a_gate_that_does_not_defer_keeps_its_check_in_the_worker_until_the_budget_is_spent(
         self, rc_catalog, run_dag
     ):
@@ -132,8 +130,7 @@ class TestTheLastRunDecides:
         assert decision["result"] == "UNSATISFIED" and decision["upstream_slot"] == day(5)
 
     @pytest.mark.parametrize("rows,expected", [(4, "success"), (0, "skipped"), (None, "skipped")])
-    def test_has_data_on_another_dag_needs_rows_written_by_its_latest_run(self, rc_catalog, run_dag, rows,
-                                                                           expected):
+    def test_has_data_on_another_dag_needs_rows_written_by_its_latest_run(self, rc_catalog, run_dag, rows, expected):
         other_run(rc_catalog, 6, rows=rows)
         assert states(run_dag("rc_cross_dag_has_data", day(6)))["child"] == expected
 

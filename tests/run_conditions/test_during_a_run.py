@@ -15,8 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 def run_summary(run) -> dict:
-    query = XComModel.get_many(run_id=run.run_id, dag_ids=run.dag_id, task_ids=RUN_OUTCOME_TASK_ID,
-                               key=RUN_SUMMARY_KEY)
+    query = XComModel.get_many(run_id=run.run_id, dag_ids=run.dag_id, task_ids=RUN_OUTCOME_TASK_ID, key=RUN_SUMMARY_KEY)
     with create_session() as session:
         value = session.scalars(query).first().value
     return json.loads(value) if isinstance(value, str) else value
@@ -40,8 +39,11 @@ class TestStartingEarly:
         got, ti = states(run), tis(run)
         assert got["child"] == "success" and got["slow"] == "success"
         assert ti["child"].end_date < ti["slow"].end_date
-        satisfied = [d["dependency"] for d in decisions(module_runs.store, "rc_n_starts_early", "child__gate")
-                     if d["result"] == "SATISFIED"]
+        satisfied = [
+            d["dependency"]
+            for d in decisions(module_runs.store, "rc_n_starts_early", "child__gate")
+            if d["result"] == "SATISFIED"
+        ]
         assert sorted(satisfied) == ["task:u0", "task:u1"]
 
 

@@ -15,8 +15,8 @@ import pytest
 from airflow_leastaction.exceptions import InvalidCountError
 from airflow_leastaction.gate import DependencyType, RunCondition, Verdict, check_condition
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord
 from airflow_leastaction.run_conditions.judging import RunView, evaluate
+from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 

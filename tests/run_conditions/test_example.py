@@ -18,7 +18,10 @@ def test_the_example_pipeline_runs_each_task_by_its_run_condition(rc_catalog, ru
     assert got["reconcile"] == "success"  # 2 of 3: the weekly FX rates have not run
     assert got["alert_on_failure"] == "skipped"  # load_orders did not fail
     assert got["cleanup"] == "success"
-    fx = [d for d in decisions(rc_catalog, "run_conditions_pipeline", "reconcile__gate")
-          if d["dependency"].startswith("catalog:")]
+    fx = [
+        d
+        for d in decisions(rc_catalog, "run_conditions_pipeline", "reconcile__gate")
+        if d["dependency"].startswith("catalog:")
+    ]
     assert [d["result"] for d in fx] == ["UNSATISFIED"]
     assert "fx_rates_weekly.load_rates" in fx[0]["reason"]

@@ -9,7 +9,7 @@ import pytest
 from airflow_leastaction.gate import DependencyType
 from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord, is_fresh, judge_latest_run
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 D1, D2 = dt.datetime(2026, 11, 1, tzinfo=UTC), dt.datetime(2026, 11, 2, tzinfo=UTC)
 
 
@@ -32,18 +32,24 @@ class TestLastRunDecides:
         spent = judge_latest_run("catalog:x", DependencyType.SUCCESS, "x", latest, may_wait=False)
         assert spent.satisfied and spent.upstream_slot == D1
 
-    @pytest.mark.parametrize("typ,state,satisfied", [
-        (DependencyType.SUCCESS, "success", True), (DependencyType.FAILURE, "failed", True),
-        (DependencyType.FAILURE, "success", False), (DependencyType.ALWAYS, "skipped", True),
-        (DependencyType.HAS_DATA, "success", True),
-    ])
+    @pytest.mark.parametrize(
+        "typ,state,satisfied",
+        [
+            (DependencyType.SUCCESS, "success", True),
+            (DependencyType.FAILURE, "failed", True),
+            (DependencyType.FAILURE, "success", False),
+            (DependencyType.ALWAYS, "skipped", True),
+            (DependencyType.HAS_DATA, "success", True),
+        ],
+    )
     def test_the_latest_finished_run_must_satisfy_the_type(self, typ, state, satisfied):
         j = judge_latest_run("catalog:x", typ, "x", runs(record(D1, state)), may_wait=False)
         assert j.satisfied is satisfied
 
     def test_a_task_never_reported_is_not_satisfied(self):
-        j = judge_latest_run("catalog:x", DependencyType.SUCCESS, "x", LatestRuns(None, None, None, None),
-                             may_wait=True)
+        j = judge_latest_run(
+            "catalog:x", DependencyType.SUCCESS, "x", LatestRuns(None, None, None, None), may_wait=True
+        )
         assert not j.satisfied and j.final
 
 

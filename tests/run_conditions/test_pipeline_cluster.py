@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 import sqlalchemy as sa
+
 from harness.airflow_cluster import AirflowCluster, fresh_pg_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
@@ -66,12 +67,19 @@ def cluster(pg_admin_url, tmp_path_factory):
     root = tmp_path_factory.mktemp("rcp-cluster")
     (root / "dags").mkdir()
     (root / "dags" / "rcp_dags.py").write_text(DAGS)
-    with AirflowCluster(root / "dags", sql_alchemy_conn=airflow_url, catalog_url=catalog_url, home=root / "home",
-                        # One quick retry absorbs Airflow 3.3's race where a trigger fires just after the
-                        # deferral, as in the other deployment tests (tests/harness/example_flows.py).
-                        env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5",
-                             "AIRFLOW__CORE__DEFAULT_TASK_RETRIES": "1",
-                             "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "3"}) as running:
+    with AirflowCluster(
+        root / "dags",
+        sql_alchemy_conn=airflow_url,
+        catalog_url=catalog_url,
+        home=root / "home",
+        # One quick retry absorbs Airflow 3.3's race where a trigger fires just after the
+        # deferral, as in the other deployment tests (tests/harness/example_flows.py).
+        env={
+            "AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5",
+            "AIRFLOW__CORE__DEFAULT_TASK_RETRIES": "1",
+            "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "3",
+        },
+    ) as running:
         running.catalog = sa.create_engine(catalog_url)
         yield running
         running.catalog.dispose()
@@ -95,23 +103,36 @@ class TestPipelineDependenciesOnADeployment:
     def test_an_unmet_pipeline_dependency_skips_every_task_then_a_met_one_runs_and_consumes(self, cluster):
         run, states = run_to_end(cluster, "rcp_report")  # rcp_orders never ran
         assert {t: s for t, s in states.items() if t != "leastaction_run_outcome"} == {
-            t: "skipped" for t in ("leastaction_dag_gate", "extract", "load", "cleanup", "report__gate", "report")}
-        assert catalog_rows(cluster, "SELECT r.state FROM la_task_run r JOIN la_task t ON t.id = r.task_pk "
-                            "WHERE t.name = 'rcp_report::run' AND r.run_id = :run", run=run["dag_run_id"]) == [
-            ("skipped",)]
+            t: "skipped" for t in ("leastaction_dag_gate", "extract", "load", "cleanup", "report__gate", "report")
+        }
+        assert catalog_rows(
+            cluster,
+            "SELECT r.state FROM la_task_run r JOIN la_task t ON t.id = r.task_pk "
+            "WHERE t.name = 'rcp_report::run' AND r.run_id = :run",
+            run=run["dag_run_id"],
+        ) == [("skipped",)]
 
         orders, _ = run_to_end(cluster, "rcp_orders")
         assert orders["state"] == "success"
-        assert catalog_rows(cluster, "SELECT r.state, r.rows_written, r.run_type FROM la_task_run r JOIN la_task t "
-                            "ON t.id = r.task_pk WHERE t.name = 'rcp_orders::run'") == [("success", 3, "manual")]
+        assert catalog_rows(
+            cluster,
+            "SELECT r.state, r.rows_written, r.run_type FROM la_task_run r JOIN la_task t "
+            "ON t.id = r.task_pk WHERE t.name = 'rcp_orders::run'",
+        ) == [("success", 3, "manual")]
 
         run, states = run_to_end(cluster, "rcp_report")
         assert run["state"] == "success" and states["report"] == "success" and states["cleanup"] == "success"
-        decided = catalog_rows(cluster, "SELECT id, result FROM la_gate_decision WHERE dag_id = 'rcp_report' AND "
-                               "task_id = 'leastaction_dag_gate' AND run_id = :run", run=run["dag_run_id"])
+        decided = catalog_rows(
+            cluster,
+            "SELECT id, result FROM la_gate_decision WHERE dag_id = 'rcp_report' AND "
+            "task_id = 'leastaction_dag_gate' AND run_id = :run",
+            run=run["dag_run_id"],
+        )
         assert [r[1] for r in decided] == ["SATISFIED"]
-        assert catalog_rows(cluster, "SELECT decision_id FROM la_consumption WHERE dag_id = 'rcp_report' AND "
-                            "task_id = 'leastaction_dag_gate'") == [(decided[0][0],)]
+        assert catalog_rows(
+            cluster,
+            "SELECT decision_id FROM la_consumption WHERE dag_id = 'rcp_report' AND task_id = 'leastaction_dag_gate'",
+        ) == [(decided[0][0],)]
 
 
 class TestBackfillRunsOnADeployment:
@@ -120,10 +141,14 @@ class TestBackfillRunsOnADeployment:
         cluster.backfill("rcp_daily", "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z")
 
         def backfilled():
-            found = catalog_rows(cluster, "SELECT t.name, r.run_type FROM la_task_run r JOIN la_task t ON "
-                                 "t.id = r.task_pk WHERE t.name IN ('rcp_daily.daily', 'rcp_daily::run') AND "
-                                 "r.slot < '2026-01-03' AND r.state = 'success' ORDER BY t.name, r.slot")
+            found = catalog_rows(
+                cluster,
+                "SELECT t.name, r.run_type FROM la_task_run r JOIN la_task t ON "
+                "t.id = r.task_pk WHERE t.name IN ('rcp_daily.daily', 'rcp_daily::run') AND "
+                "r.slot < '2026-01-03' AND r.state = 'success' ORDER BY t.name, r.slot",
+            )
             return found if len(found) == 4 else None
 
         assert {run_type for _, run_type in cluster.wait_until(backfilled, 180, "the backfill's records")} == {
-            "backfill"}
+            "backfill"
+        }

@@ -67,12 +67,15 @@ class TestDeclaration:
             with pytest.raises(RunConditionError, match="DAG 'rc_pipeline_parse'.*'up'.*not another pipeline"):
                 dag_run_condition(dag, success(up))
 
-    @pytest.mark.parametrize("kwargs,error", [
-        (dict(when="N", count=3), InvalidCountError),
-        (dict(when="N", count=0), InvalidCountError),
-        (dict(when="ANY", count=1), CountWithoutNError),
-        (dict(when="SOME"), RunConditionError),
-    ])
+    @pytest.mark.parametrize(
+        "kwargs,error",
+        [
+            (dict(when="N", count=3), InvalidCountError),
+            (dict(when="N", count=0), InvalidCountError),
+            (dict(when="ANY", count=1), CountWithoutNError),
+            (dict(when="SOME"), RunConditionError),
+        ],
+    )
     def test_the_run_condition_is_validated_as_a_tasks_is(self, kwargs, error):
         with _dag() as dag, pytest.raises(error, match=f"DAG 'rc_pipeline_parse' task '{DAG_GATE_TASK_ID}'"):
             dag_run_condition(dag, success(ORDERS), success(OTHER), **kwargs)
@@ -102,9 +105,16 @@ class TestDeclaration:
 class TestTaskGatesWaitForTheRunGate:
     SPEC = GateSpec("child", (Dependency(OTHER, "ALWAYS"),), ANY, run_gate=DAG_GATE_TASK_ID)
 
-    @pytest.mark.parametrize("state,verdict", [(None, Verdict.WAIT), ("running", Verdict.WAIT),
-                                               ("deferred", Verdict.WAIT), ("skipped", Verdict.SKIP),
-                                               ("failed", Verdict.SKIP)])
+    @pytest.mark.parametrize(
+        "state,verdict",
+        [
+            (None, Verdict.WAIT),
+            ("running", Verdict.WAIT),
+            ("deferred", Verdict.WAIT),
+            ("skipped", Verdict.SKIP),
+            ("failed", Verdict.SKIP),
+        ],
+    )
     def test_nothing_is_judged_before_the_run_gate_admitted_the_run(self, state, verdict):
         run = RunView("r1", {DAG_GATE_TASK_ID: state}, {}, frozenset({DAG_GATE_TASK_ID}), {})
         held = held_by_run_gate(self.SPEC, run)
@@ -115,10 +125,19 @@ class TestTaskGatesWaitForTheRunGate:
         assert held_by_run_gate(self.SPEC, run) is None
 
     def test_the_trigger_carries_the_run_gate_through_serialization(self):
-        trigger = RunConditionTrigger(dag_id="rc_t", run_id="r1", task_id="child",
-                                      dependencies=[Dependency(OTHER).as_dict()], condition="ALL", count=None,
-                                      slot_requests={}, slot=day(2).isoformat(), upstream={}, waiting=[],
-                                      run_gate=DAG_GATE_TASK_ID)
+        trigger = RunConditionTrigger(
+            dag_id="rc_t",
+            run_id="r1",
+            task_id="child",
+            dependencies=[Dependency(OTHER).as_dict()],
+            condition="ALL",
+            count=None,
+            slot_requests={},
+            slot=day(2).isoformat(),
+            upstream={},
+            waiting=[],
+            run_gate=DAG_GATE_TASK_ID,
+        )
         _, kwargs = trigger.serialize()
         assert RunConditionTrigger(**kwargs).spec().run_gate == DAG_GATE_TASK_ID
 
@@ -126,8 +145,13 @@ class TestTaskGatesWaitForTheRunGate:
 class TestCatalogReads:
     def test_rows_written_by_a_run_sum_what_its_tasks_reported(self, store):
         for task_id, run_id, rows in (("a", "r1", 3), ("b", "r1", None), ("c", "r0", 100)):
-            store.record_success(airflow_task("orders", task_id), day(1), run_id=run_id, rows_written=rows,
-                                 meta=TaskMeta(dag_id="orders", task_id=task_id))
+            store.record_success(
+                airflow_task("orders", task_id),
+                day(1),
+                run_id=run_id,
+                rows_written=rows,
+                meta=TaskMeta(dag_id="orders", task_id=task_id),
+            )
         assert store.run_rows_written("orders", "r1") == 3
         assert store.run_rows_written("orders", "r0") == 100
         assert store.run_rows_written("orders", "r2") is None
@@ -160,9 +184,12 @@ class TestPipelineRuns:
         rc_catalog.record_finished(ORDERS, day(2), "failed", run_id="orders-2")
         run = run_dag("rc_pipeline", day(2))
         assert {t: s for t, s in states(run).items() if t != "leastaction_run_outcome"} == {
-            DAG_GATE_TASK_ID: "skipped", **{t: "skipped" for t in TASKS}}  # cleanup runs on all_done, yet
-        reasons = {d["dependency"]: (d["result"], d["reason"])
-                   for d in decisions(rc_catalog, "rc_pipeline", DAG_GATE_TASK_ID)}
+            DAG_GATE_TASK_ID: "skipped",
+            **{t: "skipped" for t in TASKS},
+        }  # cleanup runs on all_done, yet
+        reasons = {
+            d["dependency"]: (d["result"], d["reason"]) for d in decisions(rc_catalog, "rc_pipeline", DAG_GATE_TASK_ID)
+        }
         assert reasons[ORDERS.key][0] == "UNSATISFIED" and "is failed" in reasons[ORDERS.key][1]
         assert reasons[OTHER.key][0] == "UNSATISFIED" and "never reported" in reasons[OTHER.key][1]
         assert consumed(rc_catalog, "rc_pipeline") == []

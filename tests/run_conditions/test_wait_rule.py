@@ -22,7 +22,7 @@ from airflow_leastaction.run_conditions.wait_rule import (
     look_at,
 )
 
-T0 = dt.datetime(2026, 11, 29, 8, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 29, 8, 0, tzinfo=dt.UTC)
 TEN_MIN = dt.timedelta(minutes=10)
 
 
@@ -34,8 +34,12 @@ class TestLooks:
         for _ in range(4):
             clock = after_look(clock, [(T0, TEN_MIN)], T0, policy)
             seen.append(clock.next_look - T0)
-        assert seen == [dt.timedelta(minutes=7), dt.timedelta(minutes=8), dt.timedelta(minutes=9),
-                        dt.timedelta(minutes=10)]
+        assert seen == [
+            dt.timedelta(minutes=7),
+            dt.timedelta(minutes=8),
+            dt.timedelta(minutes=9),
+            dt.timedelta(minutes=10),
+        ]
 
     def test_a_look_already_overdue_happens_now(self):
         late = T0 + dt.timedelta(hours=1)
@@ -109,8 +113,9 @@ def other(state: str | None, started: dt.datetime | None = None, finished_ok: bo
 
 
 def tick(slow_state: str, runs: LatestRuns, clock: WaitClock, now: dt.datetime):
-    view = RunView("r1", {"slow": slow_state, "child__gate": "deferred"}, {"child__gate": ["slow"]},
-                   frozenset({"child__gate"}), {})
+    view = RunView(
+        "r1", {"slow": slow_state, "child__gate": "deferred"}, {"child__gate": ["slow"]}, frozenset({"child__gate"}), {}
+    )
     return evaluate(SPEC, view, {OTHER: runs}, {}, clock, WaitPolicy(max_looks=3), now)
 
 

@@ -23,8 +23,15 @@ from airflow_leastaction.exceptions import (
 from airflow_leastaction.run_conditions import depends_on, run_condition, success
 from airflow_leastaction.run_conditions.waves import Node, validate, waves
 
-ERROR_CLASSES = [SelfDependencyError, UnknownTaskError, DependencyCycleError, InvalidCountError,
-                 CountWithoutNError, UnknownDependencyTypeError, InactiveDependencyError]
+ERROR_CLASSES = [
+    SelfDependencyError,
+    UnknownTaskError,
+    DependencyCycleError,
+    InvalidCountError,
+    CountWithoutNError,
+    UnknownDependencyTypeError,
+    InactiveDependencyError,
+]
 
 
 def three_tasks():
@@ -89,7 +96,6 @@ class TestValidationAtParseTime:
         assert gate.upstream_task_ids == {"a", "b"} and c.upstream_task_ids == {"c__gate"}
         assert "leastaction_run_outcome" in dag.task_dict
 
-
     def test_a_task_in_a_task_group_gets_its_gate_next_to_it(self):
         from airflow.sdk import TaskGroup
 
@@ -114,34 +120,44 @@ class TestValidationAtParseTime:
 
 class TestWaves:
     def test_each_wave_depends_only_on_earlier_ones_and_any_comes_after_all_its_upstreams(self):
-        nodes = {"extract": Node("extract"), "slow": Node("slow", ("extract",)),
-                 "report": Node("report", ("extract", "slow"), "ANY"), "alert": Node("alert", ("report",))}
+        nodes = {
+            "extract": Node("extract"),
+            "slow": Node("slow", ("extract",)),
+            "report": Node("report", ("extract", "slow"), "ANY"),
+            "alert": Node("alert", ("report",)),
+        }
         assert waves(nodes) == [["extract"], ["slow"], ["report"], ["alert"]]
 
 
 def write_dag(tmp_path, body: str) -> str:
     path = tmp_path / "probe_dag.py"
-    path.write_text(textwrap.dedent("""
+    path.write_text(
+        textwrap.dedent("""
         from airflow.sdk import DAG
         from airflow.providers.standard.operators.empty import EmptyOperator
         from airflow_leastaction.run_conditions import run_condition, success, depends_on
         with DAG("rc_probe", schedule=None):
             a, b, c = (EmptyOperator(task_id=t) for t in "abc")
-    """) + textwrap.indent(textwrap.dedent(body), "    "))
+    """)
+        + textwrap.indent(textwrap.dedent(body), "    ")
+    )
     return str(path)
 
 
 @pytest.mark.integration
 class TestGraphCommand:
-    @pytest.mark.parametrize("body,error", [
-        ("run_condition(a, success('a'))", SelfDependencyError),
-        ("run_condition(a, success('zz'))", UnknownTaskError),
-        ("run_condition(b, a)\nrun_condition(a, b)", DependencyCycleError),
-        ("run_condition(c, a, b, when='N', count=5)", InvalidCountError),
-        ("run_condition(c, a, when='ALL', count=1)", CountWithoutNError),
-        ("run_condition(c, depends_on(a, 'MAYBE'))", UnknownDependencyTypeError),
-        ("run_condition(b, a, active=False)\nrun_condition(c, b)", InactiveDependencyError),
-    ])
+    @pytest.mark.parametrize(
+        "body,error",
+        [
+            ("run_condition(a, success('a'))", SelfDependencyError),
+            ("run_condition(a, success('zz'))", UnknownTaskError),
+            ("run_condition(b, a)\nrun_condition(a, b)", DependencyCycleError),
+            ("run_condition(c, a, b, when='N', count=5)", InvalidCountError),
+            ("run_condition(c, a, when='ALL', count=1)", CountWithoutNError),
+            ("run_condition(c, depends_on(a, 'MAYBE'))", UnknownDependencyTypeError),
+            ("run_condition(b, a, active=False)\nrun_condition(c, b)", InactiveDependencyError),
+        ],
+    )
     def test_graph_exits_with_a_distinct_status_per_error_class(self, airflow_db, tmp_path, capsys, body, error):
         assert main(["graph", "rc_probe", "--dag-file", write_dag(tmp_path, body)]) == error.exit_status
         assert "rc_probe" in capsys.readouterr().err
@@ -151,7 +167,7 @@ class TestGraphCommand:
         assert main(["graph", "rc_probe", "--dag-file", write_dag(tmp_path, body)]) == 0
         out = capsys.readouterr().out.splitlines()
         head = out.index("DAG rc_probe: 3 active tasks in 3 waves")
-        assert out[head + 1:] == ["wave 1: a", "wave 2: b", "wave 3: c [ANY of a, b]"]
+        assert out[head + 1 :] == ["wave 1: a", "wave 2: b", "wave 3: c [ANY of a, b]"]
 
     def test_graph_reads_the_dags_folder(self, airflow_db, capsys):
         assert main(["graph", "rc_failure_path"]) == 0

@@ -6,6 +6,7 @@ instead of a RecursionError. No timing is asserted; the checks print how long th
 
 from __future__ import annotations
 
+import itertools
 import sys
 import textwrap
 import time
@@ -48,7 +49,7 @@ def timed(label: str, fn, *args):
 class TestDeepChains:
     def test_a_5000_task_chain_validates_and_lays_out_one_task_per_wave(self):
         nodes = chain(DEEP)
-        assert DEEP > sys.getrecursionlimit()
+        assert sys.getrecursionlimit() < DEEP
         timed("validate", validate, "rc_deep", nodes)
         layout = timed("waves", waves, nodes)
         assert layout == [[t] for t in sorted(nodes, reverse=True)]
@@ -62,7 +63,7 @@ class TestDeepChains:
         path = str(err.value).split("dependency cycle: ", 1)[1].split(" -> ")
         assert path[0] == path[-1] and len(path) == 2001
         assert set(path) == {f"t{i:04d}" for i in range(2000, 4000)}
-        for down, up in zip(path, path[1:]):  # each step follows a real dependency, downstream to upstream
+        for down, up in itertools.pairwise(path):  # each step follows a real dependency, downstream to upstream
             assert up in nodes[down].upstream or down in nodes[up].upstream
 
     def test_waves_of_a_deep_cycle_raise_the_cycle_error(self):
@@ -84,6 +85,7 @@ class TestDeepChains:
 def settled_oracle(states, upstream, waiting) -> bool:
     """The rule word for word: nothing active; every task not started is blocked, i.e. one of its
     upstreams is a waiting gate that has not finished, or has not started and is blocked itself."""
+
     def blocked(task, seen):
         for up in upstream.get(task, ()):
             if up in waiting and states.get(up) not in TERMINAL_STATES:
@@ -102,8 +104,18 @@ def settled_oracle(states, upstream, waiting) -> bool:
     return True
 
 
-STATES = [None, "scheduled", "queued", "running", "deferred", "up_for_retry", "success", "failed", "skipped",
-          "upstream_failed"]
+STATES = [
+    None,
+    "scheduled",
+    "queued",
+    "running",
+    "deferred",
+    "up_for_retry",
+    "success",
+    "failed",
+    "skipped",
+    "upstream_failed",
+]
 
 
 @st.composite
@@ -133,29 +145,33 @@ def test_find_cycle_names_none_for_a_dag_and_one_for_a_cycle():
 # -- at parse time and in ``airflow-leastaction graph`` ------------------------------------------------
 def deep_dag_file(tmp_path, body: str) -> str:
     path = tmp_path / "deep_dag.py"
-    path.write_text(textwrap.dedent("""
+    path.write_text(
+        textwrap.dedent("""
         from airflow.sdk import DAG, chain
         from airflow.providers.standard.operators.empty import EmptyOperator
         from airflow_leastaction.run_conditions import run_condition
         with DAG("rc_deep", schedule=None):
             tasks = [EmptyOperator(task_id=f"t{i:04d}") for i in range(1500)]
-    """) + textwrap.indent(textwrap.dedent(body), "    "))
+    """)
+        + textwrap.indent(textwrap.dedent(body), "    ")
+    )
     return str(path)
 
 
 @pytest.mark.integration
 class TestDeepDagFiles:
-    def test_a_1500_task_chain_of_run_conditions_parses_and_graph_prints_its_waves(self, airflow_db, tmp_path,
-                                                                                    capsys):
+    def test_a_1500_task_chain_of_run_conditions_parses_and_graph_prints_its_waves(self, airflow_db, tmp_path, capsys):
         body = "for down, up in zip(tasks, tasks[1:]):\n    run_condition(down, up)\n"
         assert main(["graph", "rc_deep", "--dag-file", deep_dag_file(tmp_path, body)]) == 0
         out = capsys.readouterr().out
         assert "DAG rc_deep: 1500 active tasks in 1500 waves" in out and "wave 1500: t0000" in out
 
     def test_a_cycle_closed_at_the_end_of_a_1500_task_chain_is_a_cycle_error(self, airflow_db, tmp_path, capsys):
-        body = ("chain(*reversed(tasks[:-1]))\n"  # t1498 >> ... >> t0000
-                "run_condition(tasks[-2], tasks[-1])\n"  # t1498 after t1499
-                "run_condition(tasks[-1], tasks[0])\n")  # t1499 after t0000: a cycle
+        body = (
+            "chain(*reversed(tasks[:-1]))\n"  # t1498 >> ... >> t0000
+            "run_condition(tasks[-2], tasks[-1])\n"  # t1498 after t1499
+            "run_condition(tasks[-1], tasks[0])\n"
+        )  # t1499 after t0000: a cycle
         path = deep_dag_file(tmp_path, body)
         assert main(["graph", "rc_deep", "--dag-file", path]) == DependencyCycleError.exit_status
         assert "dependency cycle: t1499 -> t1498 -> t1497 -> " in capsys.readouterr().err
@@ -166,8 +182,9 @@ class TestDeepDagFiles:
 def declarations(draw):
     ids = [f"t{i}" for i in range(draw(st.integers(2, 8)))]
     order = draw(st.permutations(ids))
-    return ids, [(t, tuple(draw(st.lists(st.sampled_from(ids), unique=True, max_size=3))), draw(st.booleans()))
-                 for t in order]
+    return ids, [
+        (t, tuple(draw(st.lists(st.sampled_from(ids), unique=True, max_size=3))), draw(st.booleans())) for t in order
+    ]
 
 
 def check_whole(new, nodes):

@@ -18,7 +18,7 @@ from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 from tests.run_conditions.conftest import day, decisions, states
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 HOURLY = external_task("rc_hourly", "other-team", coverage="interval")
 SPEC = GateSpec("child", (Dependency(HOURLY),), ALL)
 START, END = day(20), day(21)
@@ -28,8 +28,16 @@ POLICY = WaitPolicy(dt.timedelta(minutes=60), 30, dt.timedelta(seconds=5))
 
 def hourly_snapshot(hours: int):
     slots = [SlotSnapshot(h + 1, 7, START + dt.timedelta(hours=h), "success", 1) for h in range(hours)]
-    task_row = TaskSnapshot(7, TaskIdentity("rc_hourly", "other-team"), "0 * * * *", "UTC", "success",
-                            slots[-1].slot if slots else None, bool(slots), START if slots else None)
+    task_row = TaskSnapshot(
+        7,
+        TaskIdentity("rc_hourly", "other-team"),
+        "0 * * * *",
+        "UTC",
+        "success",
+        slots[-1].slot if slots else None,
+        bool(slots),
+        START if slots else None,
+    )
     return {TaskIdentity("rc_hourly", "other-team"): task_row}, slots
 
 
@@ -44,8 +52,10 @@ class TestJudging:
         outcome, clock = judge(23, WaitClock(NOW))
         assert outcome.verdict is Verdict.WAIT and clock.looks == 1
         [j] = outcome.judgements
-        assert j.reason == ("other-team/rc_hourly (SUCCESS): 1 of 24 slots from 2026-11-20 00:00 up to 2026-11-21 "
-                            "00:00 not complete (whole interval): 2026-11-20 23:00 (has not run)")
+        assert j.reason == (
+            "other-team/rc_hourly (SUCCESS): 1 of 24 slots from 2026-11-20 00:00 up to 2026-11-21 "
+            "00:00 not complete (whole interval): 2026-11-20 23:00 (has not run)"
+        )
 
     def test_the_gate_admits_once_every_slot_of_the_interval_completed(self):
         outcome, _ = judge(24, WaitClock(NOW))
@@ -65,6 +75,7 @@ class TestJudging:
 class TestDeclaration:
     def _declare(self, *deps):
         with DAG("rc_coverage_parse", schedule=None, start_date=START):
+
             @task
             def child():
                 return 1
@@ -73,13 +84,16 @@ class TestDeclaration:
 
     def test_a_bad_coverage_fails_the_dag_naming_the_dependency(self):
         bad = TaskIdentity("rc_hourly", "other-team", coverage="whole")
-        with pytest.raises(InvalidCoverageError, match="DAG 'rc_coverage_parse' task 'child' dependency "
-                                                       "other-team/rc_hourly: coverage='whole'"):
+        with pytest.raises(
+            InvalidCoverageError,
+            match="DAG 'rc_coverage_parse' task 'child' dependency other-team/rc_hourly: coverage='whole'",
+        ):
             self._declare(success(bad))
 
     def test_whole_interval_coverage_applies_to_success_dependencies_only(self):
-        with pytest.raises(ConfigurationError, match="coverage='interval' applies to SUCCESS dependencies only, "
-                                                     "not HAS_DATA"):
+        with pytest.raises(
+            ConfigurationError, match="coverage='interval' applies to SUCCESS dependencies only, not HAS_DATA"
+        ):
             self._declare(has_data(HOURLY))
 
 
@@ -87,8 +101,9 @@ class TestDeclaration:
 class TestRuns:
     def _report(self, store, hours):
         for h in hours:
-            store.report_completion(TaskIdentity("rc_hourly", "other-team"), START + dt.timedelta(hours=h),
-                                    cron="0 * * * *")
+            store.report_completion(
+                TaskIdentity("rc_hourly", "other-team"), START + dt.timedelta(hours=h), cron="0 * * * *"
+            )
 
     def test_a_daily_task_starts_once_every_hourly_slot_of_its_day_completed(self, rc_catalog, run_dag):
         self._report(rc_catalog, range(24))
@@ -104,5 +119,7 @@ class TestRuns:
         assert states(run)["child"] == "skipped"
         [decision] = decisions(rc_catalog, "rc_whole_day", "child__gate")
         assert decision["result"] == "UNSATISFIED"
-        assert decision["reason"].endswith("not complete (whole interval): 2026-11-20 23:00 (has not run) "
-                                       "(judged at 2026-11-20T00:00:00+00:00, the run's data interval start)")
+        assert decision["reason"].endswith(
+            "not complete (whole interval): 2026-11-20 23:00 (has not run) "
+            "(judged at 2026-11-20T00:00:00+00:00, the run's data interval start)"
+        )

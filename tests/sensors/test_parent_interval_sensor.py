@@ -41,7 +41,6 @@ class TestParentIntervalSensorArguments:
         assert airflow_task("orders", "load") == TaskIdentity("orders.load", "sales-airflow")
         assert airflow_task("orders", "load", project="other") == TaskIdentity("orders.load", "other")
 
-
     def test_an_unknown_coverage_is_rejected_naming_the_task(self):
         with pytest.raises(InvalidCoverageError, match="task 'wait': coverage='whole'; expected 'slot'"):
             ParentIntervalSensor(task_id="wait", parents=[], coverage="whole")

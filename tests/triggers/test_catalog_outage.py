@@ -12,18 +12,18 @@ import asyncio
 import datetime as dt
 
 import pytest
-from harness.own_postgres import OwnPostgres
 
 from airflow_leastaction.catalog.engine import dispose_all, get_engine
 from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.poller import CatalogPoller
+from harness.own_postgres import OwnPostgres
 from tests.triggers.test_run_condition_trigger import gate_trigger
 
 pytestmark = pytest.mark.postgres
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 DAY = dt.datetime(2026, 11, 28, tzinfo=UTC)
 DAILY = TaskMeta(cron="0 0 * * *")
 RAW = TaskIdentity("orders_raw", "sales-platform")

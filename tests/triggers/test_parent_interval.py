@@ -15,7 +15,7 @@ from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.poller import CatalogPoller
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 DAY = dt.datetime(2026, 11, 28, tzinfo=UTC)
 DAILY = TaskMeta(cron="0 0 * * *")
 
@@ -28,18 +28,23 @@ def make_trigger(parents, **kwargs) -> ParentIntervalTrigger:
 
 class TestSerialization:
     def test_serialize_round_trips_through_init(self):
-        trigger = make_trigger([TaskIdentity("orders_raw", "sales")], consumed={"catalog:sales/orders_raw": {
-            DAY.isoformat(): 1}}, catalog_conn_id="my_catalog", deadline=DAY.isoformat(), on_parent_failure="fail")
+        trigger = make_trigger(
+            [TaskIdentity("orders_raw", "sales")],
+            consumed={"catalog:sales/orders_raw": {DAY.isoformat(): 1}},
+            catalog_conn_id="my_catalog",
+            deadline=DAY.isoformat(),
+            on_parent_failure="fail",
+        )
         classpath, kwargs = trigger.serialize()
         module, name = classpath.rsplit(".", 1)
         rebuilt = getattr(importlib.import_module(module), name)(**kwargs)
         assert rebuilt.serialize() == (classpath, kwargs)
 
-
     def test_whole_interval_parents_round_trip_with_the_interval_end(self):
         parent = {**TaskIdentity("hourly", "sales").as_dict(), "coverage": "interval"}
-        trigger = ParentIntervalTrigger(parents=[parent], child_interval=DAY.isoformat(),
-                                        interval_end=(DAY + dt.timedelta(days=1)).isoformat())
+        trigger = ParentIntervalTrigger(
+            parents=[parent], child_interval=DAY.isoformat(), interval_end=(DAY + dt.timedelta(days=1)).isoformat()
+        )
         classpath, kwargs = trigger.serialize()
         rebuilt = ParentIntervalTrigger(**kwargs)
         assert rebuilt.serialize() == (classpath, kwargs)
@@ -157,8 +162,7 @@ async def test_the_poller_stops_when_its_last_subscriber_leaves(sqlite_url, inte
     assert (id(asyncio.get_running_loop()), sqlite_url, interval) not in CatalogPoller._shared
 
 
-async def test_a_parent_reporting_only_its_latest_completion_releases_an_earlier_child(
-        store, catalog_url, use_catalog):
+async def test_a_parent_reporting_only_its_latest_completion_releases_an_earlier_child(store, catalog_url, use_catalog):
     use_catalog(catalog_url)
     raw = TaskIdentity("orders_raw", "sales-platform")
     store.report_completion(raw, DAY + dt.timedelta(days=2), cron="0 0 * * *")
@@ -168,15 +172,20 @@ async def test_a_parent_reporting_only_its_latest_completion_releases_an_earlier
 
 
 async def test_a_whole_interval_parent_releases_the_child_when_its_last_slot_of_the_interval_completes(
-        store, catalog_url, use_catalog):
+    store, catalog_url, use_catalog
+):
     use_catalog(catalog_url)
     hourly = TaskIdentity("orders_hourly", "sales-platform")
     hours = [DAY + dt.timedelta(hours=h) for h in range(24)]
     for h in hours[:-1]:
         store.report_completion(hourly, h, cron="0 * * * *")
     parent = {**hourly.as_dict(), "coverage": "interval"}
-    trigger = ParentIntervalTrigger(parents=[parent], child_interval=DAY.isoformat(), poll_interval=0.05,
-                                    interval_end=(DAY + dt.timedelta(days=1)).isoformat())
+    trigger = ParentIntervalTrigger(
+        parents=[parent],
+        child_interval=DAY.isoformat(),
+        poll_interval=0.05,
+        interval_end=(DAY + dt.timedelta(days=1)).isoformat(),
+    )
     waiter = asyncio.create_task(first_event(trigger))
     poller = CatalogPoller.shared(catalog_url, 0.05)
     while poller.ticks < 3:  # judged on several snapshots while 23:00 is missing

@@ -22,7 +22,7 @@ from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
 from tests.statement_count import StatementCounter
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 DAY = dt.datetime(2026, 1, 1, tzinfo=UTC)
 DAILY = TaskMeta(cron="0 0 * * *")
 POLL = 0.05
@@ -49,8 +49,7 @@ async def run_until_ticks(triggers, url: str, reads: dict[str, str | None], k: i
             return event.payload
 
     tasks = [asyncio.create_task(run(t)) for t in triggers]
-    await wait_for(lambda: all(poller(url, r) is not None and poller(url, r).subscribers == k
-                               for r in reads.values()))
+    await wait_for(lambda: all(poller(url, r) is not None and poller(url, r).subscribers == k for r in reads.values()))
     pollers = {kind: poller(url, r) for kind, r in reads.items()}
     start = {kind: p.ticks for kind, p in pollers.items()}
     await wait_for(lambda: all(p.ticks >= start[kind] + TICKS for kind, p in pollers.items()))
@@ -77,8 +76,12 @@ async def test_k_waiting_interval_gates_send_one_or_two_statements_per_tick(
     parents = [TaskIdentity(f"parent_{i}", "other-team") for i in range(k)]
     for p in parents:
         store.register_task(p, DAILY)
-    triggers = [ParentIntervalTrigger(parents=[p.as_dict()], child_interval=(DAY + dt.timedelta(days=i)).isoformat(),
-                                      poll_interval=POLL) for i, p in enumerate(parents)]
+    triggers = [
+        ParentIntervalTrigger(
+            parents=[p.as_dict()], child_interval=(DAY + dt.timedelta(days=i)).isoformat(), poll_interval=POLL
+        )
+        for i, p in enumerate(parents)
+    ]
     counter = StatementCounter(get_engine(catalog_url))
     counter.attribute(CatalogStore, "snapshot", monkeypatch)
     with counter:
@@ -89,11 +92,22 @@ async def test_k_waiting_interval_gates_send_one_or_two_statements_per_tick(
 def gate_trigger(i: int, upstream: TaskIdentity) -> RunConditionTrigger:
     prep = TaskIdentity(f"rc_count.prep_{i}", "rc_count")
     return RunConditionTrigger(
-        dag_id="rc_count", run_id=f"r{i}", task_id="child", dependencies=[Dependency(upstream).as_dict()],
-        condition="ALL", count=None, slot_requests={"prep": prep.as_dict()},
-        slot=(DAY + dt.timedelta(days=i)).isoformat(), upstream={"child": []}, waiting=["child__gate"],
-        consumed={}, clock=WaitClock(dt.datetime.now(UTC)).as_dict(), max_wait=3600.0, max_looks=1000,
-        poll_interval=POLL)
+        dag_id="rc_count",
+        run_id=f"r{i}",
+        task_id="child",
+        dependencies=[Dependency(upstream).as_dict()],
+        condition="ALL",
+        count=None,
+        slot_requests={"prep": prep.as_dict()},
+        slot=(DAY + dt.timedelta(days=i)).isoformat(),
+        upstream={"child": []},
+        waiting=["child__gate"],
+        consumed={},
+        clock=WaitClock(dt.datetime.now(UTC)).as_dict(),
+        max_wait=3600.0,
+        max_looks=1000,
+        poll_interval=POLL,
+    )
 
 
 @pytest.mark.parametrize("k", [1, 40, 500])
@@ -108,6 +122,10 @@ async def test_k_waiting_run_condition_gates_send_one_or_two_statements_per_tick
     for read in ("slot_records", "latest_runs"):
         counter.attribute(CatalogStore, read, monkeypatch)
     with counter:
-        ticks = await run_until_ticks([gate_trigger(i, up) for i, up in enumerate(upstreams)], catalog_url,
-                                      {"slot_records": "slot_records", "latest_runs": "latest_runs"}, k)
+        ticks = await run_until_ticks(
+            [gate_trigger(i, up) for i, up in enumerate(upstreams)],
+            catalog_url,
+            {"slot_records": "slot_records", "latest_runs": "latest_runs"},
+            k,
+        )
     assert_one_or_two_per_tick(counter, ticks)

@@ -16,10 +16,24 @@ OTHER = TaskIdentity("rc_trigger_upstream", "other-team")
 
 
 def gate_trigger(url: str | None = None, **overrides) -> RunConditionTrigger:
-    kwargs = dict(dag_id="rc_t", run_id="r1", task_id="child", dependencies=[Dependency(OTHER).as_dict()],
-                  condition="ALL", count=None, slot_requests={}, slot=day(2).isoformat(), upstream={"child": []},
-                  waiting=["child__gate"], consumed={}, clock=WaitClock(dt.datetime.now(dt.timezone.utc)).as_dict(),
-                  max_wait=30.0, max_looks=30, catalog_conn_id=None, poll_interval=0.05)
+    kwargs = dict(
+        dag_id="rc_t",
+        run_id="r1",
+        task_id="child",
+        dependencies=[Dependency(OTHER).as_dict()],
+        condition="ALL",
+        count=None,
+        slot_requests={},
+        slot=day(2).isoformat(),
+        upstream={"child": []},
+        waiting=["child__gate"],
+        consumed={},
+        clock=WaitClock(dt.datetime.now(dt.UTC)).as_dict(),
+        max_wait=30.0,
+        max_looks=30,
+        catalog_conn_id=None,
+        poll_interval=0.05,
+    )
     kwargs.update(overrides)
     return RunConditionTrigger(**kwargs)
 

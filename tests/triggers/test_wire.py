@@ -8,11 +8,16 @@ from airflow_leastaction.triggers import wire
 
 def test_event_statuses_keep_their_stored_values():
     assert (wire.ADMITTED, wire.FAILED, wire.TIMEOUT, wire.RELAXED, wire.FINISHED) == (
-        "admitted", "failed", "timeout", "relaxed", "finished")
+        "admitted",
+        "failed",
+        "timeout",
+        "relaxed",
+        "finished",
+    )
     assert (wire.ADMIT, wire.SKIP) == ("ADMIT", "SKIP") == (Verdict.ADMIT.value, Verdict.SKIP.value)
 
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 D1, D2 = dt.datetime(2026, 1, 1, tzinfo=UTC), dt.datetime(2026, 1, 2, tzinfo=UTC)
 
 

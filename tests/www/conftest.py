@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 @dataclass
@@ -54,12 +54,12 @@ def anonymous(airflow_api, sqlite_url, use_catalog):
     from fastapi.testclient import TestClient
 
     from airflow_leastaction.catalog.engine import get_engine
-
     from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
     from airflow_leastaction.identity import TaskIdentity
 
     CatalogStore(get_engine(sqlite_url, migrate=True)).register_task(
-        TaskIdentity("example.load", "example"), TaskMeta(cron="0 0 * * *", dag_id="example", task_id="load"))
+        TaskIdentity("example.load", "example"), TaskMeta(cron="0 0 * * *", dag_id="example", task_id="load")
+    )
     use_catalog(sqlite_url)
     with TestClient(airflow_api) as c:
         yield c

@@ -12,7 +12,7 @@ from airflow_leastaction.catalog.store import AttemptKey, CatalogStore, TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import judge_parents
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 DAILY = "0 3 * * *"
 
 CRM = TaskIdentity("crm_export", "sales")
@@ -33,8 +33,9 @@ class Scenario:
     pks: dict[TaskIdentity, int]
 
 
-def gate(store: CatalogStore, who: AttemptKey, parents: list[TaskIdentity], interval: dt.datetime,
-         at: dt.datetime) -> list[int]:
+def gate(
+    store: CatalogStore, who: AttemptKey, parents: list[TaskIdentity], interval: dt.datetime, at: dt.datetime
+) -> list[int]:
     """Judge ``parents`` for ``interval`` the way a gate does, and record the decisions."""
     judgements = judge_parents(parents, interval, store.snapshot((p, interval) for p in parents))
     return store.record_decisions(who, judgements, downstream_slot=interval, at=at)
@@ -59,8 +60,9 @@ def rerun(store: CatalogStore, child: TaskIdentity, parents: list[TaskIdentity],
     who = AttemptKey(meta.dag_id, meta.task_id, f"scheduled__2024-01-{n:02d}T03:00:00+00:00", -1, attempt)
     store.record_running(child, day(n), meta=meta, run_id=who.run_id, attempt=attempt, at=day(n, 10 + attempt))
     gate(store, who, parents, day(n), day(n, 10 + attempt))
-    store.record_success(child, day(n), meta=meta, run_id=who.run_id, attempt=attempt, at=day(n, 11 + attempt),
-                         consumer=who)
+    store.record_success(
+        child, day(n), meta=meta, run_id=who.run_id, attempt=attempt, at=day(n, 11 + attempt), consumer=who
+    )
 
 
 def build(store: CatalogStore) -> Scenario:
@@ -75,8 +77,9 @@ def build(store: CatalogStore) -> Scenario:
     _run(store, LOAD, [CRM], 4, succeed=False)  # the export for the 4th has not arrived
     # The export of the 2nd is repaired: whoever consumed revision 1 of it is now stale.
     store.report_completion(CRM, day(2, 2), cron="0 2 * * *", rows_written=250, run_id="crm-2-repair")
-    store.record_running(LOAD, day(3), meta=airflow_meta(LOAD), run_id="scheduled__2024-01-03T03:00:00+00:00",
-                         attempt=2, at=day(3, 9))
+    store.record_running(
+        LOAD, day(3), meta=airflow_meta(LOAD), run_id="scheduled__2024-01-03T03:00:00+00:00", attempt=2, at=day(3, 9)
+    )
     pks = {i: store.get_task(i)["id"] for i in (CRM, LOAD, REPORT, HOSTILE, ROLLUP)}
     return Scenario(store, pks)
 
@@ -97,7 +100,8 @@ def build_queue(engine, environment: str = "analytics") -> str:
     queue.acquire_lease(environment, "worker-1", dt.timedelta(minutes=5), now=day(5, 8))
     batch = queue.claim(environment, "worker-1", TierPolicy(), now=day(5, 8))
     assert batch is not None, "the scenario expects the first request to be claimed"
-    queue.enqueue(key, daily[:2] + [model("<b>margins</b>")], "tag:daily", requested_by="finance/enqueue",
-                  now=day(5, 9))
+    queue.enqueue(
+        key, daily[:2] + [model("<b>margins</b>")], "tag:daily", requested_by="finance/enqueue", now=day(5, 9)
+    )
     queue.enqueue(key, [model("<b>margins</b>")], "margins+", requested_by="adhoc", now=day(5, 10))
     return batch.id

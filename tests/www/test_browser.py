@@ -17,8 +17,11 @@ from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from harness.api_server import api_server, browser, chromium_available, logged_in_page
 from tests.www import scenario
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(not chromium_available(), reason="Debian's chromium is not installed")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not chromium_available(), reason="Debian's chromium is not installed"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 # The suite writes no tracked file: screenshots land in docs/images only when asked for.
@@ -135,9 +138,13 @@ class TestInsideTheAirflowUI:
         server, _, run_id = deployment
         from urllib.parse import quote
 
-        page.goto(f"{server.base_url}/dags/sales_daily/runs/{quote(run_id, safe='')}/tasks/load_orders",
-                  wait_until="networkidle")
-        page.get_by_role("tab", name="Gate decisions").or_(page.get_by_role("link", name="Gate decisions")).first.click()
+        page.goto(
+            f"{server.base_url}/dags/sales_daily/runs/{quote(run_id, safe='')}/tasks/load_orders",
+            wait_until="networkidle",
+        )
+        page.get_by_role("tab", name="Gate decisions").or_(
+            page.get_by_role("link", name="Gate decisions")
+        ).first.click()
         frame = page.frame_locator("iframe").first
         frame.locator("main").wait_for(timeout=30_000)
         rows = frame.locator("tbody tr")

@@ -33,8 +33,9 @@ def _rollup_runs(store: CatalogStore) -> None:
     meta = scenario.airflow_meta(scenario.ROLLUP, "0 5 * * 1")
     who = AttemptKey(DENIED, "rollup", "scheduled__2024-01-01T05:00:00+00:00", -1, 1)
     scenario.gate(store, who, [scenario.REPORT], scenario.day(1), scenario.day(1, 6))
-    store.record_success(scenario.ROLLUP, scenario.day(1), meta=meta, run_id=who.run_id,
-                         at=scenario.day(1, 7), consumer=who)
+    store.record_success(
+        scenario.ROLLUP, scenario.day(1), meta=meta, run_id=who.run_id, at=scenario.day(1, 7), consumer=who
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +52,7 @@ def deployment(tmp_path_factory):
         server.run("sync-perm", "--include-dags")
         fab_role(server, "sales_only", [f"DAG:{ALLOWED}", "Task Instances", "DAG Runs"])
         fab_user(server, USER, PASSWORD, "sales_only")
-        tokens = {"user": token_for(server, USER, PASSWORD),
-                  "admin": token_for(server, ADMIN_USER, ADMIN_PASSWORD)}
+        tokens = {"user": token_for(server, USER, PASSWORD), "admin": token_for(server, ADMIN_USER, ADMIN_PASSWORD)}
         yield server, story, tokens
     dispose_all()
 
@@ -102,8 +102,17 @@ class TestAUserAllowedOneDag:
         assert graph["withheld"] == 1
         assert all(str(scenario.ROLLUP) not in (e["parent"], e["child"]) for e in graph["edges"])
 
-    @pytest.mark.parametrize("path", ["/decisions", "/consumption", "/catalog", f"/dag?dag_id={ALLOWED}",
-                                      "/graph?task_pk={report}", "/graph?q=rollup"])
+    @pytest.mark.parametrize(
+        "path",
+        [
+            "/decisions",
+            "/consumption",
+            "/catalog",
+            f"/dag?dag_id={ALLOWED}",
+            "/graph?task_pk={report}",
+            "/graph?q=rollup",
+        ],
+    )
     def test_its_pages_never_name_the_other_dag(self, deployment, path):
         _, story, _ = deployment
         path = path.format(report=story.pks[scenario.REPORT])
@@ -115,12 +124,18 @@ class TestAUserAllowedOneDag:
 
 #: Every route, each naming finance_weekly or one of its tasks ({rollup}: the roll-up's catalog id).
 DENIED_ROUTES = [
-    f"/api/decisions?dag_id={DENIED}", f"/decisions?dag_id={DENIED}",
+    f"/api/decisions?dag_id={DENIED}",
+    f"/decisions?dag_id={DENIED}",
     f"/decisions?dag_id={DENIED}&task_id=rollup&run_id=scheduled__2024-01-01T05:00:00%2B00:00&map_index=-1",
-    f"/api/consumption?dag_id={DENIED}", f"/consumption?dag_id={DENIED}",
-    f"/api/catalog?dag_id={DENIED}", f"/catalog?dag_id={DENIED}",
-    "/api/graph?task_pk={rollup}", "/graph?task_pk={rollup}", f"/dag?dag_id={DENIED}",
-    "/api/queue", "/queue",  # shared by every DAG: needs read access to all of them
+    f"/api/consumption?dag_id={DENIED}",
+    f"/consumption?dag_id={DENIED}",
+    f"/api/catalog?dag_id={DENIED}",
+    f"/catalog?dag_id={DENIED}",
+    "/api/graph?task_pk={rollup}",
+    "/graph?task_pk={rollup}",
+    f"/dag?dag_id={DENIED}",
+    "/api/queue",
+    "/queue",  # shared by every DAG: needs read access to all of them
 ]
 
 
@@ -139,4 +154,5 @@ class TestTheOtherDag:
         from airflow_leastaction.www.app import create_app
 
         assert {r.path for r in create_app().routes if isinstance(r, APIRoute)} == {
-            r.split("?")[0] for r in DENIED_ROUTES}
+            r.split("?")[0] for r in DENIED_ROUTES
+        }

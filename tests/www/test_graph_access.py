@@ -21,7 +21,7 @@ ROWS = st.sampled_from(["sales_daily", HIDDEN_DAG, None, "missing"])
 
 
 def _graph(kinds: list[str | None], centres: int, edges: list[tuple[int, int]]) -> Lineage:
-    graph = Lineage(dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))
+    graph = Lineage(dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
     ids = [TaskIdentity(f"t{i}", "p") for i in range(len(kinds))]
     for i, kind in enumerate(kinds):
         row = None if kind == "missing" else {"dag_id": kind, "id": i}
@@ -41,8 +41,12 @@ def _oracle(graph: Lineage) -> set[TaskIdentity]:
 
     shown = {i for i, n in graph.nodes.items() if n.depth == 0}
     while True:
-        more = {other for e in graph.edges for a, other in ((e.parent, e.child), (e.child, e.parent))
-                if a in shown and other not in shown and readable(other) and readable(a)}
+        more = {
+            other
+            for e in graph.edges
+            for a, other in ((e.parent, e.child), (e.child, e.parent))
+            if a in shown and other not in shown and readable(other) and readable(a)
+        }
         if not more:
             return shown
         shown |= more

@@ -44,8 +44,9 @@ class TestDecisions:
 
     def test_filters_by_dag_task_run_and_time(self, client, story):
         run = "scheduled__2024-01-02T03:00:00+00:00"
-        items = client.get(P + "/api/decisions", params={"dag_id": "sales_daily", "task_id": "build_report",
-                                                          "run_id": run}).json()["items"]
+        items = client.get(
+            P + "/api/decisions", params={"dag_id": "sales_daily", "task_id": "build_report", "run_id": run}
+        ).json()["items"]
         assert [(i["task_id"], i["run_id"]) for i in items] == [("build_report", run)]
         window = client.get(P + "/api/decisions", params={"since": "2024-01-02T00:00", "until": "2024-01-03"}).json()
         assert {i["run_id"][:21] for i in window["items"]} == {"scheduled__2024-01-02"}
@@ -53,7 +54,9 @@ class TestDecisions:
     def test_pages_follow_the_cursor_without_repeating_or_skipping(self, client, story):
         seen, cursor = [], None
         while True:
-            body = client.get(P + "/api/decisions", params={"limit": 2, **({"cursor": cursor} if cursor else {})}).json()
+            body = client.get(
+                P + "/api/decisions", params={"limit": 2, **({"cursor": cursor} if cursor else {})}
+            ).json()
             seen += [i["id"] for i in body["items"]]
             cursor = body["next_cursor"]
             if cursor is None:
@@ -63,8 +66,10 @@ class TestDecisions:
 
     def test_a_task_instance_view_shows_that_attempts_decisions(self, client, story):
         run = "scheduled__2024-01-04T03:00:00+00:00"
-        page = client.get(P + "/decisions", params={"dag_id": "sales_daily", "task_id": "load_orders",
-                                                    "run_id": run, "map_index": "-1"})
+        page = client.get(
+            P + "/decisions",
+            params={"dag_id": "sales_daily", "task_id": "load_orders", "run_id": run, "map_index": "-1"},
+        )
         assert page.status_code == 200
         assert page.text.count("<tr>") == 2  # header + the one decision of that attempt
         assert "completed up to 2024-01-03" in page.text
@@ -72,15 +77,24 @@ class TestDecisions:
     def test_a_gated_tasks_own_tab_shows_its_gate_decisions_and_links_gate_and_task(self, client, story):
         run = "scheduled__2024-01-02T03:00:00+00:00"
         gate = AttemptKey("sales_daily", "publish__gate", run, -1, 1)
-        story.store.record_decisions(gate, [
-            Judgement("task:build_report", True, "build_report (SUCCESS): upstream succeeded"),
-            Judgement("task:<b>load</b>", False, "<b>load</b> (FAILURE): upstream succeeded; never met", final=True),
-        ], downstream_slot=scenario.day(2), at=scenario.day(2, 6))
+        story.store.record_decisions(
+            gate,
+            [
+                Judgement("task:build_report", True, "build_report (SUCCESS): upstream succeeded"),
+                Judgement(
+                    "task:<b>load</b>", False, "<b>load</b> (FAILURE): upstream succeeded; never met", final=True
+                ),
+            ],
+            downstream_slot=scenario.day(2),
+            at=scenario.day(2, 6),
+        )
         # The task-instance tab of the gated task, as Airflow fills in its link.
         tab = {"dag_id": "sales_daily", "task_id": "publish", "run_id": run, "map_index": "{MAP_INDEX}"}
         items = client.get(P + "/api/decisions", params=tab).json()["items"]
         assert sorted((i["task_id"], i["dependency"], i["result"]) for i in items) == [
-            ("publish__gate", "task:<b>load</b>", "UNSATISFIED"), ("publish__gate", "task:build_report", "SATISFIED")]
+            ("publish__gate", "task:<b>load</b>", "UNSATISFIED"),
+            ("publish__gate", "task:build_report", "SATISFIED"),
+        ]
         page = client.get(P + "/decisions", params=tab).text
         assert page.count("<tr>") == 3  # header + the gate's two decisions
         assert "&lt;b&gt;load&lt;/b&gt; (FAILURE): upstream succeeded; never met" in page and "<b>load</b>" not in page
@@ -112,8 +126,11 @@ class TestConsumption:
     def test_consumers_of_a_repaired_upstream_are_stale(self, client, story):
         items = client.get(P + "/api/consumption", params={"upstream_task_pk": story.pks[CRM]}).json()["items"]
         stale = {(i["run_id"][:21], i["stale"]) for i in items}
-        assert stale == {("scheduled__2024-01-01", False), ("scheduled__2024-01-02", True),
-                         ("scheduled__2024-01-03", False)}
+        assert stale == {
+            ("scheduled__2024-01-01", False),
+            ("scheduled__2024-01-02", True),
+            ("scheduled__2024-01-03", False),
+        }
         repaired = next(i for i in items if i["stale"])
         assert (repaired["upstream_revision"], repaired["current_revision"]) == (1, 2)
 
@@ -127,21 +144,33 @@ class TestConsumption:
         # load_orders of the 1st re-runs without a repair upstream: it consumes revision 1 again (fresh)
         # and publishes revision 2 of its slot, so build_report of the 1st is stale as well.
         # crm_export of the 3rd is repaired too, and nobody re-ran: load_orders of the 3rd is stale.
-        story.store.report_completion(CRM, scenario.day(3, 2), cron="0 2 * * *", rows_written=9,
-                                      run_id="crm-3-repair")
+        story.store.report_completion(CRM, scenario.day(3, 2), cron="0 2 * * *", rows_written=9, run_id="crm-3-repair")
         scenario.rerun(story.store, LOAD, [CRM], 2, attempt=2)
         scenario.rerun(story.store, LOAD, [CRM], 1, attempt=2)
         assert main(["stale", "--json"]) == 0
-        cli = {(r["dag_id"], r["task_id"], r["downstream_slot"][:10], r["dependency"])
-               for r in map(json.loads, capsys.readouterr().out.splitlines())}
-        ui = {(i["dag_id"], i["task_id"], i["downstream_slot"][:10], i["dependency"])
-              for i in client.get(P + "/api/consumption", params={"stale": "true"}).json()["items"]}
-        assert cli == ui == {("sales_daily", "load_orders", "2024-01-03", CRM.key),
-                             ("sales_daily", "build_report", "2024-01-01", LOAD.key),
-                             ("sales_daily", "build_report", "2024-01-02", LOAD.key)}
-        flagged = {(i["task_id"], i["downstream_slot"][:10], i["upstream_revision"], i["stale"])
-                   for i in client.get(P + "/api/consumption", params={"dag_id": "sales_daily",
-                                                                       "task_id": "load_orders"}).json()["items"]}
+        cli = {
+            (r["dag_id"], r["task_id"], r["downstream_slot"][:10], r["dependency"])
+            for r in map(json.loads, capsys.readouterr().out.splitlines())
+        }
+        ui = {
+            (i["dag_id"], i["task_id"], i["downstream_slot"][:10], i["dependency"])
+            for i in client.get(P + "/api/consumption", params={"stale": "true"}).json()["items"]
+        }
+        assert (
+            cli
+            == ui
+            == {
+                ("sales_daily", "load_orders", "2024-01-03", CRM.key),
+                ("sales_daily", "build_report", "2024-01-01", LOAD.key),
+                ("sales_daily", "build_report", "2024-01-02", LOAD.key),
+            }
+        )
+        flagged = {
+            (i["task_id"], i["downstream_slot"][:10], i["upstream_revision"], i["stale"])
+            for i in client.get(
+                P + "/api/consumption", params={"dag_id": "sales_daily", "task_id": "load_orders"}
+            ).json()["items"]
+        }
         assert ("load_orders", "2024-01-02", 1, False) in flagged  # the row of the first run, re-run since
         assert ("load_orders", "2024-01-02", 2, False) in flagged
 
@@ -182,17 +211,27 @@ class TestCatalog:
 
 class TestGraph:
     def test_ancestors_and_descendants_with_edges_judged_for_the_interval(self, client, story):
-        body = client.get(P + "/api/graph", params={"task_pk": story.pks[REPORT], "interval": "2024-01-02T03:00"}).json()
+        body = client.get(
+            P + "/api/graph", params={"task_pk": story.pks[REPORT], "interval": "2024-01-02T03:00"}
+        ).json()
         depth = {n["label"]: n["depth"] for n in body["nodes"]}
-        assert depth == {"sales/sales_daily.build_report": 0, "sales/sales_daily.load_orders": -1,
-                         "sales/crm_export": -2, "finance/finance_weekly.rollup": 1}
+        assert depth == {
+            "sales/sales_daily.build_report": 0,
+            "sales/sales_daily.load_orders": -1,
+            "sales/crm_export": -2,
+            "finance/finance_weekly.rollup": 1,
+        }
         edges = {(e["parent"], e["child"]): e["satisfied"] for e in body["edges"]}
-        assert edges == {("sales/crm_export", "sales/sales_daily.load_orders"): True,
-                         ("sales/sales_daily.load_orders", "sales/sales_daily.build_report"): True,
-                         ("sales/sales_daily.build_report", "finance/finance_weekly.rollup"): True}
+        assert edges == {
+            ("sales/crm_export", "sales/sales_daily.load_orders"): True,
+            ("sales/sales_daily.load_orders", "sales/sales_daily.build_report"): True,
+            ("sales/sales_daily.build_report", "finance/finance_weekly.rollup"): True,
+        }
 
     def test_an_edge_whose_parent_is_being_rerun_is_not_satisfied(self, client, story):
-        body = client.get(P + "/api/graph", params={"task_pk": story.pks[REPORT], "interval": "2024-01-03T03:00"}).json()
+        body = client.get(
+            P + "/api/graph", params={"task_pk": story.pks[REPORT], "interval": "2024-01-03T03:00"}
+        ).json()
         edge = next(e for e in body["edges"] if e["child"] == "sales/sales_daily.build_report")
         assert not edge["satisfied"] and "being re-run" in edge["reason"]
 

@@ -23,8 +23,11 @@ class TestQueue:
         assert body["environment"] == "analytics"
         rows = {r["unique_id"]: r for r in body["active"]}
         assert {u: r["status"] for u, r in rows.items()} == {
-            "model.shop.orders": "running", "model.shop.customers": "running", "model.shop.revenue": "running",
-            "model.shop.<b>margins</b>": "pending"}
+            "model.shop.orders": "running",
+            "model.shop.customers": "running",
+            "model.shop.revenue": "running",
+            "model.shop.<b>margins</b>": "pending",
+        }
         running = rows["model.shop.orders"]
         assert (running["batch_id"], running["owner"]) == (batch_id, "worker-1")
         assert running["heartbeat_at"].startswith("2024-01-05T08:00:00")

@@ -57,8 +57,9 @@ class TestNoWrites:
 
     @pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
     def test_write_methods_are_not_allowed(self, anonymous, tokens, method):
-        response = getattr(anonymous, method)(PREFIX + "/api/decisions",
-                                              headers={"Authorization": f"Bearer {tokens.viewer}"})
+        response = getattr(anonymous, method)(
+            PREFIX + "/api/decisions", headers={"Authorization": f"Bearer {tokens.viewer}"}
+        )
         assert response.status_code == 405
 
     def test_no_unauthenticated_api_description_is_served(self, anonymous):

@@ -18,15 +18,26 @@ SOURCES = ("airflow", "external")
 
 def catalog_filter(
     q: str | None = Query(None, description="part of the task name, any case"),
-    project: str | None = None, state: str | None = None, source: str | None = None, dag_id: str | None = None,
+    project: str | None = None,
+    state: str | None = None,
+    source: str | None = None,
+    dag_id: str | None = None,
 ) -> CatalogFilter:
-    return CatalogFilter(search=blank(q), project=blank(project), state=blank(state),
-                         source=one_of(source, SOURCES, "source"), dag_id=blank(dag_id))
+    return CatalogFilter(
+        search=blank(q),
+        project=blank(project),
+        state=blank(state),
+        source=one_of(source, SOURCES, "source"),
+        dag_id=blank(dag_id),
+    )
 
 
 def catalog_page(
-    f: CatalogFilter = Depends(catalog_filter), reads: CatalogReads = Depends(catalog_reads),
-    cursor: str | None = None, limit: int = Query(50, ge=1, le=500), scope: DagScope = READABLE_DAGS,
+    f: CatalogFilter = Depends(catalog_filter),
+    reads: CatalogReads = Depends(catalog_reads),
+    cursor: str | None = None,
+    limit: int = Query(50, ge=1, le=500),
+    scope: DagScope = READABLE_DAGS,
 ) -> tuple[CatalogFilter, Page]:
     return f, reads.catalog(f, blank(cursor), limit, scope)
 
@@ -34,9 +45,26 @@ def catalog_page(
 def catalog_task(row: CatalogRow) -> CatalogTask:
     t = row.task
     return CatalogTask(
-        **{k: t[k] for k in ("id", "name", "project", "account", "partition", "source", "cron", "timezone",
-                             "state", "logical_date", "dag_id", "task_id", "updated_at")},
-        granularity=row.granularity, watermark=t["prev_interval_start"],
+        **{
+            k: t[k]
+            for k in (
+                "id",
+                "name",
+                "project",
+                "account",
+                "partition",
+                "source",
+                "cron",
+                "timezone",
+                "state",
+                "logical_date",
+                "dag_id",
+                "task_id",
+                "updated_at",
+            )
+        },
+        granularity=row.granularity,
+        watermark=t["prev_interval_start"],
         parents=[Identity(**p.as_dict()) for p in row.parents],
         recent_slots=[Slot(**{k: s[k] for k in Slot.model_fields}) for s in row.slots],
     )

@@ -15,17 +15,25 @@ router = APIRouter(tags=["consumption"], dependencies=[READ_TASK_INSTANCES])
 
 
 def consumption_filter(
-    dag_id: str | None = None, task_id: str | None = None,
+    dag_id: str | None = None,
+    task_id: str | None = None,
     upstream_task_pk: str | None = Query(None, description="catalog id of the upstream task"),
     stale: bool = Query(False, description="only consumers of an upstream slot that was repaired since"),
 ) -> ConsumptionFilter:
-    return ConsumptionFilter(dag_id=blank(dag_id), task_id=blank(task_id),
-                             upstream_task_pk=optional_int(upstream_task_pk, "upstream_task_pk"), stale_only=stale)
+    return ConsumptionFilter(
+        dag_id=blank(dag_id),
+        task_id=blank(task_id),
+        upstream_task_pk=optional_int(upstream_task_pk, "upstream_task_pk"),
+        stale_only=stale,
+    )
 
 
 def consumption_page(
-    f: ConsumptionFilter = Depends(consumption_filter), reads: CatalogReads = Depends(catalog_reads),
-    cursor: str | None = None, limit: int = Query(50, ge=1, le=500), scope: DagScope = READABLE_DAGS,
+    f: ConsumptionFilter = Depends(consumption_filter),
+    reads: CatalogReads = Depends(catalog_reads),
+    cursor: str | None = None,
+    limit: int = Query(50, ge=1, le=500),
+    scope: DagScope = READABLE_DAGS,
 ) -> tuple[ConsumptionFilter, Page, CatalogReads]:
     return f, reads.consumption(f, Cursor.decode(blank(cursor)), limit, scope), reads
 

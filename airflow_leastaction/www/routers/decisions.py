@@ -23,8 +23,11 @@ RESULTS = ("SATISFIED", "UNSATISFIED", "BYPASSED")
 
 
 def decision_filter(
-    dag_id: str | None = None, task_id: str | None = None, run_id: str | None = None,
-    map_index: str | None = None, result: str | None = None,
+    dag_id: str | None = None,
+    task_id: str | None = None,
+    run_id: str | None = None,
+    map_index: str | None = None,
+    result: str | None = None,
     since: str | None = Query(None, description="ISO datetime, inclusive; naive means UTC"),
     until: str | None = Query(None, description="ISO datetime, exclusive; naive means UTC"),
 ) -> DecisionFilter:
@@ -32,9 +35,14 @@ def decision_filter(
         map_index = None  # the UI leaves the placeholder as is for a task instance that is not mapped
     task_id = blank(task_id)
     return DecisionFilter(
-        dag_id=blank(dag_id), task_id=task_id, gate_task_id=gate_of(task_id), run_id=blank(run_id),
-        map_index=optional_int(map_index, "map_index"), result=one_of(result, RESULTS, "result"),
-        since=parse_time(since, "since"), until=parse_time(until, "until"),
+        dag_id=blank(dag_id),
+        task_id=task_id,
+        gate_task_id=gate_of(task_id),
+        run_id=blank(run_id),
+        map_index=optional_int(map_index, "map_index"),
+        result=one_of(result, RESULTS, "result"),
+        since=parse_time(since, "since"),
+        until=parse_time(until, "until"),
     )
 
 
@@ -53,8 +61,11 @@ def gated_by(task_id: str | None) -> str | None:
 
 
 def decision_page(
-    f: DecisionFilter = Depends(decision_filter), reads: CatalogReads = Depends(catalog_reads),
-    cursor: str | None = None, limit: int = Query(50, ge=1, le=500), scope: DagScope = READABLE_DAGS,
+    f: DecisionFilter = Depends(decision_filter),
+    reads: CatalogReads = Depends(catalog_reads),
+    cursor: str | None = None,
+    limit: int = Query(50, ge=1, le=500),
+    scope: DagScope = READABLE_DAGS,
 ) -> tuple[DecisionFilter, Page]:
     return f, reads.decisions(f, Cursor.decode(blank(cursor)), limit, scope)
 
@@ -69,5 +80,13 @@ def list_decisions(page: tuple[DecisionFilter, Page] = Depends(decision_page)):
 @router.get("/decisions", response_class=HTMLResponse, name="decisions_page")
 def decisions_page(request: Request, page: tuple[DecisionFilter, Page] = Depends(decision_page)):
     f, result = page
-    return render(request, "decisions.html", "decisions", f=f, page=result, results=RESULTS,
-                  gated_task_id=gated_by(f.task_id), gated_by=gated_by)
+    return render(
+        request,
+        "decisions.html",
+        "decisions",
+        f=f,
+        page=result,
+        results=RESULTS,
+        gated_task_id=gated_by(f.task_id),
+        gated_by=gated_by,
+    )

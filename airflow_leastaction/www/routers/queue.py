@@ -25,8 +25,12 @@ def queue_view(environment: str | None = None, reads: CatalogReads = Depends(cat
 def get_queue(view: QueueView = Depends(queue_view)):
     """Active rows, hourly request outcomes, recent batches and request events of one environment."""
     return Queue(
-        environments=view.environments, environment=view.environment, active=view.active,
-        outcomes=[{"hour": b.hour, **b.counts} for b in view.buckets], batches=view.batches, events=view.events,
+        environments=view.environments,
+        environment=view.environment,
+        active=view.active,
+        outcomes=[{"hour": b.hour, **b.counts} for b in view.buckets],
+        batches=view.batches,
+        events=view.events,
     )
 
 

@@ -12,7 +12,7 @@ from airflow_leastaction.operators import DbtDrainOperator
 from airflow_leastaction.sensors import ParentIntervalSensor, airflow_task
 from airflow_leastaction.timetables import IntervalCronTimetable
 
-START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 DAILY = IntervalCronTimetable("0 0 * * *", timezone="UTC")
 GATES = int(os.environ.get("LEASTACTION_FAILOVER_GATES", "24"))
 # The worker-crash test holds the second drain's dbt processes at start-up (hold_dbt/sitecustomize.py)
@@ -28,15 +28,28 @@ with DAG("failover_parent", schedule=DAILY, start_date=START, catchup=False, tag
     load()
 
 
-with DAG("failover_gates", schedule=DAILY, start_date=START, catchup=False, max_active_tasks=GATES,
-         tags=["leastaction", "failover"]):
+with DAG(
+    "failover_gates",
+    schedule=DAILY,
+    start_date=START,
+    catchup=False,
+    max_active_tasks=GATES,
+    tags=["leastaction", "failover"],
+):
     for i in range(GATES):
-        ParentIntervalSensor(task_id=f"wait_{i:03d}", parents=[airflow_task("failover_parent", "load")],
-                             poke_interval=2, timeout=3600)
+        ParentIntervalSensor(
+            task_id=f"wait_{i:03d}", parents=[airflow_task("failover_parent", "load")], poke_interval=2, timeout=3600
+        )
 
 
-with DAG("dbt_queue_second_worker", schedule=None, start_date=START, catchup=False, max_active_runs=1,
-         tags=["leastaction", "dbt", "failover"]):
+with DAG(
+    "dbt_queue_second_worker",
+    schedule=None,
+    start_date=START,
+    catchup=False,
+    max_active_runs=1,
+    tags=["leastaction", "dbt", "failover"],
+):
     DbtDrainOperator(
         task_id="drain_dbt_queue",
         project_dir=os.environ.get("FIELD_OPS_DBT_PROJECT_DIR", ""),

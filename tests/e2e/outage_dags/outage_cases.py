@@ -12,7 +12,7 @@ from airflow_leastaction.run_conditions import run_condition, success
 from airflow_leastaction.sensors import ParentIntervalSensor
 from airflow_leastaction.timetables import IntervalCronTimetable
 
-START = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 DAILY = IntervalCronTimetable("0 0 * * *")
 PARENT = external_task("outage_parent", "other-team")
 

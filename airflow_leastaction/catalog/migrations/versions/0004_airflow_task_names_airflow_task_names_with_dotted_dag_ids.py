@@ -18,17 +18,26 @@ import json
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0004_airflow_task_names'
-down_revision = '0003_ui_indexes'
+revision = "0004_airflow_task_names"
+down_revision = "0003_ui_indexes"
 branch_labels = None
 depends_on = None
 
 _task = sa.table(
-    "la_task", sa.column("id"), sa.column("name"), sa.column("project"), sa.column("account"),
-    sa.column("partition"), sa.column("source"), sa.column("dag_id"), sa.column("task_id"), sa.column("parents"),
+    "la_task",
+    sa.column("id"),
+    sa.column("name"),
+    sa.column("project"),
+    sa.column("account"),
+    sa.column("partition"),
+    sa.column("source"),
+    sa.column("dag_id"),
+    sa.column("task_id"),
+    sa.column("parents"),
 )
-_labelled = [sa.table(t, sa.column("dependency"), sa.column("upstream_task_pk"))
-             for t in ("la_gate_decision", "la_consumption")]
+_labelled = [
+    sa.table(t, sa.column("dependency"), sa.column("upstream_task_pk")) for t in ("la_gate_decision", "la_consumption")
+]
 
 
 def _label(project: str, name: str, account: str, partition: str) -> str:
@@ -38,10 +47,18 @@ def _label(project: str, name: str, account: str, partition: str) -> str:
 
 def _rename(old_sep: str, new_sep: str) -> None:
     conn = op.get_bind()
-    rows = conn.execute(sa.select(_task).where(
-        _task.c.source == "airflow", _task.c.dag_id.like("%.%"), _task.c.task_id.is_not(None))).mappings().all()
-    taken = {tuple(r) for r in conn.execute(sa.select(_task.c.name, _task.c.project, _task.c.account,
-                                                      _task.c.partition))}
+    rows = (
+        conn.execute(
+            sa.select(_task).where(
+                _task.c.source == "airflow", _task.c.dag_id.like("%.%"), _task.c.task_id.is_not(None)
+            )
+        )
+        .mappings()
+        .all()
+    )
+    taken = {
+        tuple(r) for r in conn.execute(sa.select(_task.c.name, _task.c.project, _task.c.account, _task.c.partition))
+    }
     renamed: dict[tuple[str, str, str, str], str] = {}
     for row in rows:
         if row["name"] != f"{row['dag_id']}{old_sep}{row['task_id']}":
@@ -55,8 +72,11 @@ def _rename(old_sep: str, new_sep: str) -> None:
         taken.add((new, *key))
         renamed[(row["name"], *key)] = new
         for table in _labelled:
-            conn.execute(sa.update(table).where(table.c.dependency == _label(key[0], row["name"], *key[1:]))
-                         .values(dependency=_label(key[0], new, *key[1:])))
+            conn.execute(
+                sa.update(table)
+                .where(table.c.dependency == _label(key[0], row["name"], *key[1:]))
+                .values(dependency=_label(key[0], new, *key[1:]))
+            )
     if renamed:
         _rename_declared_parents(conn, renamed)
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0006_run_type'
-down_revision = '0004_airflow_task_names'
+revision = "0006_run_type"
+down_revision = "0004_airflow_task_names"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
     # Nullable with no default: existing records were written without a run type and are not backfills.
-    with op.batch_alter_table('la_task_run', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('run_type', sa.String(length=30), nullable=True))
+    with op.batch_alter_table("la_task_run", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("run_type", sa.String(length=30), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('la_task_run', schema=None) as batch_op:
-        batch_op.drop_column('run_type')
+    with op.batch_alter_table("la_task_run", schema=None) as batch_op:
+        batch_op.drop_column("run_type")
