@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
+from airflow_leastaction.dbt.queue_reads import OUTCOMES, QueueReads, QueueView
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, requires_access_every_dag
 from airflow_leastaction.www.params import blank
-from airflow_leastaction.www.queue_reads import OUTCOMES, QueuePageReads, QueueView
 from airflow_leastaction.www.reads import CatalogReads
 from airflow_leastaction.www.render import catalog_reads, render
 from airflow_leastaction.www.schemas import Queue
@@ -18,7 +18,7 @@ router = APIRouter(tags=["queue"], dependencies=[READ_TASK_INSTANCES, Depends(re
 
 
 def queue_view(environment: str | None = None, reads: CatalogReads = Depends(catalog_reads)) -> QueueView:
-    return QueuePageReads(reads.engine).view(blank(environment))
+    return QueueReads(reads.engine).page(blank(environment))
 
 
 @router.get("/api/queue", response_model=Queue)
