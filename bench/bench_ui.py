@@ -242,7 +242,8 @@ def main(argv=None) -> int:
             b_med, a_med = statistics.median(times), statistics.median(after[label])
             print(f"| {label} | {b_med:.1f} | {a_med:.1f} | {max(after[label]):.1f} | {b_med / a_med:.1f}x |")
         results.append({"backend": backend, "load_s": round(took, 1), "index_s": round(upgraded, 1),
-                        "baseline_ms": before, "indexed_ms": after})
+                        "endpoints": [{"endpoint": label, "baseline_ms": before[label],
+                                                         "indexed_ms": after[label]} for label in before]})
         for drop in drops:
             drop()
     write_json(args.json, "bench_ui", {"backends": backends, "tasks": args.tasks, "slots": args.tasks * 3,
