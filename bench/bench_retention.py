@@ -3,11 +3,11 @@
 For each backend (a real SQLite file, the durable benchmark PostgreSQL), the catalog is filled with N
 old gate decisions and N/5 consumption records pointing at them (the UI benchmark's proportion), then
 ``prune_catalog`` deletes everything older than a cutoff in its batches while W writer processes keep
-recording gate attempts (3 decisions each, in one statement, as a gate does). Reported: rows pruned per
+recording gate attempts (3 decisions each, in one statement, as a gate does; one every 50 ms per writer). Reported: rows pruned per
 second, and the writers' single-write latencies before the prune and during it (the longest is the
 longest stall a gate saw).
 
-    .venv/bin/python -m bench.bench_retention [--rows 1000000] [--writers 2] [--backends sqlite,postgres] [--json PATH]
+    .venv/bin/python -m bench.bench_retention [--rows 1000000] [--writers 2] [--write-interval 0.05] [--backends sqlite,postgres] [--json PATH]
 """
 
 from __future__ import annotations
@@ -26,37 +26,69 @@ UTC = dt.timezone.utc
 OLD = dt.datetime(2026, 1, 1, tzinfo=UTC)
 CUTOFF = dt.datetime(2026, 6, 1, tzinfo=UTC)
 CONSUMPTION_EVERY = 5  # one consumption record per 5 decisions
-CHUNK = 10_000
 BEFORE_S = 5.0  # writers' latencies measured this long before the prune starts
 
 
-def seed(url: str, rows: int) -> float:
-    """N old decisions and N/5 consumption records, in bulk; returns the seconds it took."""
-    from airflow_leastaction.catalog.engine import get_engine
-    from airflow_leastaction.catalog.schema import consumption, gate_decision
+DECISION_COLUMNS = ("id,dag_id,task_id,run_id,map_index,attempt,downstream_slot,dependency,dependency_type,result,"
+                    "reason,decided_at")
+CONSUMPTION_COLUMNS = "id,decision_id,dag_id,task_id,run_id,map_index,attempt,downstream_slot,dependency,consumed_at"
 
-    engine, began = get_engine(url, migrate=True), time.perf_counter()
-    for start in range(0, rows, CHUNK):
-        batch = []
-        for i in range(start, min(rows, start + CHUNK)):
-            at = OLD + dt.timedelta(seconds=i)
-            batch.append(dict(dag_id=f"dag_{i % 500:03d}", task_id=f"task_{i % 40:02d}", run_id=f"run_{i // 40}",
-                              map_index=-1, attempt=1, downstream_slot=at, dependency=f"task:up_{i % 3}",
-                              dependency_type="SUCCESS", result="SATISFIED", reason="upstream succeeded",
-                              decided_at=at))
+
+def _rows(rows: int, dialect: str):
+    """(decision rows, consumption rows) as tuples in the column orders above."""
+    from bench.bench_ui import _stamp
+
+    decisions, consumed = [], []
+    for i in range(1, rows + 1):
+        at = _stamp(OLD + dt.timedelta(seconds=i), dialect)
+        who = (f"dag_{i % 500:03d}", f"task_{i % 40:02d}", f"run_{i // 40}", -1, 1, at, f"task:up_{i % 3}")
+        decisions.append((i, *who[:6], who[6], "SUCCESS", "SATISFIED", "upstream succeeded", at))
+        if i % CONSUMPTION_EVERY == 1 or CONSUMPTION_EVERY == 1:
+            consumed.append((len(consumed) + 1, i, *who, at))
+    return decisions, consumed
+
+
+def seed(url: str, rows: int) -> float:
+    """N old decisions and N/5 consumption records, bulk loaded (COPY on PostgreSQL); returns the seconds."""
+    from airflow_leastaction.catalog.engine import get_engine
+
+    engine = get_engine(url, migrate=True)
+    began = time.perf_counter()
+    decisions, consumed = _rows(rows, engine.dialect.name)
+    _load(engine, "la_gate_decision", DECISION_COLUMNS, decisions)
+    _load(engine, "la_consumption", CONSUMPTION_COLUMNS, consumed)
+    if engine.dialect.name == "postgresql":
         with engine.begin() as conn:
-            first = conn.execute(sa.select(sa.func.coalesce(sa.func.max(gate_decision.c.id), 0))).scalar()
-            conn.execute(sa.insert(gate_decision), batch)
-            conn.execute(sa.insert(consumption), [
-                dict(decision_id=first + 1 + j, dag_id=row["dag_id"], task_id=row["task_id"], run_id=row["run_id"],
-                     map_index=-1, attempt=1, downstream_slot=row["downstream_slot"], dependency=row["dependency"],
-                     consumed_at=row["decided_at"])
-                for j, row in enumerate(batch) if (start + j) % CONSUMPTION_EVERY == 0])
+            for table in ("la_gate_decision", "la_consumption"):
+                conn.execute(sa.text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"))
+            conn.execute(sa.text("ANALYZE"))
     return time.perf_counter() - began
 
 
-def _writer(url: str, seed_: int, go, stop, out) -> None:
-    """Record gate attempts back to back; send (start, latency) of every write when told to stop."""
+def _load(engine, table: str, columns: str, rows) -> None:
+    import csv
+    import io
+
+    raw = engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        if engine.dialect.name == "sqlite":
+            cur.execute("BEGIN")
+            cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({','.join('?' * len(columns.split(',')))})", rows)
+            cur.execute("COMMIT")
+        else:
+            buf = io.StringIO()
+            csv.writer(buf, quoting=csv.QUOTE_NONNUMERIC).writerows(rows)
+            buf.seek(0)
+            cur.copy_expert(f"COPY {table} ({columns}) FROM STDIN WITH (FORMAT csv)", buf)
+            raw.commit()
+    finally:
+        raw.close()
+
+
+def _writer(url: str, seed_: int, interval: float, go, stop, out) -> None:
+    """Record a gate attempt every ``interval`` seconds, as waiting gates do; send (start, latency) of every
+    write when told to stop."""
     from airflow_leastaction.catalog.audit import AttemptKey
     from airflow_leastaction.catalog.engine import get_engine
     from airflow_leastaction.catalog.store import CatalogStore
@@ -73,10 +105,11 @@ def _writer(url: str, seed_: int, go, stop, out) -> None:
         began = time.monotonic()
         store.record_decisions(AttemptKey("live", f"w{seed_}", f"r{n}"), judgements, downstream_slot=slot)
         samples.append((began, time.monotonic() - began))
+        stop.wait(interval)
     out.put(samples)
 
 
-def run_backend(backend: str, rows: int, writers: int, batch_size: int) -> dict:
+def run_backend(backend: str, rows: int, writers: int, interval: float, batch_size: int) -> dict:
     from airflow_leastaction.catalog.engine import dispose_all
     from airflow_leastaction.catalog.retention import prune_catalog
     from bench.common import fresh_database
@@ -90,7 +123,7 @@ def run_backend(backend: str, rows: int, writers: int, batch_size: int) -> dict:
         dispose_all()
         ctx = mp.get_context("spawn")
         go, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
-        procs = [ctx.Process(target=_writer, args=(url, i, go, stop, out)) for i in range(writers)]
+        procs = [ctx.Process(target=_writer, args=(url, i, interval, go, stop, out)) for i in range(writers)]
         for p in procs:
             p.start()
         time.sleep(3.0 + writers)  # writers imported and connected before the clock starts
@@ -137,6 +170,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="old gate decisions to prune")
     parser.add_argument("--writers", type=int, default=2, help="concurrent writer processes")
+    parser.add_argument("--write-interval", type=float, default=0.05,
+                        help="seconds between one writer's gate attempts")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--json", help="write inputs, environment and every raw sample here")
@@ -146,13 +181,14 @@ def main(argv=None) -> int:
     env = environment(backends)
     results = []
     for backend in backends:
-        r = run_backend(backend, args.rows, args.writers, args.batch_size)
+        r = run_backend(backend, args.rows, args.writers, args.write_interval, args.batch_size)
         d = derived(r)
         print(f"{backend}: {d['rows_per_s']:,.0f} rows/s over {r['prune_s']:.1f} s; write latency max "
               f"{d['before']['max'] * 1000:.1f} ms before, {d['during']['max'] * 1000:.1f} ms during", flush=True)
         results.append(r)
     write_json(args.json, "bench_retention", {"rows": args.rows, "consumption_per_decision": 1 / CONSUMPTION_EVERY,
-                                              "writers": args.writers, "batch_size": args.batch_size,
+                                              "writers": args.writers, "write_interval_s": args.write_interval,
+                                              "batch_size": args.batch_size,
                                               "backends": backends, "before_s": BEFORE_S,
                                               "cutoff": CUTOFF.isoformat()}, env, results)
     return 0

@@ -97,7 +97,8 @@ def retention(doc: dict, part: str | None) -> list[str]:
                      f"{_ms(b['median'] * 1000)} / {_ms(b['max'] * 1000)} (n={b['n']:,})",
                      f"{_ms(w['median'] * 1000)} / {_ms(w['max'] * 1000)} (n={w['n']:,})"])
     i = doc["inputs"]
-    return [f"{i['writers']} writer processes, batches of {i['batch_size']:,} rows.", "",
+    return [f"{i['writers']} writer processes, each recording a gate attempt every "
+            f"{i['write_interval_s'] * 1000:.0f} ms; prune batches of {i['batch_size']:,} rows.", "",
             *_table(["catalog", "decisions pruned", "consumption pruned", "prune time", "rows/s",
                      "write ms before: median / max", "write ms during prune: median / max"],
                     ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)]

@@ -24,7 +24,7 @@ def retention_doc() -> dict:
 
     return {"benchmark": "bench_retention", "command": "python -m bench.bench_retention --rows 100 --json x",
             "environment": ENV,
-            "inputs": {"rows": 100, "writers": 2, "batch_size": 50},
+            "inputs": {"rows": 100, "writers": 2, "write_interval_s": 0.05, "batch_size": 50},
             "results": [run("sqlite", 2.0, [0.001, 0.003, 0.002], [0.010, 0.030]),
                         run("postgres", 0.5, [0.004], [0.006, 0.008, 0.020])]}
 
