@@ -195,7 +195,9 @@ def start_latency(cluster, dag_id: str) -> tuple[float, dict]:
     release(cluster, run_id, "first")
     cluster.wait_until(lambda: child_started(cluster, dag_id, run_id, seen), 300, f"{dag_id}: child", 0.3)
     release(cluster, run_id, "slow")
-    assert cluster.wait_for_run(dag_id, run["dag_run_id"])["state"] == "success"
+    state = cluster.wait_for_run(dag_id, run["dag_run_id"])["state"]
+    if state != "success":  # a failed run has no latency to report: it is listed, with its task states
+        return None, {"run_id": run_id, "state": state, "tasks": _states(cluster, dag_id, run_id)}
     times = task_times(cluster, dag_id, run["dag_run_id"])
     return (times["child"][1] - times["first"][2]).total_seconds(), {"times": times, "seen": seen}
 
@@ -216,15 +218,16 @@ def latency_cluster(home: Path, airflow_url: str, catalog_url: str, extra_dags: 
                           env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5", "LEASTACTION_RELEASE_DIR": str(releases)})
 
 
-def latency(runs: int) -> tuple[list[float], list[float]]:
+def latency(runs: int) -> tuple[list, list]:
+    """Per DAG, ``runs`` (latency or None, details) pairs."""
     (airflow_url, drop_airflow), (catalog_url, drop_catalog) = catalog("postgres"), catalog("postgres")
     try:
         with latency_cluster(Path(tempfile.mkdtemp(prefix="la-bench-cluster-")), airflow_url, catalog_url) as cluster:
             for dag_id in ("bench_gate_any", "bench_one_success"):
                 cluster.wait_for_dag(dag_id)
                 cluster.unpause(dag_id)
-            gate = [start_latency(cluster, "bench_gate_any")[0] for _ in range(runs)]
-            rule = [start_latency(cluster, "bench_one_success")[0] for _ in range(runs)]
+            gate = [start_latency(cluster, "bench_gate_any") for _ in range(runs)]
+            rule = [start_latency(cluster, "bench_one_success") for _ in range(runs)]
     finally:
         drop_airflow()
         drop_catalog()
@@ -249,6 +252,13 @@ def main(argv=None) -> int:
         results["engine"] = [engine_rate(k) for k in (10, 100, 1000)]
         for r in results["engine"]:
             print(f"engine {r['dependencies']:,} dependencies: {r['per_s']:,.0f} evaluations/s", flush=True)
+
+    def save():  # after each part, so a later part's failure keeps the earlier ones
+        write_json(args.json, "bench_gate", {"parts": parts, "runs": args.runs, "attempts": args.attempts,
+                                             "attempts_at_100_dependencies": args.attempts // 4,
+                                             "backends": backends}, env, results)
+
+    save()
     if "writes" in parts:
         results["writes"] = []
         for backend in backends:
@@ -258,14 +268,16 @@ def main(argv=None) -> int:
                 g, p = statistics.median(r["gated_ms"]), statistics.median(r["plain_ms"])
                 print(f"writes {backend} {deps}: {g:.2f} / {p:.2f} ms median ({g / p:.1f}x), statements "
                       f"{r['gated_statements']:.0f} / {r['plain_statements']:.0f}", flush=True)
+    save()
     if "latency" in parts:
-        gate, rule = latency(args.runs)
-        results["latency"] = {"any_gate_s": [round(x, 3) for x in gate], "one_success_s": [round(x, 3) for x in rule]}
-        g, r = statistics.median(gate), statistics.median(rule)
-        print(f"latency: ANY gate median {g:.2f} s, one_success median {r:.2f} s ({g / r:.2f}x)", flush=True)
-    write_json(args.json, "bench_gate", {"parts": parts, "runs": args.runs, "attempts": args.attempts,
-                                         "attempts_at_100_dependencies": args.attempts // 4,
-                                         "backends": backends}, env, results)
+        gate_runs, rule_runs = latency(args.runs)
+        gate = [round(x, 3) for x, _ in gate_runs if x is not None]
+        rule = [round(x, 3) for x, _ in rule_runs if x is not None]
+        results["latency"] = {"any_gate_s": gate, "one_success_s": rule,
+                              "failed_runs": [d for x, d in gate_runs + rule_runs if x is None]}
+        print(f"latency: ANY gate {gate}, one_success {rule}, failed runs "
+              f"{len(results['latency']['failed_runs'])}", flush=True)
+    save()
     return 0
 
 

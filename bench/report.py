@@ -177,7 +177,9 @@ def gate(doc: dict, part: str | None) -> list[str]:
                         runs(lat["any_gate_s"])],
                        ["Airflow `trigger_rule=\"one_success\"` on the same shape", f"{r:.2f} s",
                         runs(lat["one_success_s"])],
-                       ["ratio of medians gate / `one_success`", f"{g / r:.1f}x", ""]])
+                       ["ratio of medians gate / `one_success`", f"{g / r:.1f}x", ""],
+                       ["runs that did not succeed (excluded above)", str(len(lat.get("failed_runs", []))),
+                        "; ".join(f"{f['run_id']}: {f['state']}" for f in lat.get("failed_runs", []))]])
     raise ReportError(f"bench_gate has no table {part!r}")
 
 
