@@ -66,8 +66,10 @@ demo: install
 demo-check: install
 	DEMO_HOME=$$(mktemp -d) DEMO_PORT=$(DEMO_PORT) scripts/demo.sh --check
 
+# Every benchmark with the arguments of bench/run_all.py, on a PostgreSQL of its own at default durability
+# (scripts/bench-postgres.sh); writes bench/results/*.json and regenerates the tables of docs/performance.md.
 bench: install postgres
-	$(BIN)/python -m bench.run_all
+	LEASTACTION_BENCH_PG_URL=$$(scripts/bench-postgres.sh start) $(BIN)/python -m bench.run_all
 
 # Triggerer failover at production scale: the CeleryExecutor deployment of tests/e2e/test_celery.py with
 # FAILOVER_GATES sensors waiting across two triggerers, one of them killed (-9); durations in FAILOVER_REPORT.

@@ -9,7 +9,7 @@
   upstream's success to the gated task starting, for an ANY gate and for Airflow's own ``one_success``
   trigger rule on the same DAG shape (one fast upstream, two slow ones).
 
-    .venv/bin/python -m bench.bench_gate [--parts engine,writes,latency] [--runs 3]
+    .venv/bin/python -m bench.bench_gate [--parts engine,writes,latency] [--runs 7] [--json PATH]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ SLOT = dt.datetime(2026, 11, 28, tzinfo=UTC)
 
 
 # -- engine -------------------------------------------------------------------------------------------
-def engine_rate(k: int, seconds: float = 1.0) -> float:
+def engine_rate(k: int, seconds: float = 1.0) -> dict:
     from airflow_leastaction.gate import ALL
     from airflow_leastaction.run_conditions.judging import RunView, evaluate
     from airflow_leastaction.run_conditions.model import Dependency, GateSpec
@@ -49,26 +49,22 @@ def engine_rate(k: int, seconds: float = 1.0) -> float:
     while time.perf_counter() - start < seconds:
         evaluate(spec, view, {}, {}, clock, policy, now)
         n += 1
-    return n / (time.perf_counter() - start)
+    took = time.perf_counter() - start
+    return {"dependencies": k, "evaluations": n, "seconds": round(took, 4), "per_s": n / took}
 
 
 # -- writes -------------------------------------------------------------------------------------------
 def catalog(backend: str):
     if backend == "sqlite":
         return f"sqlite:///{tempfile.mkdtemp(prefix='la-bench-gate-')}/catalog.db", lambda: None
-    sys.path.insert(0, str(ROOT / "tests"))
-    import subprocess
+    from bench.common import fresh_database
 
-    from harness.airflow_cluster import fresh_pg_database
-
-    admin = subprocess.run([str(ROOT / "scripts" / "postgres.sh"), "start"], check=True, capture_output=True,
-                           text=True).stdout.strip().splitlines()[-1]
-    return fresh_pg_database(admin, "la_bench_gate")
+    return fresh_database(backend)  # PostgreSQL: the durable benchmark server
 
 
-def write_cost(backend: str, deps: int, attempts: int) -> tuple[float, float, float, float]:
-    """(ms per attempt with decisions + consumption, ms per plain success record, and the statements each
-    sends, every one the engine executes counted)."""
+def write_cost(backend: str, deps: int, attempts: int) -> dict:
+    """ms of every attempt with decisions + consumption and of every plain success record, and the
+    statements each sends (every one the engine executes counted)."""
     from sqlalchemy import event
 
     from airflow_leastaction.catalog.engine import dispose_all, get_engine
@@ -101,13 +97,16 @@ def write_cost(backend: str, deps: int, attempts: int) -> tuple[float, float, fl
             fn(-1)  # warm up
             sent[0] = 0
             event.listen(store.engine, "before_cursor_execute", count)
-            start = time.perf_counter()
+            times = []
             for i in range(attempts):
+                start = time.perf_counter()
                 fn(i)
-            out.append((time.perf_counter() - start) / attempts * 1000)
+                times.append(round((time.perf_counter() - start) * 1000, 3))
+            out.append(times)
             event.remove(store.engine, "before_cursor_execute", count)
             statements.append(sent[0] / attempts)
-        return out[0], out[1], statements[0], statements[1]
+        return {"backend": backend, "dependencies": deps, "gated_ms": out[0], "plain_ms": out[1],
+                "gated_statements": statements[0], "plain_statements": statements[1]}
     finally:
         dispose_all()
         drop()
@@ -196,7 +195,9 @@ def start_latency(cluster, dag_id: str) -> tuple[float, dict]:
     release(cluster, run_id, "first")
     cluster.wait_until(lambda: child_started(cluster, dag_id, run_id, seen), 300, f"{dag_id}: child", 0.3)
     release(cluster, run_id, "slow")
-    assert cluster.wait_for_run(dag_id, run["dag_run_id"])["state"] == "success"
+    state = cluster.wait_for_run(dag_id, run["dag_run_id"])["state"]
+    if state != "success":  # a failed run has no latency to report: it is listed, with its task states
+        return None, {"run_id": run_id, "state": state, "tasks": _states(cluster, dag_id, run_id)}
     times = task_times(cluster, dag_id, run["dag_run_id"])
     return (times["child"][1] - times["first"][2]).total_seconds(), {"times": times, "seen": seen}
 
@@ -217,15 +218,16 @@ def latency_cluster(home: Path, airflow_url: str, catalog_url: str, extra_dags: 
                           env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5", "LEASTACTION_RELEASE_DIR": str(releases)})
 
 
-def latency(runs: int) -> tuple[list[float], list[float]]:
+def latency(runs: int) -> tuple[list, list]:
+    """Per DAG, ``runs`` (latency or None, details) pairs."""
     (airflow_url, drop_airflow), (catalog_url, drop_catalog) = catalog("postgres"), catalog("postgres")
     try:
         with latency_cluster(Path(tempfile.mkdtemp(prefix="la-bench-cluster-")), airflow_url, catalog_url) as cluster:
             for dag_id in ("bench_gate_any", "bench_one_success"):
                 cluster.wait_for_dag(dag_id)
                 cluster.unpause(dag_id)
-            gate = [start_latency(cluster, "bench_gate_any")[0] for _ in range(runs)]
-            rule = [start_latency(cluster, "bench_one_success")[0] for _ in range(runs)]
+            gate = [start_latency(cluster, "bench_gate_any") for _ in range(runs)]
+            rule = [start_latency(cluster, "bench_one_success") for _ in range(runs)]
     finally:
         drop_airflow()
         drop_catalog()
@@ -233,38 +235,49 @@ def latency(runs: int) -> tuple[list[float], list[float]]:
 
 
 def main(argv=None) -> int:
+    from bench.common import environment, write_json
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default="engine,writes,latency")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--attempts", type=int, default=200)
     parser.add_argument("--backends", default="sqlite,postgres", help="catalogs of the writes part")
+    parser.add_argument("--json", help="write inputs, environment and every raw sample here")
     args = parser.parse_args(argv)
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="la-bench-home-"))
-    parts = args.parts.split(",")
+    parts, backends = args.parts.split(","), args.backends.split(",")
+    env = environment(set(backends) | ({"postgres"} if "latency" in parts else set()))
+    results: dict = {}
     if "engine" in parts:
-        base = None
-        print("| dependencies | evaluations/s | vs 10 |\n| ---: | ---: | ---: |")
-        for k in (10, 100, 1000):
-            rate = engine_rate(k)
-            base = base or rate
-            print(f"| {k:,} | {rate:,.0f} | {rate / base:.3f}x |", flush=True)
+        results["engine"] = [engine_rate(k) for k in (10, 100, 1000)]
+        for r in results["engine"]:
+            print(f"engine {r['dependencies']:,} dependencies: {r['per_s']:,.0f} evaluations/s", flush=True)
+
+    def save():  # after each part, so a later part's failure keeps the earlier ones
+        write_json(args.json, "bench_gate", {"parts": parts, "runs": args.runs, "attempts": args.attempts,
+                                             "attempts_at_100_dependencies": args.attempts // 4,
+                                             "backends": backends}, env, results)
+
+    save()
     if "writes" in parts:
-        print("| backend | dependencies | decisions + success + consumption (ms) | plain success (ms) | ratio "
-              "| statements (gated / plain) |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
-        for backend in args.backends.split(","):
+        results["writes"] = []
+        for backend in backends:
             for deps in (1, 10, 100):
-                gated, plain, g_sql, p_sql = write_cost(backend, deps,
-                                                        args.attempts if deps < 100 else args.attempts // 4)
-                print(f"| {backend} | {deps} | {gated:.2f} | {plain:.2f} | {gated / plain:.1f}x "
-                      f"| {g_sql:.0f} / {p_sql:.0f} |", flush=True)
+                r = write_cost(backend, deps, args.attempts if deps < 100 else args.attempts // 4)
+                results["writes"].append(r)
+                g, p = statistics.median(r["gated_ms"]), statistics.median(r["plain_ms"])
+                print(f"writes {backend} {deps}: {g:.2f} / {p:.2f} ms median ({g / p:.1f}x), statements "
+                      f"{r['gated_statements']:.0f} / {r['plain_statements']:.0f}", flush=True)
+    save()
     if "latency" in parts:
-        gate, rule = latency(args.runs)
-        g, r = statistics.median(gate), statistics.median(rule)
-        print("| DAG shape: 1 fast + 2 slow upstreams | median s | runs (s) |\n| --- | ---: | --- |")
-        print(f"| ANY gate (`run_condition(..., when=\"ANY\")`) | {g:.2f} | {', '.join(f'{x:.2f}' for x in gate)} |")
-        print(f"| Airflow `one_success` | {r:.2f} | {', '.join(f'{x:.2f}' for x in rule)} |")
-        print(f"| ratio gate / one_success | {g / r:.2f}x | |")
+        gate_runs, rule_runs = latency(args.runs)
+        gate = [round(x, 3) for x, _ in gate_runs if x is not None]
+        rule = [round(x, 3) for x, _ in rule_runs if x is not None]
+        results["latency"] = {"any_gate_s": gate, "one_success_s": rule,
+                              "failed_runs": [d for x, d in gate_runs + rule_runs if x is None]}
+        print(f"latency: ANY gate {gate}, one_success {rule}, failed runs "
+              f"{len(results['latency']['failed_runs'])}", flush=True)
+    save()
     return 0
 
 

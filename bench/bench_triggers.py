@@ -2,10 +2,11 @@
 
 For K = 100, 1,000 and 10,000 triggers with 3 parents each, on a real SQLite file and a real PostgreSQL
 database, measures catalog queries per poll tick, CPU per tick, memory per waiting trigger and the
-release latency after the parents complete. The baseline polls per trigger as the reference scheduler
-does: one lookup for the child itself plus one per parent, every tick.
+release latency after the parents complete. The baseline is what one deferrable sensor per task does on
+its own, as Airflow's ``WorkflowTrigger`` polls per trigger: one snapshot of its own parents per tick
+(2 statements) in a worker thread of the event loop's pool.
 
-    .venv/bin/python -m bench.bench_triggers [--ks 100,1000,10000] [--backends sqlite,postgres]
+    .venv/bin/python -m bench.bench_triggers [--ks 100,1000,10000] [--backends sqlite,postgres] [--json PATH]
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ import datetime as dt
 import gc
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
-import uuid
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -33,24 +32,10 @@ WAIT_TICKS = 3
 
 
 def catalog_url(backend: str) -> tuple[str, callable]:
-    if backend == "sqlite":
-        path = Path(tempfile.mkdtemp(prefix="la-bench-")) / "catalog.db"
-        return f"sqlite:///{path}", lambda: None
-    admin = subprocess.run([str(ROOT / "scripts" / "postgres.sh"), "start"], check=True, capture_output=True,
-                           text=True).stdout.strip().splitlines()[-1]
-    name = f"la_bench_{uuid.uuid4().hex[:8]}"
-    engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    """A fresh catalog database (PostgreSQL: on the durable benchmark server) and its ``drop()``."""
+    from bench.common import fresh_database
 
-    def drop():
-        from airflow_leastaction.catalog.engine import dispose_all
-
-        dispose_all()
-        with engine.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-    return admin.rsplit("/", 1)[0] + f"/{name}", drop
+    return fresh_database(backend)
 
 
 def seed(store, k: int):
@@ -85,12 +70,13 @@ def complete_all(store, parents) -> float:
 
 
 class Counter:
+    """Every statement the engine sends, whatever it reads: a filtered count could hide work."""
+
     def __init__(self):
         self.n = 0
 
     def __call__(self, conn, cursor, statement, *args):
-        if "la_task" in statement and statement.lstrip().upper().startswith("SELECT"):
-            self.n += 1
+        self.n += 1
 
 
 async def shared_trigger(parents, child, url):
@@ -102,7 +88,8 @@ async def shared_trigger(parents, child, url):
 
 
 async def per_trigger_polling(parents, child, url):
-    """The baseline: every tick, one lookup for the child itself and one per parent."""
+    """The baseline: what one deferrable sensor does on its own, as Airflow's ``WorkflowTrigger`` polls per
+    trigger: every tick, one snapshot of its own parents (2 statements) in a worker thread, then judge."""
     from airflow_leastaction.catalog.engine import get_engine
     from airflow_leastaction.catalog.store import CatalogStore
     from airflow_leastaction.gate import ALL, Verdict, decide
@@ -110,24 +97,20 @@ async def per_trigger_polling(parents, child, url):
     from airflow_leastaction.intervals.judging import judge_parents
 
     store = CatalogStore(get_engine(url))
-    me = TaskIdentity(child, "bench")
+    requests = [(p, DAY) for p in parents]
     while True:
-        def look():
-            store.get_task(me)
-            found = [store.snapshot([(p, DAY)]) for p in parents]  # one lookup per parent
-            tasks = {k: v for f in found for k, v in f[0].items()}
-            slots = [s for f in found for s in f[1]]
-            return tasks, slots
-
-        snapshot = await asyncio.to_thread(look)
+        snapshot = await asyncio.to_thread(store.snapshot, requests)
         if decide(ALL, judge_parents(parents, DAY, snapshot)).verdict is Verdict.ADMIT:
             return time.monotonic()
         await asyncio.sleep(POLL)
 
 
-async def measure(kind: str, url: str, store, families, parents, warm) -> dict:
+async def measure(kind: str, url: str, store, families, parents, warm, pool_size: int) -> dict:
+    from concurrent.futures import ThreadPoolExecutor
+
     from airflow_leastaction.catalog.engine import get_engine
 
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=pool_size))
     runner = shared_trigger if kind == "shared" else per_trigger_polling
     await runner([warm], "warm_up", url)  # imports, logging set-up and connection pool are not per trigger
     counter = Counter()
@@ -140,20 +123,32 @@ async def measure(kind: str, url: str, store, families, parents, warm) -> dict:
     await asyncio.sleep(POLL / 2)
     memory = (tracemalloc.get_traced_memory()[0] - before) / len(families)
     tracemalloc.stop()
-    counter.n, cpu0, wall0 = 0, time.process_time(), time.monotonic()
-    await asyncio.sleep(WAIT_TICKS * POLL)
-    ticks = (time.monotonic() - wall0) / POLL
-    queries, cpu = counter.n / ticks, (time.process_time() - cpu0) / ticks
+    ticks = []  # one sample per poll interval while every trigger waits
+    for _ in range(WAIT_TICKS):
+        n0, cpu0, wall0 = counter.n, time.process_time(), time.monotonic()
+        await asyncio.sleep(POLL)
+        wall = time.monotonic() - wall0
+        ticks.append({"wall_s": round(wall, 4), "statements": counter.n - n0,
+                      "cpu_ms": round((time.process_time() - cpu0) * 1000, 2)})
     done_at = await asyncio.to_thread(complete_all, store, parents)
-    released = await asyncio.wait_for(asyncio.gather(*tasks), timeout=600)
+    released = await asyncio.wait_for(asyncio.gather(*tasks), timeout=1800)
     sa.event.remove(engine, "before_cursor_execute", counter)
-    latencies = sorted(max(0.0, r - done_at) for r in released)
-    return {"queries_per_tick": queries, "cpu_ms_per_tick": cpu * 1000, "kib_per_trigger": memory / 1024,
-            "release_p50_s": statistics.median(latencies),
-            "release_p99_s": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]}
+    latencies = sorted(round(max(0.0, r - done_at), 4) for r in released)
+    return {"ticks": ticks, "bytes_per_trigger": round(memory, 1), "release_s": latencies}
 
 
-def run_one(kind: str, backend: str, k: int) -> dict:
+def derived(run: dict) -> dict:
+    """The figures of one run, from its raw samples (the report and the console use the same ones)."""
+    wall = sum(t["wall_s"] for t in run["ticks"]) / POLL
+    lat = run["release_s"]
+    return {"statements_per_tick": sum(t["statements"] for t in run["ticks"]) / wall,
+            "cpu_ms_per_tick": sum(t["cpu_ms"] for t in run["ticks"]) / wall,
+            "kib_per_trigger": run["bytes_per_trigger"] / 1024,
+            "release_median_s": statistics.median(lat),
+            "release_p99_s": lat[min(len(lat) - 1, int(len(lat) * 0.99))], "release_max_s": lat[-1]}
+
+
+def run_one(kind: str, backend: str, k: int, pool_size: int) -> dict:
     from airflow_leastaction.catalog.engine import dispose_all, get_engine
     from airflow_leastaction.catalog.store import CatalogStore
     from airflow_leastaction.triggers.poller import CatalogPoller
@@ -166,25 +161,36 @@ def run_one(kind: str, backend: str, k: int) -> dict:
         CatalogPoller._shared.clear()
         store = CatalogStore(get_engine(url, migrate=True))
         families, parents, warm = seed(store, k)
-        return asyncio.run(measure(kind, url, store, families, parents, warm))
+        return asyncio.run(measure(kind, url, store, families, parents, warm, pool_size))
     finally:
         drop()
 
 
 def main(argv=None) -> int:
+    from bench.common import environment, write_json
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ks", default="100,1000,10000")
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--baseline-max-k", type=int, default=10000)
+    parser.add_argument("--pool-size", type=int, default=min(32, (os.cpu_count() or 1) + 4),
+                        help="worker threads of the event loop (default: Python's default executor size)")
+    parser.add_argument("--json", help="write inputs, environment and every raw sample here")
     args = parser.parse_args(argv)
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="la-bench-home-"))
+    backends = args.backends.split(",")
+    env = environment(backends)
+    inputs = {"ks": [int(x) for x in args.ks.split(",")], "backends": backends, "poll_interval_s": POLL,
+              "wait_ticks": WAIT_TICKS, "parents_per_trigger": 3, "baseline_max_k": args.baseline_max_k,
+              "thread_pool_size": args.pool_size}
     rows = []
-    for backend in args.backends.split(","):
-        for k in (int(x) for x in args.ks.split(",")):
-            shared = run_one("shared", backend, k)
-            base = run_one("baseline", backend, k) if k <= args.baseline_max_k else None
-            rows.append((backend, k, shared, base))
-            print(format_row(backend, k, shared, base), flush=True)
+    for backend in backends:
+        for k in inputs["ks"]:
+            shared = run_one("shared", backend, k, args.pool_size)
+            base = run_one("baseline", backend, k, args.pool_size) if k <= args.baseline_max_k else None
+            rows.append({"backend": backend, "k": k, "shared": shared, "baseline": base})
+            print(format_row(backend, k, derived(shared), base and derived(base)), flush=True)
+    write_json(args.json, "bench_triggers", inputs, env, rows)
     return 0
 
 
@@ -196,8 +202,9 @@ def format_row(backend, k, shared, base) -> str:
         ratio = base[key] / shared[key] if shared[key] else float("inf")
         return f"{s} / {format(base[key], fmt)} ({ratio:.1f}x)"
 
-    return (f"| {backend} | {k:,} | {cell('queries_per_tick', '.1f')} | {cell('cpu_ms_per_tick', '.1f')} | "
-            f"{cell('kib_per_trigger', '.1f')} | {cell('release_p50_s', '.2f')} | {cell('release_p99_s', '.2f')} |")
+    return (f"| {backend} | {k:,} | {cell('statements_per_tick', '.1f')} | {cell('cpu_ms_per_tick', '.1f')} | "
+            f"{cell('kib_per_trigger', '.1f')} | {cell('release_median_s', '.2f')} | "
+            f"{cell('release_p99_s', '.2f')} |")
 
 
 if __name__ == "__main__":

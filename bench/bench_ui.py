@@ -1,15 +1,16 @@
 """UI latency at scale: 1,000,000 gate decisions and 100,000 catalog tasks, on SQLite and PostgreSQL.
 
 The catalog is filled with bulk inserts (``executemany`` on SQLite, ``COPY`` on PostgreSQL) at migration
-``0002_dbt_queue`` (the baseline: only the catalog's own indexes), measured, upgraded to head
-(``0003_ui_indexes``) and measured again. Each endpoint is timed end to end through the app (routing,
+``0002_dbt_queue`` and upgraded to head; the indexes of ``0003_ui_indexes`` are dropped (the baseline:
+only the catalog's own indexes), the pages measured, the indexes created again and the pages measured
+again. Each endpoint is timed end to end through the app (routing,
 queries, rendering); Airflow's login check is replaced by a no-op, as it costs the same on every page.
 
 Run::
 
-    .venv/bin/python bench/bench_ui.py --backend sqlite --backend postgres
+    .venv/bin/python -m bench.bench_ui --backend sqlite --backend postgres [--json PATH]
 
-and paste the printed table into docs/performance.md.
+``bench/report.py`` turns the JSON into the table of docs/performance.md.
 """
 
 from __future__ import annotations
@@ -151,11 +152,13 @@ def endpoints(client, tasks: int) -> list[tuple[str, str]]:
     ]
 
 
-def measure(url: str, repeat: int, tasks: int) -> dict[str, tuple[float, float]]:
+def measure(url: str, repeat: int, tasks: int) -> dict[str, list[float]]:
+    """Every request's latency in ms, per endpoint."""
     from fastapi.testclient import TestClient
 
     from airflow_leastaction.catalog.engine import dispose_all, get_engine
-    from airflow_leastaction.www.access import READ_TASK_INSTANCES, READ_TASKS
+    from airflow_leastaction.www.access import READ_TASK_INSTANCES, READ_TASKS, readable_dags
+    from airflow_leastaction.www.reads import DagScope
     from airflow_leastaction.www.app import create_app
 
     dispose_all()
@@ -163,6 +166,7 @@ def measure(url: str, repeat: int, tasks: int) -> dict[str, tuple[float, float]]
     app = create_app(url)
     for dep in (READ_TASK_INSTANCES, READ_TASKS):
         app.dependency_overrides[dep.dependency] = lambda: None
+    app.dependency_overrides[readable_dags] = lambda: DagScope(None)  # an admin: every DAG, no filter
     out = {}
     with TestClient(app) as client:
         for label, path in endpoints(client, tasks):
@@ -170,56 +174,81 @@ def measure(url: str, repeat: int, tasks: int) -> dict[str, tuple[float, float]]
             for _ in range(repeat):
                 start = time.perf_counter()
                 response = client.get(path)
-                times.append((time.perf_counter() - start) * 1000)
+                times.append(round((time.perf_counter() - start) * 1000, 3))
                 assert response.status_code == 200, (path, response.status_code, response.text[:300])
-            times.sort()
-            out[label] = (statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)])
+            out[label] = times
     dispose_all()
     return out
 
 
+#: The indexes of migration 0003_ui_indexes: (name, table, columns).
+UI_INDEXES = (
+    ("ix_la_consumption_task_time", "la_consumption", "dag_id, task_id, consumed_at, id"),
+    ("ix_la_consumption_upstream_time", "la_consumption", "upstream_task_pk, consumed_at, id"),
+    ("ix_la_gate_decision_dag_time", "la_gate_decision", "dag_id, decided_at, id"),
+    ("ix_la_gate_decision_task_time", "la_gate_decision", "dag_id, task_id, decided_at, id"),
+    ("ix_la_task_name_id", "la_task", "name, id"),
+)
+
+
+def ui_indexes(engine, create: bool) -> None:
+    """Drop (the baseline) or create the UI indexes, then refresh the planner's statistics."""
+    with engine.begin() as conn:
+        for name, table, columns in UI_INDEXES:
+            conn.execute(text(f"CREATE INDEX {name} ON {table} ({columns})" if create else f"DROP INDEX {name}"))
+        conn.execute(text("ANALYZE"))
+
+
 def database(backend: str, keep: list) -> str:
-    if backend == "sqlite":
-        return f"sqlite:///{tempfile.mkdtemp(prefix='la-bench-ui-')}/catalog.db"
-    admin = os.environ.get("LEASTACTION_TEST_PG_URL") or "postgresql+psycopg2://postgres@127.0.0.1:55432/postgres"
-    name = f"la_bench_ui_{uuid.uuid4().hex[:8]}"
-    eng = create_engine(admin, isolation_level="AUTOCOMMIT")
-    with eng.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    keep.append((eng, name))
-    return admin.rsplit("/", 1)[0] + "/" + name
+    """A new database (PostgreSQL: on the durable benchmark server); its ``drop()`` goes into ``keep``."""
+    from bench.common import fresh_database
+
+    url, drop = fresh_database(backend)
+    keep.append(drop)
+    return url
 
 
 def main(argv=None) -> int:
+    from bench.common import environment, write_json
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", action="append", choices=["sqlite", "postgres"])
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--decisions", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--json", help="write inputs, environment and every raw sample here")
     args = parser.parse_args(argv)
     from airflow_leastaction.catalog.migrate import upgrade
 
-    for backend in args.backend or ["sqlite"]:
+    backends = args.backend or ["sqlite"]
+    env, results = environment(backends), []
+    for backend in backends:
         drops: list = []
         url = database(backend, drops)
         took = fill(url, args.tasks, args.decisions)
         print(f"\n{backend}: {args.tasks:,} tasks, {args.tasks * 3:,} slots, {args.decisions:,} decisions, "
               f"{args.decisions // 5:,} consumption rows loaded in {took:.1f} s", flush=True)
-        before = measure(url, args.repeat, args.tasks)
         engine = create_engine(url)
+        upgrade(engine)  # today's code reads today's columns: the baseline is head without the UI indexes
+        ui_indexes(engine, create=False)
+        before = measure(url, args.repeat, args.tasks)
         start = time.perf_counter()
-        upgrade(engine)
-        print(f"upgrade to 0003_ui_indexes: {time.perf_counter() - start:.1f} s", flush=True)
+        ui_indexes(engine, create=True)
+        upgraded = time.perf_counter() - start
+        print(f"UI indexes created: {upgraded:.1f} s", flush=True)
         engine.dispose()
         after = measure(url, args.repeat, args.tasks)
-        print("| endpoint | baseline (0002) median ms | with UI indexes median ms | p95 ms | speed-up |")
-        print("| --- | ---: | ---: | ---: | ---: |")
-        for label, (b_med, _) in before.items():
-            a_med, a_p95 = after[label]
-            print(f"| {label} | {b_med:.1f} | {a_med:.1f} | {a_p95:.1f} | {b_med / a_med:.1f}x |")
-        for eng, name in drops:
-            with eng.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        for label, times in before.items():
+            b_med, a_med = statistics.median(times), statistics.median(after[label])
+            print(f"| {label} | {b_med:.1f} | {a_med:.1f} | {max(after[label]):.1f} | {b_med / a_med:.1f}x |")
+        results.append({"backend": backend, "load_s": round(took, 1), "index_s": round(upgraded, 1),
+                        "endpoints": [{"endpoint": label, "baseline_ms": before[label],
+                                                         "indexed_ms": after[label]} for label in before]})
+        for drop in drops:
+            drop()
+    write_json(args.json, "bench_ui", {"backends": backends, "tasks": args.tasks, "slots": args.tasks * 3,
+                                       "decisions": args.decisions, "consumption": args.decisions // 5,
+                                       "repeat": args.repeat}, env, results)
     return 0
 
 

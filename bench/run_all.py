@@ -1,25 +1,49 @@
-"""Run every benchmark in this folder with its default arguments: ``make bench``."""
+"""Run every benchmark with the documented arguments, write bench/results/*.json, regenerate the tables
+of docs/performance.md: ``make bench``. ``--only NAME[,NAME]`` runs some of them (the others' JSON stays).
+
+The argument lists below are the one place that says how the published figures were produced.
+"""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import argparse
+import subprocess
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
 
-def main() -> int:
+#: Benchmark module -> its arguments, in the order they run (one at a time: they share the machine).
+BENCHMARKS: dict[str, list[str]] = {
+    "bench_triggers": ["--ks", "100,1000,10000", "--backends", "sqlite,postgres"],
+    "bench_retention": ["--rows", "1000000", "--writers", "2", "--write-interval", "0.05", "--backends", "sqlite,postgres"],
+    "bench_dbt_queue": ["--parts", "enqueue,builds,replay", "--requests", "1500", "--k", "4"],
+    "bench_gate": ["--parts", "engine,writes,latency", "--runs", "7", "--attempts", "200"],
+    "bench_ui": ["--backend", "sqlite", "--backend", "postgres", "--repeat", "15"],
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated benchmark names (default: all)")
+    args = parser.parse_args(argv)
+    names = args.only.split(",") if args.only else list(BENCHMARKS)
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)} (known: {', '.join(BENCHMARKS)})")
     failed = []
-    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
-        if not info.name.startswith("bench_"):
-            continue
-        print(f"== {info.name}", flush=True)
-        module = importlib.import_module(f"bench.{info.name}")
-        if module.main([]) != 0:
-            failed.append(info.name)
+    for name in names:
+        print(f"== {name}", flush=True)
+        cmd = [sys.executable, "-m", f"bench.{name}", *BENCHMARKS[name], "--json", str(RESULTS / f"{name}.json")]
+        if subprocess.run(cmd, cwd=ROOT).returncode != 0:
+            failed.append(name)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
+        return 1
+    from bench.report import main as report
+
+    return report([])
 
 
 if __name__ == "__main__":
