@@ -28,7 +28,7 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-UTC = dt.timezone.utc
+UTC = dt.UTC
 MODELS_PER_REQUEST = 8
 UNIVERSE = 400
 GOAL_EVENTS_PER_S = 5000
@@ -87,8 +87,14 @@ def _claimer(url: str, stop, out) -> None:
         if batch is None:
             stop.wait(0.01)
             continue
-        queue.finish(batch, {r.unique_id: ModelOutcome.SUCCESS for r in batch.rows}, status="success",
-                     invocations=1, exit_code=0, message=None)
+        queue.finish(
+            batch,
+            {r.unique_id: ModelOutcome.SUCCESS for r in batch.rows},
+            status="success",
+            invocations=1,
+            exit_code=0,
+            message=None,
+        )
         batches += 1
     out.put(batches)
 
@@ -111,9 +117,7 @@ def enqueue_rate(url: str, producers: int, requests: int) -> dict:
     """Events per second with ``producers`` processes sending ``requests`` requests each, and a claimer."""
     ctx = mp.get_context("spawn")
     start, done, stop, claimed = ctx.Event(), ctx.Queue(), ctx.Event(), ctx.Queue()
-    procs = [
-        ctx.Process(target=_producer, args=(url, requests, seed, start, done)) for seed in range(producers)
-    ]
+    procs = [ctx.Process(target=_producer, args=(url, requests, seed, start, done)) for seed in range(producers)]
     claimer = ctx.Process(target=_claimer, args=(url, stop, claimed))
     for p in procs + [claimer]:
         p.start()
@@ -128,8 +132,12 @@ def enqueue_rate(url: str, producers: int, requests: int) -> dict:
     for p in procs + [claimer]:
         p.join()
     check_events(url, producers * (requests + 1) * MODELS_PER_REQUEST)  # + each producer's warm-up
-    return {"producers": producers, "elapsed_s": round(elapsed, 3), "claimed_batches": batches,
-            "events_per_s": round(producers * requests * MODELS_PER_REQUEST / elapsed, 1)}
+    return {
+        "producers": producers,
+        "elapsed_s": round(elapsed, 3),
+        "claimed_batches": batches,
+        "events_per_s": round(producers * requests * MODELS_PER_REQUEST / elapsed, 1),
+    }
 
 
 def bench_enqueue(requests: int, workdir: Path, backends) -> list:
@@ -143,8 +151,11 @@ def bench_enqueue(requests: int, workdir: Path, backends) -> list:
             finally:
                 drop()
             results.append({"backend": backend, **r})
-            print(f"{backend} {producers} producers: {r['events_per_s']:,.0f} events/s "
-                  f"({r['claimed_batches']} batches claimed meanwhile)", flush=True)
+            print(
+                f"{backend} {producers} producers: {r['events_per_s']:,.0f} events/s "
+                f"({r['claimed_batches']} batches claimed meanwhile)",
+                flush=True,
+            )
     return results
 
 
@@ -181,8 +192,11 @@ def _queue_path(runner, workdir: Path, early, late) -> dict:
     began = time.perf_counter()
     for plan in early:
         queue.enqueue(BatchKey("bench"), plan.models, plan.selector)
-    drain = threading.Thread(target=lambda: reports.append(
-        QueueWorker(queue, runner, "bench", policy=no_wait, heartbeat_interval=1.0).drain()))
+    drain = threading.Thread(
+        target=lambda: reports.append(
+            QueueWorker(queue, runner, "bench", policy=no_wait, heartbeat_interval=1.0).drain()
+        )
+    )
     drain.start()
     if late:
         running = sa.select(sa.func.count()).where(dbt_queue.c.status == "running")
@@ -197,8 +211,12 @@ def _queue_path(runner, workdir: Path, early, late) -> dict:
     if late:  # what arrived after the drain's last claim waits for the next drain
         reports.append(QueueWorker(queue, runner, "bench", policy=no_wait, heartbeat_interval=1.0).drain())
     batches = [b for r in reports for b in r.batches]
-    return {"dbt_builds": len(batches), "model_builds": sum(len(b.outcomes) for b in batches),
-            "drains": len(reports), "wall_s": round(time.perf_counter() - began, 2)}
+    return {
+        "dbt_builds": len(batches),
+        "model_builds": sum(len(b.outcomes) for b in batches),
+        "drains": len(reports),
+        "wall_s": round(time.perf_counter() - began, 2),
+    }
 
 
 def bench_builds(k: int, workdir: Path) -> dict:
@@ -217,27 +235,35 @@ def bench_builds(k: int, workdir: Path) -> dict:
     planner = Planner(runner)
     plans = [planner.plan(s) for s in ("source:field_ops.work_orders+", "source:field_ops.time_entries+")]
     requests = [plans[i % 2] for i in range(k)]
-    early, late = requests[: (k + 1) // 2], requests[(k + 1) // 2:]
+    early, late = requests[: (k + 1) // 2], requests[(k + 1) // 2 :]
 
     def union(group):
         return {m.fqn for plan in group for m in plan.models}
 
-    results = {"k": k, "all_at_once": {
-        "naive": _dbt_builds(runner, [{m.fqn for m in p.models} for p in requests]),
-        "union": _dbt_builds(runner, [union(requests)]),
-        "queue": _queue_path(runner, workdir, requests, []),
-    }, "arriving_during_build": {
-        "early": len(early), "late": len(late),
-        "naive": _dbt_builds(runner, [{m.fqn for m in p.models} for p in requests]),
-        # A build cannot include what is requested after it started: the union is built twice.
-        "union": _dbt_builds(runner, [union(early)] + ([union(late)] if late else [])),
-        "queue": _queue_path(runner, workdir, early, late),
-    }}
+    results = {
+        "k": k,
+        "all_at_once": {
+            "naive": _dbt_builds(runner, [{m.fqn for m in p.models} for p in requests]),
+            "union": _dbt_builds(runner, [union(requests)]),
+            "queue": _queue_path(runner, workdir, requests, []),
+        },
+        "arriving_during_build": {
+            "early": len(early),
+            "late": len(late),
+            "naive": _dbt_builds(runner, [{m.fqn for m in p.models} for p in requests]),
+            # A build cannot include what is requested after it started: the union is built twice.
+            "union": _dbt_builds(runner, [union(early)] + ([union(late)] if late else [])),
+            "queue": _queue_path(runner, workdir, early, late),
+        },
+    }
     for case in ("all_at_once", "arriving_during_build"):
         for path in ("naive", "union", "queue"):
             r = results[case][path]
-            print(f"builds {case} {path}: {r['dbt_builds']} dbt builds, {r['model_builds']} model builds, "
-                  f"{r['wall_s']:.1f} s", flush=True)
+            print(
+                f"builds {case} {path}: {r['dbt_builds']} dbt builds, {r['model_builds']} model builds, "
+                f"{r['wall_s']:.1f} s",
+                flush=True,
+            )
     return results
 
 
@@ -263,9 +289,7 @@ def replay(url: str, seed: int = 7, n_models: int = 480) -> dict:
         now += dt.timedelta(seconds=rnd.expovariate(1 / 4.32))
         if batch is not None and now >= batch_ends:
             built = {r.unique_id: ModelOutcome.SUCCESS for r in batch.rows}
-            queue.finish(
-                batch, built, status="success", invocations=1, exit_code=0, message=None, now=batch_ends
-            )
+            queue.finish(batch, built, status="success", invocations=1, exit_code=0, message=None, now=batch_ends)
             batch = None
         if batch is None and now >= next_claim:
             batch = queue.claim("replay", "replayer", policy, max_size=1000, now=next_claim)
@@ -287,8 +311,11 @@ def bench_replay(workdir: Path, backends) -> list:
         finally:
             drop()
         events = r["new_pending"] + r["already_pending"] + r["already_running"]
-        print(f"replay {backend}: {r['requests']:,} requests, {events:,} events, {r['new_pending'] / events:.1%} "
-              f"new work, {r['elapsed']:.1f} s", flush=True)
+        print(
+            f"replay {backend}: {r['requests']:,} requests, {events:,} events, {r['new_pending'] / events:.1%} "
+            f"new work, {r['elapsed']:.1f} s",
+            flush=True,
+        )
         results.append({"backend": backend, **r, "elapsed": round(r["elapsed"], 2)})
     return results
 
@@ -314,10 +341,21 @@ def main(argv: list[str] | None = None) -> int:
             results["builds"] = bench_builds(args.k, workdir)
         if "replay" in parts:
             results["replay"] = bench_replay(workdir, backends)
-    write_json(args.json, "bench_dbt_queue", {"parts": parts, "requests_per_producer": args.requests,
-                                              "models_per_request": MODELS_PER_REQUEST, "universe": UNIVERSE,
-                                              "k": args.k, "backends": backends,
-                                              "goal_events_per_s": GOAL_EVENTS_PER_S}, env, results)
+    write_json(
+        args.json,
+        "bench_dbt_queue",
+        {
+            "parts": parts,
+            "requests_per_producer": args.requests,
+            "models_per_request": MODELS_PER_REQUEST,
+            "universe": UNIVERSE,
+            "k": args.k,
+            "backends": backends,
+            "goal_events_per_s": GOAL_EVENTS_PER_S,
+        },
+        env,
+        results,
+    )
     return 0
 
 

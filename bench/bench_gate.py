@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-UTC = dt.timezone.utc
+UTC = dt.UTC
 SLOT = dt.datetime(2026, 11, 28, tzinfo=UTC)
 
 
@@ -75,14 +75,29 @@ def write_cost(backend: str, deps: int, attempts: int) -> dict:
     url, drop = catalog(backend)
     try:
         store = CatalogStore(get_engine(url, migrate=True))
-        judged = [Judgement(f"task:up_{i}", True, f"up_{i} (SUCCESS): upstream succeeded", DependencyType.SUCCESS,
-                            final=True, upstream_slot=SLOT, upstream_revision=1) for i in range(deps)]
+        judged = [
+            Judgement(
+                f"task:up_{i}",
+                True,
+                f"up_{i} (SUCCESS): upstream succeeded",
+                DependencyType.SUCCESS,
+                final=True,
+                upstream_slot=SLOT,
+                upstream_revision=1,
+            )
+            for i in range(deps)
+        ]
 
         def gated(i: int):
             run = f"run-{i}"
             store.record_decisions(AttemptKey("bench", "child__gate", run), judged, downstream_slot=SLOT)
-            store.record_success(TaskIdentity("bench.child", "bench"), SLOT + dt.timedelta(days=i), run_id=run,
-                                 consumer=AttemptKey("bench", "child", run), gate_task_ids=["child__gate"])
+            store.record_success(
+                TaskIdentity("bench.child", "bench"),
+                SLOT + dt.timedelta(days=i),
+                run_id=run,
+                consumer=AttemptKey("bench", "child", run),
+                gate_task_ids=["child__gate"],
+            )
 
         def plain(i: int):
             store.record_success(TaskIdentity("bench.plain", "bench"), SLOT + dt.timedelta(days=i), run_id=f"p-{i}")
@@ -105,8 +120,14 @@ def write_cost(backend: str, deps: int, attempts: int) -> dict:
             out.append(times)
             event.remove(store.engine, "before_cursor_execute", count)
             statements.append(sent[0] / attempts)
-        return {"backend": backend, "dependencies": deps, "gated_ms": out[0], "plain_ms": out[1],
-                "gated_statements": statements[0], "plain_statements": statements[1]}
+        return {
+            "backend": backend,
+            "dependencies": deps,
+            "gated_ms": out[0],
+            "plain_ms": out[1],
+            "gated_statements": statements[0],
+            "plain_statements": statements[1],
+        }
     finally:
         dispose_all()
         drop()
@@ -159,9 +180,14 @@ LATENCY_DAGS = textwrap.dedent("""
 
 def task_times(cluster, dag_id: str, run_id: str) -> dict:
     parse = dt.datetime.fromisoformat
-    return {ti["task_id"]: (ti["state"], ti["start_date"] and parse(ti["start_date"]),
-                            ti["end_date"] and parse(ti["end_date"]))
-            for ti in cluster.task_instances(dag_id, run_id)}
+    return {
+        ti["task_id"]: (
+            ti["state"],
+            ti["start_date"] and parse(ti["start_date"]),
+            ti["end_date"] and parse(ti["end_date"]),
+        )
+        for ti in cluster.task_instances(dag_id, run_id)
+    }
 
 
 def _states(cluster, dag_id: str, run_id: str) -> dict:
@@ -214,8 +240,13 @@ def latency_cluster(home: Path, airflow_url: str, catalog_url: str, extra_dags: 
         (dags / name).write_text(source)
     releases = home / "release"
     releases.mkdir(parents=True, exist_ok=True)
-    return AirflowCluster(dags, sql_alchemy_conn=airflow_url, catalog_url=catalog_url, home=home / "home",
-                          env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5", "LEASTACTION_RELEASE_DIR": str(releases)})
+    return AirflowCluster(
+        dags,
+        sql_alchemy_conn=airflow_url,
+        catalog_url=catalog_url,
+        home=home / "home",
+        env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5", "LEASTACTION_RELEASE_DIR": str(releases)},
+    )
 
 
 def latency(runs: int) -> tuple[list, list]:
@@ -254,9 +285,19 @@ def main(argv=None) -> int:
             print(f"engine {r['dependencies']:,} dependencies: {r['per_s']:,.0f} evaluations/s", flush=True)
 
     def save():  # after each part, so a later part's failure keeps the earlier ones
-        write_json(args.json, "bench_gate", {"parts": parts, "runs": args.runs, "attempts": args.attempts,
-                                             "attempts_at_100_dependencies": args.attempts // 4,
-                                             "backends": backends}, env, results)
+        write_json(
+            args.json,
+            "bench_gate",
+            {
+                "parts": parts,
+                "runs": args.runs,
+                "attempts": args.attempts,
+                "attempts_at_100_dependencies": args.attempts // 4,
+                "backends": backends,
+            },
+            env,
+            results,
+        )
 
     save()
     if "writes" in parts:
@@ -266,17 +307,25 @@ def main(argv=None) -> int:
                 r = write_cost(backend, deps, args.attempts if deps < 100 else args.attempts // 4)
                 results["writes"].append(r)
                 g, p = statistics.median(r["gated_ms"]), statistics.median(r["plain_ms"])
-                print(f"writes {backend} {deps}: {g:.2f} / {p:.2f} ms median ({g / p:.1f}x), statements "
-                      f"{r['gated_statements']:.0f} / {r['plain_statements']:.0f}", flush=True)
+                print(
+                    f"writes {backend} {deps}: {g:.2f} / {p:.2f} ms median ({g / p:.1f}x), statements "
+                    f"{r['gated_statements']:.0f} / {r['plain_statements']:.0f}",
+                    flush=True,
+                )
     save()
     if "latency" in parts:
         gate_runs, rule_runs = latency(args.runs)
         gate = [round(x, 3) for x, _ in gate_runs if x is not None]
         rule = [round(x, 3) for x, _ in rule_runs if x is not None]
-        results["latency"] = {"any_gate_s": gate, "one_success_s": rule,
-                              "failed_runs": [d for x, d in gate_runs + rule_runs if x is None]}
-        print(f"latency: ANY gate {gate}, one_success {rule}, failed runs "
-              f"{len(results['latency']['failed_runs'])}", flush=True)
+        results["latency"] = {
+            "any_gate_s": gate,
+            "one_success_s": rule,
+            "failed_runs": [d for x, d in gate_runs + rule_runs if x is None],
+        }
+        print(
+            f"latency: ANY gate {gate}, one_success {rule}, failed runs {len(results['latency']['failed_runs'])}",
+            flush=True,
+        )
     save()
     return 0
 

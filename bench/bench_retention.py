@@ -3,17 +3,19 @@
 For each backend (a real SQLite file, the durable benchmark PostgreSQL), the catalog is filled with N
 old gate decisions and N/5 consumption records pointing at them (the UI benchmark's proportion), then
 ``prune_catalog`` deletes everything older than a cutoff in its batches while W writer processes keep
-recording gate attempts (3 decisions each, in one statement, as a gate does; one every 50 ms per writer). Reported: rows pruned per
-second, and the writers' single-write latencies before the prune and during it (the longest is the
-longest stall a gate saw).
+recording gate attempts (3 decisions each, in one statement, as a gate does; one every 50 ms per
+writer). Reported: rows pruned per second, and the writers' single-write latencies before the prune and
+during it (the longest is the longest stall a gate saw).
 
-    .venv/bin/python -m bench.bench_retention [--rows 1000000] [--writers 2] [--write-interval 0.05] [--backends sqlite,postgres] [--json PATH]
+    .venv/bin/python -m bench.bench_retention [--rows 1000000] [--writers 2] [--write-interval 0.05]
+        [--backends sqlite,postgres] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import multiprocessing as mp
 import os
 import sys
@@ -22,15 +24,16 @@ import time
 
 import sqlalchemy as sa
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 OLD = dt.datetime(2026, 1, 1, tzinfo=UTC)
 CUTOFF = dt.datetime(2026, 6, 1, tzinfo=UTC)
 CONSUMPTION_EVERY = 5  # one consumption record per 5 decisions
 BEFORE_S = 5.0  # writers' latencies measured this long before the prune starts
 
 
-DECISION_COLUMNS = ("id,dag_id,task_id,run_id,map_index,attempt,downstream_slot,dependency,dependency_type,result,"
-                    "reason,decided_at")
+DECISION_COLUMNS = (
+    "id,dag_id,task_id,run_id,map_index,attempt,downstream_slot,dependency,dependency_type,result,reason,decided_at"
+)
 CONSUMPTION_COLUMNS = "id,decision_id,dag_id,task_id,run_id,map_index,attempt,downstream_slot,dependency,consumed_at"
 
 
@@ -60,7 +63,9 @@ def seed(url: str, rows: int) -> float:
     if engine.dialect.name == "postgresql":
         with engine.begin() as conn:
             for table in ("la_gate_decision", "la_consumption"):
-                conn.execute(sa.text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"))
+                conn.execute(
+                    sa.text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+                )
             conn.execute(sa.text("ANALYZE"))
     return time.perf_counter() - began
 
@@ -116,8 +121,9 @@ def run_backend(backend: str, rows: int, writers: int, interval: float, batch_si
 
     url, drop = fresh_database(backend)
     conn_id = f"la_bench_retention_{backend}"
-    os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = (
-        '{"conn_type": "leastaction_catalog", "extra": {"url": "%s"}}' % url)
+    os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(
+        {"conn_type": "leastaction_catalog", "extra": {"url": url}}
+    )
     try:
         seed_s = seed(url, rows)
         dispose_all()
@@ -149,18 +155,29 @@ def _result(backend, rows, writers, batch_size, seed_s, report, prune_start, pru
     assert pruned == expected, f"{backend}: pruned {pruned} rows, seeded {expected}"
     before = [round(lat, 5) for t, lat in samples if t < prune_start]
     during = [round(lat, 5) for t, lat in samples if prune_start <= t < prune_end]
-    return {"backend": backend, "rows": rows, "writers": writers, "batch_size": batch_size,
-            "seed_s": round(seed_s, 2), "prune_s": round(prune_end - prune_start, 3),
-            "pruned": counts, "transactions": {n: t.transactions for n, t in report.tables.items()},
-            "write_latency_before_s": before, "write_latency_during_s": during}
+    return {
+        "backend": backend,
+        "rows": rows,
+        "writers": writers,
+        "batch_size": batch_size,
+        "seed_s": round(seed_s, 2),
+        "prune_s": round(prune_end - prune_start, 3),
+        "pruned": counts,
+        "transactions": {n: t.transactions for n, t in report.tables.items()},
+        "write_latency_before_s": before,
+        "write_latency_during_s": during,
+    }
 
 
 def derived(r: dict) -> dict:
     from bench.common import summary
 
     pruned = r["pruned"]["la_gate_decision"] + r["pruned"]["la_consumption"]
-    return {"rows_per_s": pruned / r["prune_s"], "before": summary(r["write_latency_before_s"]),
-            "during": summary(r["write_latency_during_s"])}
+    return {
+        "rows_per_s": pruned / r["prune_s"],
+        "before": summary(r["write_latency_before_s"]),
+        "during": summary(r["write_latency_during_s"]),
+    }
 
 
 def main(argv=None) -> int:
@@ -170,8 +187,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="old gate decisions to prune")
     parser.add_argument("--writers", type=int, default=2, help="concurrent writer processes")
-    parser.add_argument("--write-interval", type=float, default=0.05,
-                        help="seconds between one writer's gate attempts")
+    parser.add_argument("--write-interval", type=float, default=0.05, help="seconds between one writer's gate attempts")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--json", help="write inputs, environment and every raw sample here")
@@ -183,14 +199,28 @@ def main(argv=None) -> int:
     for backend in backends:
         r = run_backend(backend, args.rows, args.writers, args.write_interval, args.batch_size)
         d = derived(r)
-        print(f"{backend}: {d['rows_per_s']:,.0f} rows/s over {r['prune_s']:.1f} s; write latency max "
-              f"{d['before']['max'] * 1000:.1f} ms before, {d['during']['max'] * 1000:.1f} ms during", flush=True)
+        print(
+            f"{backend}: {d['rows_per_s']:,.0f} rows/s over {r['prune_s']:.1f} s; write latency max "
+            f"{d['before']['max'] * 1000:.1f} ms before, {d['during']['max'] * 1000:.1f} ms during",
+            flush=True,
+        )
         results.append(r)
-    write_json(args.json, "bench_retention", {"rows": args.rows, "consumption_per_decision": 1 / CONSUMPTION_EVERY,
-                                              "writers": args.writers, "write_interval_s": args.write_interval,
-                                              "batch_size": args.batch_size,
-                                              "backends": backends, "before_s": BEFORE_S,
-                                              "cutoff": CUTOFF.isoformat()}, env, results)
+    write_json(
+        args.json,
+        "bench_retention",
+        {
+            "rows": args.rows,
+            "consumption_per_decision": 1 / CONSUMPTION_EVERY,
+            "writers": args.writers,
+            "write_interval_s": args.write_interval,
+            "batch_size": args.batch_size,
+            "backends": backends,
+            "before_s": BEFORE_S,
+            "cutoff": CUTOFF.isoformat(),
+        },
+        env,
+        results,
+    )
     return 0
 
 

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import datetime as dt
 import gc
+import json
 import os
 import statistics
 import sys
@@ -26,7 +27,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 ROOT = Path(__file__).resolve().parent.parent
-DAY = dt.datetime(2026, 11, 28, tzinfo=dt.timezone.utc)
+DAY = dt.datetime(2026, 11, 28, tzinfo=dt.UTC)
 POLL = 1.0
 WAIT_TICKS = 3
 
@@ -44,12 +45,25 @@ def seed(store, k: int):
     from airflow_leastaction.identity import TaskIdentity
 
     parents = [TaskIdentity(f"parent_{i:05d}", "bench") for i in range(k)]
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     with store.write() as conn:
-        conn.execute(sa.insert(task), [dict(p.as_dict(), source="external", cron="0 0 * * *", timezone="UTC",
-                                            updated_at=now) for p in parents]
-                     + [dict(name=f"child_{i:05d}", project="bench", account="", partition="", source="airflow",
-                             cron="0 0 * * *", timezone="UTC", updated_at=now) for i in range(k)])
+        conn.execute(
+            sa.insert(task),
+            [dict(p.as_dict(), source="external", cron="0 0 * * *", timezone="UTC", updated_at=now) for p in parents]
+            + [
+                dict(
+                    name=f"child_{i:05d}",
+                    project="bench",
+                    account="",
+                    partition="",
+                    source="airflow",
+                    cron="0 0 * * *",
+                    timezone="UTC",
+                    updated_at=now,
+                )
+                for i in range(k)
+            ],
+        )
     warm = TaskIdentity("warm_up", "bench")
     store.record_success(warm, DAY, run_id="w")
     return [[parents[i], parents[(i + 1) % k], parents[(i + 2) % k]] for i in range(k)], parents, warm
@@ -58,14 +72,32 @@ def seed(store, k: int):
 def complete_all(store, parents) -> float:
     from airflow_leastaction.catalog.schema import task, task_run
 
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     with store.write() as conn:
         pks = dict(conn.execute(sa.select(task.c.name, task.c.id).where(task.c.project == "bench")).all())
-        conn.execute(sa.insert(task_run), [dict(task_pk=pks[p.name], slot=DAY, state="success", attempt=1,
-                                                run_id="r", output_revision=1, repair_pending=False,
-                                                started_at=now, finished_at=now, updated_at=now) for p in parents])
-        conn.execute(sa.update(task).where(task.c.project == "bench", task.c.name.like("parent_%"))
-                     .values(state="success", prev_interval_start=DAY, updated_at=now))
+        conn.execute(
+            sa.insert(task_run),
+            [
+                dict(
+                    task_pk=pks[p.name],
+                    slot=DAY,
+                    state="success",
+                    attempt=1,
+                    run_id="r",
+                    output_revision=1,
+                    repair_pending=False,
+                    started_at=now,
+                    finished_at=now,
+                    updated_at=now,
+                )
+                for p in parents
+            ],
+        )
+        conn.execute(
+            sa.update(task)
+            .where(task.c.project == "bench", task.c.name.like("parent_%"))
+            .values(state="success", prev_interval_start=DAY, updated_at=now)
+        )
     return time.monotonic()
 
 
@@ -93,7 +125,6 @@ async def per_trigger_polling(parents, child, url):
     from airflow_leastaction.catalog.engine import get_engine
     from airflow_leastaction.catalog.store import CatalogStore
     from airflow_leastaction.gate import ALL, Verdict, decide
-    from airflow_leastaction.identity import TaskIdentity
     from airflow_leastaction.intervals.judging import judge_parents
 
     store = CatalogStore(get_engine(url))
@@ -128,8 +159,13 @@ async def measure(kind: str, url: str, store, families, parents, warm, pool_size
         n0, cpu0, wall0 = counter.n, time.process_time(), time.monotonic()
         await asyncio.sleep(POLL)
         wall = time.monotonic() - wall0
-        ticks.append({"wall_s": round(wall, 4), "statements": counter.n - n0,
-                      "cpu_ms": round((time.process_time() - cpu0) * 1000, 2)})
+        ticks.append(
+            {
+                "wall_s": round(wall, 4),
+                "statements": counter.n - n0,
+                "cpu_ms": round((time.process_time() - cpu0) * 1000, 2),
+            }
+        )
     done_at = await asyncio.to_thread(complete_all, store, parents)
     released = await asyncio.wait_for(asyncio.gather(*tasks), timeout=1800)
     sa.event.remove(engine, "before_cursor_execute", counter)
@@ -141,11 +177,14 @@ def derived(run: dict) -> dict:
     """The figures of one run, from its raw samples (the report and the console use the same ones)."""
     wall = sum(t["wall_s"] for t in run["ticks"]) / POLL
     lat = run["release_s"]
-    return {"statements_per_tick": sum(t["statements"] for t in run["ticks"]) / wall,
-            "cpu_ms_per_tick": sum(t["cpu_ms"] for t in run["ticks"]) / wall,
-            "kib_per_trigger": run["bytes_per_trigger"] / 1024,
-            "release_median_s": statistics.median(lat),
-            "release_p99_s": lat[min(len(lat) - 1, int(len(lat) * 0.99))], "release_max_s": lat[-1]}
+    return {
+        "statements_per_tick": sum(t["statements"] for t in run["ticks"]) / wall,
+        "cpu_ms_per_tick": sum(t["cpu_ms"] for t in run["ticks"]) / wall,
+        "kib_per_trigger": run["bytes_per_trigger"] / 1024,
+        "release_median_s": statistics.median(lat),
+        "release_p99_s": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+        "release_max_s": lat[-1],
+    }
 
 
 def run_one(kind: str, backend: str, k: int, pool_size: int) -> dict:
@@ -155,8 +194,9 @@ def run_one(kind: str, backend: str, k: int, pool_size: int) -> dict:
 
     url, drop = catalog_url(backend)
     try:
-        os.environ["AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT"] = (
-            '{"conn_type": "leastaction_catalog", "extra": {"url": "%s"}}' % url)
+        os.environ["AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT"] = json.dumps(
+            {"conn_type": "leastaction_catalog", "extra": {"url": url}}
+        )
         dispose_all()
         CatalogPoller._shared.clear()
         store = CatalogStore(get_engine(url, migrate=True))
@@ -173,16 +213,26 @@ def main(argv=None) -> int:
     parser.add_argument("--ks", default="100,1000,10000")
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--baseline-max-k", type=int, default=10000)
-    parser.add_argument("--pool-size", type=int, default=min(32, (os.cpu_count() or 1) + 4),
-                        help="worker threads of the event loop (default: Python's default executor size)")
+    parser.add_argument(
+        "--pool-size",
+        type=int,
+        default=min(32, (os.cpu_count() or 1) + 4),
+        help="worker threads of the event loop (default: Python's default executor size)",
+    )
     parser.add_argument("--json", help="write inputs, environment and every raw sample here")
     args = parser.parse_args(argv)
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="la-bench-home-"))
     backends = args.backends.split(",")
     env = environment(backends)
-    inputs = {"ks": [int(x) for x in args.ks.split(",")], "backends": backends, "poll_interval_s": POLL,
-              "wait_ticks": WAIT_TICKS, "parents_per_trigger": 3, "baseline_max_k": args.baseline_max_k,
-              "thread_pool_size": args.pool_size}
+    inputs = {
+        "ks": [int(x) for x in args.ks.split(",")],
+        "backends": backends,
+        "poll_interval_s": POLL,
+        "wait_ticks": WAIT_TICKS,
+        "parents_per_trigger": 3,
+        "baseline_max_k": args.baseline_max_k,
+        "thread_pool_size": args.pool_size,
+    }
     rows = []
     for backend in backends:
         for k in inputs["ks"]:
@@ -202,9 +252,11 @@ def format_row(backend, k, shared, base) -> str:
         ratio = base[key] / shared[key] if shared[key] else float("inf")
         return f"{s} / {format(base[key], fmt)} ({ratio:.1f}x)"
 
-    return (f"| {backend} | {k:,} | {cell('statements_per_tick', '.1f')} | {cell('cpu_ms_per_tick', '.1f')} | "
-            f"{cell('kib_per_trigger', '.1f')} | {cell('release_median_s', '.2f')} | "
-            f"{cell('release_p99_s', '.2f')} |")
+    return (
+        f"| {backend} | {k:,} | {cell('statements_per_tick', '.1f')} | {cell('cpu_ms_per_tick', '.1f')} | "
+        f"{cell('kib_per_trigger', '.1f')} | {cell('release_median_s', '.2f')} | "
+        f"{cell('release_p99_s', '.2f')} |"
+    )
 
 
 if __name__ == "__main__":

@@ -20,16 +20,13 @@ import csv
 import datetime as dt
 import io
 import json
-import os
 import statistics
 import sys
-import tempfile
 import time
-import uuid
 
 from sqlalchemy import create_engine, text
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 T0 = dt.datetime(2024, 1, 1, tzinfo=UTC)
 RESULTS = ("SATISFIED", "UNSATISFIED", "BYPASSED")
 STATES = ("success", "success", "success", "running", "failed")
@@ -45,9 +42,23 @@ def _stamp(value: dt.datetime, dialect: str) -> str:
 def task_rows(n: int, d: str):
     for i in range(1, n + 1):
         parents = [] if i <= 10 else [{"account": "", "name": f"t{(i // 3):06d}", "partition": "", "project": "p"}]
-        yield (i, f"t{i:06d}", "p", "", "", "airflow" if i % 10 else "external", "0 3 * * *", "UTC",
-               STATES[i % 5], _stamp(T0 + dt.timedelta(days=30), d), _stamp(T0 + dt.timedelta(days=29), d),
-               f"dag{i % 20000:05d}", f"task{i % 5}", json.dumps(parents, sort_keys=True), _stamp(T0, d))
+        yield (
+            i,
+            f"t{i:06d}",
+            "p",
+            "",
+            "",
+            "airflow" if i % 10 else "external",
+            "0 3 * * *",
+            "UTC",
+            STATES[i % 5],
+            _stamp(T0 + dt.timedelta(days=30), d),
+            _stamp(T0 + dt.timedelta(days=29), d),
+            f"dag{i % 20000:05d}",
+            f"task{i % 5}",
+            json.dumps(parents, sort_keys=True),
+            _stamp(T0, d),
+        )
 
 
 def run_rows(n_tasks: int, per_task: int, d: str):
@@ -56,35 +67,75 @@ def run_rows(n_tasks: int, per_task: int, d: str):
         for s in range(per_task):
             pk += 1
             slot = T0 + dt.timedelta(days=27 + s, hours=3)
-            yield (pk, t, _stamp(slot, d), "success", 1, f"r{s}", 1 + (s == per_task - 1 and t % 7 == 0), False,
-                   _stamp(slot, d))
+            yield (
+                pk,
+                t,
+                _stamp(slot, d),
+                "success",
+                1,
+                f"r{s}",
+                1 + (s == per_task - 1 and t % 7 == 0),
+                False,
+                _stamp(slot, d),
+            )
 
 
 def decision_rows(n: int, d: str):
     for i in range(1, n + 1):
         at = T0 + dt.timedelta(seconds=i * 3)
         dag = 1 if i % 2 else i % 20000  # one busy DAG holds half of all decisions
-        yield (i, f"dag{dag:05d}", f"task{i % 5}", f"scheduled__{i // 20000:05d}", -1, 1,
-               f"catalog:p/t{i % 100000:06d}", "SUCCESS", RESULTS[i % 3], f"reason {i}", _stamp(at, d),
-               (i % 100000) + 1, ((i % 100000) * 3) + 1, 1)
+        yield (
+            i,
+            f"dag{dag:05d}",
+            f"task{i % 5}",
+            f"scheduled__{i // 20000:05d}",
+            -1,
+            1,
+            f"catalog:p/t{i % 100000:06d}",
+            "SUCCESS",
+            RESULTS[i % 3],
+            f"reason {i}",
+            _stamp(at, d),
+            (i % 100000) + 1,
+            ((i % 100000) * 3) + 1,
+            1,
+        )
 
 
 def consumption_rows(n: int, d: str):
     for i in range(1, n + 1):
         at = T0 + dt.timedelta(seconds=i * 15)
         up = 4242 if i % 2 else (i % 100000) + 1  # one busy upstream, one busy DAG: half the rows each
-        yield (i, i, f"dag{1 if i % 2 else i % 20000:05d}", f"task{i % 5}", f"scheduled__{i // 20000:05d}", -1, 1,
-               f"catalog:p/t{up:06d}", up, (up - 1) * 3 + 3, 1, _stamp(at, d))
+        yield (
+            i,
+            i,
+            f"dag{1 if i % 2 else i % 20000:05d}",
+            f"task{i % 5}",
+            f"scheduled__{i // 20000:05d}",
+            -1,
+            1,
+            f"catalog:p/t{up:06d}",
+            up,
+            (up - 1) * 3 + 3,
+            1,
+            _stamp(at, d),
+        )
 
 
 TABLES = {
-    "la_task": ("id,name,project,account,partition,source,cron,timezone,state,logical_date,prev_interval_start,"
-                "dag_id,task_id,parents,updated_at"),
+    "la_task": (
+        "id,name,project,account,partition,source,cron,timezone,state,logical_date,prev_interval_start,"
+        "dag_id,task_id,parents,updated_at"
+    ),
     "la_task_run": "id,task_pk,slot,state,attempt,run_id,output_revision,repair_pending,updated_at",
-    "la_gate_decision": ("id,dag_id,task_id,run_id,map_index,attempt,dependency,dependency_type,result,reason,"
-                         "decided_at,upstream_task_pk,upstream_run_pk,upstream_revision"),
-    "la_consumption": ("id,decision_id,dag_id,task_id,run_id,map_index,attempt,dependency,upstream_task_pk,"
-                       "upstream_run_pk,upstream_revision,consumed_at"),
+    "la_gate_decision": (
+        "id,dag_id,task_id,run_id,map_index,attempt,dependency,dependency_type,result,reason,"
+        "decided_at,upstream_task_pk,upstream_run_pk,upstream_revision"
+    ),
+    "la_consumption": (
+        "id,decision_id,dag_id,task_id,run_id,map_index,attempt,dependency,upstream_task_pk,"
+        "upstream_run_pk,upstream_revision,consumed_at"
+    ),
 }
 
 
@@ -122,22 +173,32 @@ def fill(url: str, tasks: int, decisions: int) -> float:
     if d == "postgresql":
         with engine.begin() as conn:
             for table in TABLES:
-                conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"))
+                conn.execute(
+                    text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+                )
             conn.execute(text("ANALYZE"))
     engine.dispose()
     return time.perf_counter() - start
 
 
 def endpoints(client, tasks: int) -> list[tuple[str, str]]:
-    deep = client.get("/api/decisions", params={"limit": 50, "cursor": f"{(T0 + dt.timedelta(days=17)).isoformat()}|999999999"})
+    deep = client.get(
+        "/api/decisions", params={"limit": 50, "cursor": f"{(T0 + dt.timedelta(days=17)).isoformat()}|999999999"}
+    )
     assert deep.status_code == 200, deep.text
     return [
         ("decisions, first page", "/api/decisions"),
         ("decisions page (HTML)", "/decisions"),
-        ("decisions, page at 1/2 depth", f"/api/decisions?cursor={(T0 + dt.timedelta(days=17)).isoformat().replace('+', '%2B')}|999999999"),
+        (
+            "decisions, page at 1/2 depth",
+            f"/api/decisions?cursor={(T0 + dt.timedelta(days=17)).isoformat().replace('+', '%2B')}|999999999",
+        ),
         ("decisions by DAG", "/api/decisions?dag_id=dag00001"),
         ("decisions by DAG + task", "/api/decisions?dag_id=dag00001&task_id=task4"),
-        ("decisions of one attempt (TI view)", "/decisions?dag_id=dag01234&task_id=task4&run_id=scheduled__00010&map_index=-1"),
+        (
+            "decisions of one attempt (TI view)",
+            "/decisions?dag_id=dag01234&task_id=task4&run_id=scheduled__00010&map_index=-1",
+        ),
         ("decisions by result", "/api/decisions?result=BYPASSED"),
         ("decisions in a time window", "/api/decisions?since=2024-01-20T00:00&until=2024-01-21T00:00"),
         ("consumption, first page", "/api/consumption"),
@@ -158,8 +219,8 @@ def measure(url: str, repeat: int, tasks: int) -> dict[str, list[float]]:
 
     from airflow_leastaction.catalog.engine import dispose_all, get_engine
     from airflow_leastaction.www.access import READ_TASK_INSTANCES, READ_TASKS, readable_dags
-    from airflow_leastaction.www.reads import DagScope
     from airflow_leastaction.www.app import create_app
+    from airflow_leastaction.www.reads import DagScope
 
     dispose_all()
     get_engine(url, migrate=False)  # the embedded SQLite default would otherwise migrate the baseline to head
@@ -226,8 +287,11 @@ def main(argv=None) -> int:
         drops: list = []
         url = database(backend, drops)
         took = fill(url, args.tasks, args.decisions)
-        print(f"\n{backend}: {args.tasks:,} tasks, {args.tasks * 3:,} slots, {args.decisions:,} decisions, "
-              f"{args.decisions // 5:,} consumption rows loaded in {took:.1f} s", flush=True)
+        print(
+            f"\n{backend}: {args.tasks:,} tasks, {args.tasks * 3:,} slots, {args.decisions:,} decisions, "
+            f"{args.decisions // 5:,} consumption rows loaded in {took:.1f} s",
+            flush=True,
+        )
         engine = create_engine(url)
         upgrade(engine)  # today's code reads today's columns: the baseline is head without the UI indexes
         ui_indexes(engine, create=False)
@@ -241,14 +305,32 @@ def main(argv=None) -> int:
         for label, times in before.items():
             b_med, a_med = statistics.median(times), statistics.median(after[label])
             print(f"| {label} | {b_med:.1f} | {a_med:.1f} | {max(after[label]):.1f} | {b_med / a_med:.1f}x |")
-        results.append({"backend": backend, "load_s": round(took, 1), "index_s": round(upgraded, 1),
-                        "endpoints": [{"endpoint": label, "baseline_ms": before[label],
-                                                         "indexed_ms": after[label]} for label in before]})
+        results.append(
+            {
+                "backend": backend,
+                "load_s": round(took, 1),
+                "index_s": round(upgraded, 1),
+                "endpoints": [
+                    {"endpoint": label, "baseline_ms": before[label], "indexed_ms": after[label]} for label in before
+                ],
+            }
+        )
         for drop in drops:
             drop()
-    write_json(args.json, "bench_ui", {"backends": backends, "tasks": args.tasks, "slots": args.tasks * 3,
-                                       "decisions": args.decisions, "consumption": args.decisions // 5,
-                                       "repeat": args.repeat}, env, results)
+    write_json(
+        args.json,
+        "bench_ui",
+        {
+            "backends": backends,
+            "tasks": args.tasks,
+            "slots": args.tasks * 3,
+            "decisions": args.decisions,
+            "consumption": args.decisions // 5,
+            "repeat": args.repeat,
+        },
+        env,
+        results,
+    )
     return 0
 
 

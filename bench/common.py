@@ -23,16 +23,20 @@ ROOT = Path(__file__).resolve().parent.parent
 #: The benchmarks' PostgreSQL: at default durability, apart from the test server (see scripts/bench-postgres.sh).
 PG_URL_ENV = "LEASTACTION_BENCH_PG_URL"
 #: The settings recorded with every PostgreSQL figure (a skeptic asks for these first).
-PG_SETTINGS = ("server_version", "fsync", "synchronous_commit", "full_page_writes", "wal_level",
-               "shared_buffers")
+PG_SETTINGS = ("server_version", "fsync", "synchronous_commit", "full_page_writes", "wal_level", "shared_buffers")
 
 
 def bench_pg_admin_url() -> str:
     """The admin URL of the benchmark server: ``$LEASTACTION_BENCH_PG_URL``, else scripts/bench-postgres.sh."""
     if os.environ.get(PG_URL_ENV):
         return os.environ[PG_URL_ENV]
-    out = subprocess.run([str(ROOT / "scripts" / "bench-postgres.sh"), "start"], check=True,
-                         capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    out = (
+        subprocess.run(
+            [str(ROOT / "scripts" / "bench-postgres.sh"), "start"], check=True, capture_output=True, text=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     os.environ[PG_URL_ENV] = out
     return out
 
@@ -72,10 +76,14 @@ def fresh_database(backend: str, workdir: Path | None = None) -> tuple[str, call
 
 def environment(backends) -> dict:
     """Where and on what the run happened, read at its start."""
-    env = {"started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "cpu_count": os.cpu_count(), "load_average_at_start": list(os.getloadavg()),
-           "python": platform.python_version(), "sqlalchemy": sa.__version__,
-           "platform": platform.platform()}
+    env = {
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(),
+        "load_average_at_start": list(os.getloadavg()),
+        "python": platform.python_version(),
+        "sqlalchemy": sa.__version__,
+        "platform": platform.platform(),
+    }
     if "sqlite" in backends:
         env["sqlite"] = sqlite3.sqlite_version
     if "postgres" in backends:
@@ -92,8 +100,13 @@ def summary(samples) -> dict:
 def write_json(path: str | None, name: str, inputs: dict, environment_: dict, results) -> dict:
     import sys
 
-    doc = {"benchmark": name, "command": " ".join(["python -m", f"bench.{name}", *sys.argv[1:]]),
-           "inputs": inputs, "environment": environment_, "results": results}
+    doc = {
+        "benchmark": name,
+        "command": " ".join(["python -m", f"bench.{name}", *sys.argv[1:]]),
+        "inputs": inputs,
+        "environment": environment_,
+        "results": results,
+    }
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")

@@ -30,8 +30,11 @@ def _ms(x: float) -> str:
 
 
 def _table(header: list[str], align: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |",
-            *("| " + " | ".join(r) + " |" for r in rows)]
+    return [
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join(align) + " |",
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
 
 
 def _command(command: str) -> str:
@@ -39,7 +42,7 @@ def _command(command: str) -> str:
     words = command.split()
     if "--json" in words:
         i = words.index("--json")
-        del words[i:i + 2]
+        del words[i : i + 2]
     return " ".join(words)
 
 
@@ -47,15 +50,19 @@ def provenance(doc: dict) -> str:
     """Where the numbers come from: the run's date, machine and backend settings, from its JSON."""
     env = doc["environment"]
     load = env["load_average_at_start"][0]
-    parts = [f"Generated from `bench/results/{doc['benchmark']}.json` (`{_command(doc['command'])}`): "
-             f"run {env['started_at']}, "
-             f"{env['cpu_count']} CPUs, load average {load:.1f} at start"]
+    parts = [
+        f"Generated from `bench/results/{doc['benchmark']}.json` (`{_command(doc['command'])}`): "
+        f"run {env['started_at']}, "
+        f"{env['cpu_count']} CPUs, load average {load:.1f} at start"
+    ]
     if "sqlite" in env:
         parts.append(f"SQLite {env['sqlite']}")
     if "postgres" in env:
         pg = env["postgres"]
-        parts.append(f"PostgreSQL {pg['server_version'].split()[0]} with fsync={pg['fsync']}, "
-                     f"synchronous_commit={pg['synchronous_commit']}, full_page_writes={pg['full_page_writes']}")
+        parts.append(
+            f"PostgreSQL {pg['server_version'].split()[0]} with fsync={pg['fsync']}, "
+            f"synchronous_commit={pg['synchronous_commit']}, full_page_writes={pg['full_page_writes']}"
+        )
     return "; ".join(parts) + "."
 
 
@@ -73,15 +80,37 @@ def triggers(doc: dict, part: str | None) -> list[str]:
     rows = []
     for r in doc["results"]:
         s, b = derived(r["shared"]), r["baseline"] and derived(r["baseline"])
-        rows.append([BACKEND[r["backend"]], f"{r['k']:,}", cell(s, b, "statements_per_tick", ",.1f"),
-                     cell(s, b, "cpu_ms_per_tick", ",.1f"), cell(s, b, "kib_per_trigger", ".1f"),
-                     cell(s, b, "release_median_s", ".2f"), cell(s, b, "release_p99_s", ".2f"),
-                     cell(s, b, "release_max_s", ".2f")])
+        rows.append(
+            [
+                BACKEND[r["backend"]],
+                f"{r['k']:,}",
+                cell(s, b, "statements_per_tick", ",.1f"),
+                cell(s, b, "cpu_ms_per_tick", ",.1f"),
+                cell(s, b, "kib_per_trigger", ".1f"),
+                cell(s, b, "release_median_s", ".2f"),
+                cell(s, b, "release_p99_s", ".2f"),
+                cell(s, b, "release_max_s", ".2f"),
+            ]
+        )
     pool = doc["inputs"]["thread_pool_size"]
-    return [f"Baseline thread pool: {pool} worker threads.", "",
-            *_table(["catalog", "K", "statements per tick", "CPU ms per tick", "KiB per waiting trigger",
-                     "release median (s)", "release p99 (s)", "release max (s)"],
-                    ["---", "---:", "---", "---", "---", "---", "---", "---"], rows)]
+    return [
+        f"Baseline thread pool: {pool} worker threads.",
+        "",
+        *_table(
+            [
+                "catalog",
+                "K",
+                "statements per tick",
+                "CPU ms per tick",
+                "KiB per waiting trigger",
+                "release median (s)",
+                "release p99 (s)",
+                "release max (s)",
+            ],
+            ["---", "---:", "---", "---", "---", "---", "---", "---"],
+            rows,
+        ),
+    ]
 
 
 # -- bench_retention ----------------------------------------------------------------------------------
@@ -92,16 +121,36 @@ def retention(doc: dict, part: str | None) -> list[str]:
     for r in doc["results"]:
         d = derived(r)
         b, w = d["before"], d["during"]
-        rows.append([BACKEND[r["backend"]], f"{r['pruned']['la_gate_decision']:,}", f"{r['pruned']['la_consumption']:,}",
-                     f"{r['prune_s']:,.1f} s", f"{d['rows_per_s']:,.0f}",
-                     f"{_ms(b['median'] * 1000)} / {_ms(b['max'] * 1000)} (n={b['n']:,})",
-                     f"{_ms(w['median'] * 1000)} / {_ms(w['max'] * 1000)} (n={w['n']:,})"])
+        rows.append(
+            [
+                BACKEND[r["backend"]],
+                f"{r['pruned']['la_gate_decision']:,}",
+                f"{r['pruned']['la_consumption']:,}",
+                f"{r['prune_s']:,.1f} s",
+                f"{d['rows_per_s']:,.0f}",
+                f"{_ms(b['median'] * 1000)} / {_ms(b['max'] * 1000)} (n={b['n']:,})",
+                f"{_ms(w['median'] * 1000)} / {_ms(w['max'] * 1000)} (n={w['n']:,})",
+            ]
+        )
     i = doc["inputs"]
-    return [f"{i['writers']} writer processes, each recording a gate attempt every "
-            f"{i['write_interval_s'] * 1000:.0f} ms; prune batches of {i['batch_size']:,} rows.", "",
-            *_table(["catalog", "decisions pruned", "consumption pruned", "prune time", "rows/s",
-                     "write ms before: median / max", "write ms during prune: median / max"],
-                    ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)]
+    return [
+        f"{i['writers']} writer processes, each recording a gate attempt every "
+        f"{i['write_interval_s'] * 1000:.0f} ms; prune batches of {i['batch_size']:,} rows.",
+        "",
+        *_table(
+            [
+                "catalog",
+                "decisions pruned",
+                "consumption pruned",
+                "prune time",
+                "rows/s",
+                "write ms before: median / max",
+                "write ms during prune: median / max",
+            ],
+            ["---", "---:", "---:", "---:", "---:", "---:", "---:"],
+            rows,
+        ),
+    ]
 
 
 # -- bench_dbt_queue ----------------------------------------------------------------------------------
@@ -114,35 +163,94 @@ def dbt_queue(doc: dict, part: str | None) -> list[str]:
         rows = []
         for backend in doc["inputs"]["backends"]:
             runs = {r["producers"]: r for r in results["enqueue"] if r["backend"] == backend}
-            rows.append([BACKEND[backend], *(f"{runs[n]['events_per_s']:,.0f}" for n in (1, 4, 8)),
-                         f"{runs[8]['events_per_s'] / goal:.2f}x",
-                         ", ".join(str(runs[n]["claimed_batches"]) for n in (1, 4, 8))])
-        return _table(["catalog", "1 producer", "4 producers", "8 producers", f"8 producers vs goal {goal:,}/s",
-                       "batches claimed meanwhile (1 / 4 / 8)"], ["---", "---:", "---:", "---:", "---:", "---:"], rows)
+            rows.append(
+                [
+                    BACKEND[backend],
+                    *(f"{runs[n]['events_per_s']:,.0f}" for n in (1, 4, 8)),
+                    f"{runs[8]['events_per_s'] / goal:.2f}x",
+                    ", ".join(str(runs[n]["claimed_batches"]) for n in (1, 4, 8)),
+                ]
+            )
+        return _table(
+            [
+                "catalog",
+                "1 producer",
+                "4 producers",
+                "8 producers",
+                f"8 producers vs goal {goal:,}/s",
+                "batches claimed meanwhile (1 / 4 / 8)",
+            ],
+            ["---", "---:", "---:", "---:", "---:", "---:"],
+            rows,
+        )
     if part == "builds":
         b, rows = results["builds"], []
-        names = {"naive": "one `dbt build` per request", "union": "one `dbt build` of the union of the requests",
-                 "queue": "queue: enqueue + drain"}
-        for case, label in (("all_at_once", f"all {b['k']} at once"),
-                            ("arriving_during_build", "second half during the first build")):
+        names = {
+            "naive": "one `dbt build` per request",
+            "union": "one `dbt build` of the union of the requests",
+            "queue": "queue: enqueue + drain",
+        }
+        for case, label in (
+            ("all_at_once", f"all {b['k']} at once"),
+            ("arriving_during_build", "second half during the first build"),
+        ):
             base = b[case]["naive"]
             for path in ("naive", "union", "queue"):
                 r = b[case][path]
-                rows.append([label, names[path], str(r["dbt_builds"]), str(r["model_builds"]), f"{r['wall_s']:.1f} s",
-                             f"{base['model_builds'] / r['model_builds']:.1f}x", f"{base['wall_s'] / r['wall_s']:.1f}x"])
-        return _table(["requests", "path", "dbt builds", "model builds", "wall time",
-                       "fewer model builds than naive", "faster than naive"],
-                      ["---", "---", "---:", "---:", "---:", "---:", "---:"], rows)
+                rows.append(
+                    [
+                        label,
+                        names[path],
+                        str(r["dbt_builds"]),
+                        str(r["model_builds"]),
+                        f"{r['wall_s']:.1f} s",
+                        f"{base['model_builds'] / r['model_builds']:.1f}x",
+                        f"{base['wall_s'] / r['wall_s']:.1f}x",
+                    ]
+                )
+        return _table(
+            [
+                "requests",
+                "path",
+                "dbt builds",
+                "model builds",
+                "wall time",
+                "fewer model builds than naive",
+                "faster than naive",
+            ],
+            ["---", "---", "---:", "---:", "---:", "---:", "---:"],
+            rows,
+        )
     if part == "replay":
         rows = []
         for r in results["replay"]:
             events = r["new_pending"] + r["already_pending"] + r["already_running"]
-            rows.append([BACKEND[r["backend"]], f"{r['requests']:,}", f"{events:,}", f"{r['new_pending']:,}",
-                         f"{r['already_pending']:,}", f"{r['already_running']:,}",
-                         f"{r['new_pending'] / events:.1%}", f"{r['elapsed']:.1f} s"])
-        return _table(["catalog", "requests", "model request events", "new_pending", "already_pending",
-                       "already_running", "became new work", "replay time"],
-                      ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
+            rows.append(
+                [
+                    BACKEND[r["backend"]],
+                    f"{r['requests']:,}",
+                    f"{events:,}",
+                    f"{r['new_pending']:,}",
+                    f"{r['already_pending']:,}",
+                    f"{r['already_running']:,}",
+                    f"{r['new_pending'] / events:.1%}",
+                    f"{r['elapsed']:.1f} s",
+                ]
+            )
+        return _table(
+            [
+                "catalog",
+                "requests",
+                "model request events",
+                "new_pending",
+                "already_pending",
+                "already_running",
+                "became new work",
+                "replay time",
+            ],
+            ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
+            rows,
+        )
     raise ReportError(f"bench_dbt_queue has no table {part!r}")
 
 
@@ -153,33 +261,69 @@ def gate(doc: dict, part: str | None) -> list[str]:
         raise ReportError(f"bench_gate.json has no part {part!r}")
     if part == "engine":
         base = results["engine"][0]["per_s"]
-        return _table(["dependencies", "evaluations/s", "time per evaluation", "vs 10"],
-                      ["---:", "---:", "---:", "---:"],
-                      [[f"{r['dependencies']:,}", f"{r['per_s']:,.0f}", f"{1000 / r['per_s']:.2f} ms",
-                        f"{r['per_s'] / base:.3f}x"] for r in results["engine"]])
+        return _table(
+            ["dependencies", "evaluations/s", "time per evaluation", "vs 10"],
+            ["---:", "---:", "---:", "---:"],
+            [
+                [
+                    f"{r['dependencies']:,}",
+                    f"{r['per_s']:,.0f}",
+                    f"{1000 / r['per_s']:.2f} ms",
+                    f"{r['per_s'] / base:.3f}x",
+                ]
+                for r in results["engine"]
+            ],
+        )
     if part == "writes":
         rows = []
         for r in results["writes"]:
             g, p = statistics.median(r["gated_ms"]), statistics.median(r["plain_ms"])
-            rows.append([BACKEND[r["backend"]], str(r["dependencies"]), f"{g:.1f} ms ({min(r['gated_ms']):.1f} to "
-                         f"{max(r['gated_ms']):.1f})", f"{p:.1f} ms ({min(r['plain_ms']):.1f} to {max(r['plain_ms']):.1f})",
-                         f"{g / p:.1f}x", f"{r['gated_statements']:.0f} / {r['plain_statements']:.0f}",
-                         str(len(r["gated_ms"]))])
-        return _table(["catalog", "dependencies", "decisions + success + consumption: median (min to max)",
-                       "plain success: median (min to max)", "ratio of medians", "statements (gated / plain)",
-                       "attempts"], ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
+            rows.append(
+                [
+                    BACKEND[r["backend"]],
+                    str(r["dependencies"]),
+                    f"{g:.1f} ms ({min(r['gated_ms']):.1f} to {max(r['gated_ms']):.1f})",
+                    f"{p:.1f} ms ({min(r['plain_ms']):.1f} to {max(r['plain_ms']):.1f})",
+                    f"{g / p:.1f}x",
+                    f"{r['gated_statements']:.0f} / {r['plain_statements']:.0f}",
+                    str(len(r["gated_ms"])),
+                ]
+            )
+        return _table(
+            [
+                "catalog",
+                "dependencies",
+                "decisions + success + consumption: median (min to max)",
+                "plain success: median (min to max)",
+                "ratio of medians",
+                "statements (gated / plain)",
+                "attempts",
+            ],
+            ["---", "---:", "---:", "---:", "---:", "---:", "---:"],
+            rows,
+        )
     if part == "latency":
         lat = results["latency"]
         g, r = statistics.median(lat["any_gate_s"]), statistics.median(lat["one_success_s"])
         runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs)  # noqa: E731
-        return _table(["", "median", "all runs (s)"], ["---", "---:", "---"],
-                      [["ANY gate (`run_condition(child, first, slow_a, slow_b, when=\"ANY\")`)", f"{g:.2f} s",
-                        runs(lat["any_gate_s"])],
-                       ["Airflow `trigger_rule=\"one_success\"` on the same shape", f"{r:.2f} s",
-                        runs(lat["one_success_s"])],
-                       ["ratio of medians gate / `one_success`", f"{g / r:.1f}x", ""],
-                       ["runs that did not succeed (excluded above)", str(len(lat.get("failed_runs", []))),
-                        "; ".join(f"{f['run_id']}: {f['state']}" for f in lat.get("failed_runs", []))]])
+        return _table(
+            ["", "median", "all runs (s)"],
+            ["---", "---:", "---"],
+            [
+                [
+                    'ANY gate (`run_condition(child, first, slow_a, slow_b, when="ANY")`)',
+                    f"{g:.2f} s",
+                    runs(lat["any_gate_s"]),
+                ],
+                ['Airflow `trigger_rule="one_success"` on the same shape', f"{r:.2f} s", runs(lat["one_success_s"])],
+                ["ratio of medians gate / `one_success`", f"{g / r:.1f}x", ""],
+                [
+                    "runs that did not succeed (excluded above)",
+                    str(len(lat.get("failed_runs", []))),
+                    "; ".join(f"{f['run_id']}: {f['state']}" for f in lat.get("failed_runs", [])),
+                ],
+            ],
+        )
     raise ReportError(f"bench_gate has no table {part!r}")
 
 
@@ -194,16 +338,35 @@ def ui(doc: dict, part: str | None) -> list[str]:
         label, before, after = e["endpoint"], e["baseline_ms"], e["indexed_ms"]
         b, a = statistics.median(before), statistics.median(after)
         rows.append([label, _ms(b), _ms(a), f"{_ms(min(after))} to {_ms(max(after))}", f"{b / a:.1f}x"])
-    head = (f"{i['tasks']:,} tasks, {i['slots']:,} slots, {i['decisions']:,} decisions, {i['consumption']:,} "
-            f"consumption rows loaded in {r['load_s']:.1f} s; UI indexes created in {r['index_s']:.1f} s; "
-            f"{i['repeat']} requests per endpoint and index set.")
-    return [head, "", *_table(["endpoint", "without UI indexes: median ms", "with UI indexes: median ms",
-                               "with UI indexes: min to max ms", "speed-up of medians"],
-                              ["---", "---:", "---:", "---:", "---:"], rows)]
+    head = (
+        f"{i['tasks']:,} tasks, {i['slots']:,} slots, {i['decisions']:,} decisions, {i['consumption']:,} "
+        f"consumption rows loaded in {r['load_s']:.1f} s; UI indexes created in {r['index_s']:.1f} s; "
+        f"{i['repeat']} requests per endpoint and index set."
+    )
+    return [
+        head,
+        "",
+        *_table(
+            [
+                "endpoint",
+                "without UI indexes: median ms",
+                "with UI indexes: median ms",
+                "with UI indexes: min to max ms",
+                "speed-up of medians",
+            ],
+            ["---", "---:", "---:", "---:", "---:"],
+            rows,
+        ),
+    ]
 
 
-RENDERERS = {"bench_triggers": triggers, "bench_retention": retention, "bench_dbt_queue": dbt_queue,
-             "bench_gate": gate, "bench_ui": ui}
+RENDERERS = {
+    "bench_triggers": triggers,
+    "bench_retention": retention,
+    "bench_dbt_queue": dbt_queue,
+    "bench_gate": gate,
+    "bench_ui": ui,
+}
 
 
 def render_region(name: str, results: Path) -> str:
@@ -220,8 +383,7 @@ def render_region(name: str, results: Path) -> str:
 
 def render_document(text: str, results: Path) -> str:
     """``text`` with every generated region rewritten from ``results``; everything else unchanged."""
-    return REGION.sub(lambda m: m.group(1) + "\n" + render_region(m.group("name"), results) + "\n" + m.group(4),
-                      text)
+    return REGION.sub(lambda m: m.group(1) + "\n" + render_region(m.group("name"), results) + "\n" + m.group(4), text)
 
 
 def main(argv=None) -> int:

@@ -17,7 +17,16 @@ RESULTS = ROOT / "bench" / "results"
 #: Benchmark module -> its arguments, in the order they run (one at a time: they share the machine).
 BENCHMARKS: dict[str, list[str]] = {
     "bench_triggers": ["--ks", "100,1000,10000", "--backends", "sqlite,postgres"],
-    "bench_retention": ["--rows", "1000000", "--writers", "2", "--write-interval", "0.05", "--backends", "sqlite,postgres"],
+    "bench_retention": [
+        "--rows",
+        "1000000",
+        "--writers",
+        "2",
+        "--write-interval",
+        "0.05",
+        "--backends",
+        "sqlite,postgres",
+    ],
     "bench_dbt_queue": ["--parts", "enqueue,builds,replay", "--requests", "1500", "--k", "4"],
     "bench_gate": ["--parts", "engine,writes,latency", "--runs", "7", "--attempts", "200"],
     "bench_ui": ["--backend", "sqlite", "--backend", "postgres", "--repeat", "15"],

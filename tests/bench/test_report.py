@@ -11,22 +11,45 @@ from bench.report import ReportError, render_document
 
 ROOT = Path(__file__).resolve().parents[2]
 
-ENV = {"started_at": "2026-12-01T01:00:00+00:00", "cpu_count": 2, "load_average_at_start": [1.25, 1.0, 0.5],
-       "sqlite": "3.40.1", "postgres": {"server_version": "15.18 (Debian)", "fsync": "on",
-                                        "synchronous_commit": "on", "full_page_writes": "on"}}
+ENV = {
+    "started_at": "2026-12-01T01:00:00+00:00",
+    "cpu_count": 2,
+    "load_average_at_start": [1.25, 1.0, 0.5],
+    "sqlite": "3.40.1",
+    "postgres": {
+        "server_version": "15.18 (Debian)",
+        "fsync": "on",
+        "synchronous_commit": "on",
+        "full_page_writes": "on",
+    },
+}
 
 
 def retention_doc() -> dict:
     def run(backend, prune_s, before, during):
-        return {"backend": backend, "rows": 100, "writers": 2, "batch_size": 50, "seed_s": 0.1,
-                "prune_s": prune_s, "pruned": {"la_consumption": 20, "la_gate_decision": 100},
-                "transactions": {}, "write_latency_before_s": before, "write_latency_during_s": during}
+        return {
+            "backend": backend,
+            "rows": 100,
+            "writers": 2,
+            "batch_size": 50,
+            "seed_s": 0.1,
+            "prune_s": prune_s,
+            "pruned": {"la_consumption": 20, "la_gate_decision": 100},
+            "transactions": {},
+            "write_latency_before_s": before,
+            "write_latency_during_s": during,
+        }
 
-    return {"benchmark": "bench_retention", "command": "python -m bench.bench_retention --rows 100 --json x",
-            "environment": ENV,
-            "inputs": {"rows": 100, "writers": 2, "write_interval_s": 0.05, "batch_size": 50},
-            "results": [run("sqlite", 2.0, [0.001, 0.003, 0.002], [0.010, 0.030]),
-                        run("postgres", 0.5, [0.004], [0.006, 0.008, 0.020])]}
+    return {
+        "benchmark": "bench_retention",
+        "command": "python -m bench.bench_retention --rows 100 --json x",
+        "environment": ENV,
+        "inputs": {"rows": 100, "writers": 2, "write_interval_s": 0.05, "batch_size": 50},
+        "results": [
+            run("sqlite", 2.0, [0.001, 0.003, 0.002], [0.010, 0.030]),
+            run("postgres", 0.5, [0.004], [0.006, 0.008, 0.020]),
+        ],
+    }
 
 
 DOC = """# Title
