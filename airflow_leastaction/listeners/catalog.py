@@ -65,6 +65,31 @@ def admitting_gates(task) -> list[str]:
     return sorted(found)
 
 
+def task_event(
+    state: str,
+    dag_id: str,
+    task_id: str,
+    slot: dt.datetime,
+    *,
+    dag,
+    run_id: str,
+    attempt: int,
+    run_type: str | None,
+    map_index: int = -1,
+) -> SlotEvent:
+    """The catalog event of an Airflow task's outcome in one run (``map_index`` -1: the task as a whole)."""
+    return SlotEvent(
+        state=state,
+        identity=airflow_task(dag_id, task_id, map_index=map_index),
+        slot=slot,
+        at=dt.datetime.now(dt.UTC),
+        meta=schedule_meta(dag, task_id) if dag is not None else None,
+        run_id=run_id,
+        attempt=attempt,
+        run_type=run_type,
+    )
+
+
 def build_event(ti, state: str) -> SlotEvent | None:
     slot = slot_of(ti)
     if slot is None:
@@ -75,15 +100,16 @@ def build_event(ti, state: str) -> SlotEvent | None:
     map_index = getattr(ti, "map_index", -1)
     map_index = -1 if map_index is None else map_index
     attempt = int(getattr(ti, "try_number", 1) or 1)
-    event = SlotEvent(
-        state=state,
-        identity=airflow_task(ti.dag_id, ti.task_id, map_index=map_index),
-        slot=slot,
-        at=dt.datetime.now(dt.UTC),
-        meta=schedule_meta(dag, ti.task_id) if dag is not None else None,
+    event = task_event(
+        state,
+        ti.dag_id,
+        ti.task_id,
+        slot,
+        dag=dag,
         run_id=ti.run_id,
         attempt=attempt,
         run_type=run_type_of(dag_run_of(ti)),
+        map_index=map_index,
     )
     if state == "success":
         event.rows_written = reported_rows(ti)

@@ -11,15 +11,14 @@ its last map index succeeds on a worker.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 
 from airflow.listeners import hookimpl
 
-from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
+from airflow_leastaction.catalog.outcomes import deliver
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.listeners.catalog import dag_run_of, run_slot_of, run_type_of, slot_of
-from airflow_leastaction.refs import airflow_task, schedule_meta
+from airflow_leastaction.listeners.catalog import dag_run_of, run_slot_of, run_type_of, slot_of, task_event
+from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
 from airflow_leastaction.states import NOT_STARTED_STATES, UNFINISHED_STATES
 
@@ -83,15 +82,16 @@ def _record_run_end(dag_run) -> list[TaskOutcome]:
     dag = getattr(dag_run, "dag", None)
     for outcome in todo:
         deliver(
-            SlotEvent(
-                state=outcome.state,
-                identity=names[(outcome.task_id, outcome.map_index)],
-                slot=slot,
-                at=dt.datetime.now(dt.UTC),
-                meta=schedule_meta(dag, outcome.task_id) if dag else None,
+            task_event(
+                outcome.state,
+                dag_run.dag_id,
+                outcome.task_id,
+                slot,
+                dag=dag,
                 run_id=dag_run.run_id,
                 attempt=outcome.attempt,
                 run_type=run_type_of(dag_run),
+                map_index=outcome.map_index,
             )
         )
     if todo:
@@ -137,12 +137,12 @@ def record_mapped_whole(ti, state: str) -> None:
         return
     dag = getattr(getattr(ti, "task", None), "dag", None)
     deliver(
-        SlotEvent(
-            state=whole,
-            identity=airflow_task(ti.dag_id, ti.task_id),
-            slot=slot,
-            at=dt.datetime.now(dt.UTC),
-            meta=schedule_meta(dag, ti.task_id) if dag else None,
+        task_event(
+            whole,
+            ti.dag_id,
+            ti.task_id,
+            slot,
+            dag=dag,
             run_id=ti.run_id,
             attempt=int(getattr(ti, "try_number", 1) or 1),
             run_type=run_type_of(dag_run_of(ti)),
@@ -168,12 +168,12 @@ def record_mapped_running(ti) -> None:
         return
     dag = getattr(getattr(ti, "task", None), "dag", None)
     deliver(
-        SlotEvent(
-            state="running",
-            identity=airflow_task(ti.dag_id, ti.task_id),
-            slot=slot,
-            at=dt.datetime.now(dt.UTC),
-            meta=schedule_meta(dag, ti.task_id) if dag else None,
+        task_event(
+            "running",
+            ti.dag_id,
+            ti.task_id,
+            slot,
+            dag=dag,
             run_id=ti.run_id,
             attempt=int(getattr(ti, "try_number", 1) or 1),
             run_type=run_type_of(dag_run_of(ti)),
