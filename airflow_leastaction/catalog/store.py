@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from sqlalchemy import and_, case, column, func, insert, literal, or_, select, update, values
+from sqlalchemy import and_, case, insert, literal, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.audit import AttemptKey, AuditRecords
@@ -22,19 +22,16 @@ from airflow_leastaction.catalog.run_reads import RunReads
 from airflow_leastaction.catalog.schema import (
     UtcDateTime,
     identity_clause,
-    in_chunks,
     task,
     task_run,
     utcnow,
 )
+from airflow_leastaction.catalog.snapshots import read_snapshot, wanted_windows
 from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import (
-    SlotIndex,
     SlotSnapshot,
     TaskSnapshot,
-    merge_windows,
-    read_window,
 )
 from airflow_leastaction.intervals.slots import normalize_cron, resolve_timezone
 
@@ -326,99 +323,11 @@ class CatalogStore(AuditRecords, RunReads):
         slot); the second reads each parent's slot records inside that parent's own windows only, so one
         subscriber far in the past never makes every tick read every parent's whole history.
         """
-        wanted: dict[TaskIdentity, set[tuple[dt.datetime, dt.datetime | None]]] = {}
-        for identity, child_interval, *rest in requests:
-            wanted.setdefault(identity, set()).add((child_interval, rest[0] if rest else None))
+        wanted = wanted_windows(requests)
         if not wanted:
             return {}, []
         with self.poll_read() as conn:
-            tasks = _read_tasks(conn, wanted)
-            slots = SlotIndex()
-            by_window: dict[tuple[dt.datetime, dt.datetime], list[int]] = {}
-            for ident, t in tasks.items():
-                for window in merge_windows(read_window(t, ci, end) for ci, end in wanted[ident]):
-                    by_window.setdefault(window, []).append(t.pk)
-            for rows in _window_rows(by_window):
-                # The windows travel as a VALUES list joined to the slot records: one statement for any
-                # number of windows (an OR chain of them would hit SQLite's expression-depth limit).
-                windows = (
-                    values(
-                        column("pk", task_run.c.task_pk.type),
-                        column("s", task_run.c.slot.type),
-                        column("e", task_run.c.slot.type),
-                        name="w",
-                    )
-                    .data(rows)
-                    .cte("w")
-                )
-                slots.extend(
-                    SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written, r.repair_pending)
-                    for r in conn.execute(
-                        select(
-                            task_run.c.id,
-                            task_run.c.task_pk,
-                            task_run.c.slot,
-                            task_run.c.state,
-                            task_run.c.output_revision,
-                            task_run.c.rows_written,
-                            task_run.c.repair_pending,
-                        ).join(
-                            windows,
-                            and_(
-                                task_run.c.task_pk == windows.c.pk,
-                                task_run.c.slot >= windows.c.s,
-                                task_run.c.slot < windows.c.e,
-                            ),
-                        )
-                    )
-                )
-        return tasks, slots
-
-
-def _read_tasks(conn: Connection, wanted) -> dict[TaskIdentity, TaskSnapshot]:
-    tasks: dict[TaskIdentity, TaskSnapshot] = {}
-    first = (
-        select(func.min(task_run.c.slot)).where(task_run.c.task_pk == task.c.id).scalar_subquery().label("first_slot")
-    )
-    for chunk in in_chunks(sorted({i.name for i in wanted})):
-        for row in conn.execute(
-            select(
-                task.c.id,
-                task.c.name,
-                task.c.project,
-                task.c.account,
-                task.c.partition,
-                task.c.cron,
-                task.c.timezone,
-                task.c.state,
-                task.c.prev_interval_start,
-                first,
-            ).where(task.c.name.in_(chunk))
-        ):
-            ident = TaskIdentity.from_row(row)
-            if ident in wanted:
-                tasks[ident] = TaskSnapshot(
-                    row.id,
-                    ident,
-                    row.cron,
-                    row.timezone,
-                    row.state,
-                    row.prev_interval_start,
-                    row.first_slot is not None,
-                    row.first_slot,
-                )
-    return tasks
-
-
-#: (parent, window) rows read by one statement: three bound parameters each, under every driver's limit.
-WINDOWS_PER_QUERY = 10_000
-
-
-def _window_rows(by_window: dict[tuple[dt.datetime, dt.datetime], list[int]]):
-    """``(task pk, start, end)`` rows, one per parent and window, in chunks of :data:`WINDOWS_PER_QUERY`."""
-    rows = [(pk, start, end) for (start, end), pks in sorted(by_window.items()) for pk in sorted(pks)]
-    for i in range(0, len(rows), WINDOWS_PER_QUERY):
-        yield rows[i : i + WINDOWS_PER_QUERY]
+            return read_snapshot(conn, wanted)
 
 
 def _slot_row(conn: Connection, task_pk: int, slot: dt.datetime):
