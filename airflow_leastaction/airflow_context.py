@@ -7,6 +7,8 @@ It reads Airflow's task context (a mapping) and imports nothing from Airflow its
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
+from typing import Any
 
 from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.config import setting
@@ -28,6 +30,16 @@ def attempt_key(context, dag_id: str, task_id: str) -> AttemptKey:
     return AttemptKey(
         dag_id, task_id, ti.run_id, -1 if map_index is None else map_index, int(getattr(ti, "try_number", 1) or 1)
     )
+
+
+def trigger_context(trigger) -> Mapping[str, Any] | None:
+    """The task context of a task that started in the triggerer (``start_from_trigger``), None otherwise.
+
+    Airflow 3.3 gives such a trigger its task instance built with the run's data, so the trigger can work
+    out the run's slot and attempt itself; a trigger a worker deferred to gets a bare record instead.
+    """
+    build = getattr(getattr(trigger, "task_instance", None), "get_template_context", None)
+    return build() if callable(build) else None
 
 
 def context_slot(context) -> RunSlot | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, TriggerRule
 from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
+from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
 from airflow_leastaction.airflow_context import (
@@ -32,13 +33,13 @@ from airflow_leastaction.run_conditions.judging import (
     whole_interval_requests,
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
+from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summarize
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
-from airflow_leastaction.states import KEPT_FROM_RUNNING_STATES, TERMINAL_STATES
+from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger, RunOutcomeTrigger
 
 RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
-RUN_SUMMARY_KEY = "leastaction_run_summary"
 
 
 def _utcnow() -> dt.datetime:
@@ -303,11 +304,16 @@ class RunOutcome(_Waiting):
     """Ends the run FAILED when any task of it failed, naming the tasks skipped because of the failure.
 
     Airflow decides a run's state from its leaf tasks; with gates, a failure is followed by skipped tasks
-    and alert paths that succeed, which would leave the run green. This task is a leaf that waits (no
-    worker slot) until every other task has finished, then fails if any of them failed. One is added
-    to each DAG that declares a run condition.
+    and alert paths that succeed, which would leave the run green. This task is a leaf that waits until
+    every other task has finished, then fails if any of them failed. One is added to each DAG that
+    declares a run condition.
+
+    By default it starts and ends in the triggerer (Airflow's ``start_from_trigger``): no worker slot, no
+    DAG-file parse, and no worker exit that could race the trigger's event. ``deferrable=False`` waits
+    on a worker by rescheduling instead. Under ``dag.test()`` it runs on the worker path.
 
     :param poll_interval: seconds between looks (default ``[leastaction] poll_interval``).
+    :param deferrable: wait in the triggerer (default) or by rescheduling on a worker.
     """
 
     ui_color = "#eeeeee"
@@ -318,6 +324,21 @@ class RunOutcome(_Waiting):
         super().__init__(**kwargs)
         self.poll_interval = resolve_poll_interval(poll_interval)
         self.deferrable = deferrable
+        self.start_from_trigger = deferrable
+
+    @property
+    def start_trigger_args(self) -> StartTriggerArgs | None:
+        """What the scheduler defers this task to without a worker (read when the DAG is serialized)."""
+        if not self.start_from_trigger:
+            return None
+        trigger = RunOutcomeTrigger(self.dag_id, None, self.task_id, self.poll_interval, end_from_trigger=True)
+        return StartTriggerArgs(
+            trigger_cls=trigger.serialize()[0], trigger_kwargs=trigger.serialize()[1], next_method="execute_complete"
+        )
+
+    @start_trigger_args.setter
+    def start_trigger_args(self, value) -> None:
+        """Airflow assigns the deserialized value; this operator always derives its own."""
 
     def execute(self, context) -> None:
         states = {t: s for t, s in task_states(self.dag_id, context["run_id"]).items() if t != self.task_id}
@@ -334,29 +355,9 @@ class RunOutcome(_Waiting):
         self._conclude(context, (event or {}).get("states") or {})
 
     def _conclude(self, context, states: dict[str, str | None]) -> None:
-        failed = sorted(t for t, s in states.items() if s == "failed")
-        because = sorted(
-            t
-            for t in self._downstream_of(failed)
-            if states.get(t) in KEPT_FROM_RUNNING_STATES and not t.endswith(GATE_SUFFIX)
-        )
-        context["ti"].xcom_push(key=RUN_SUMMARY_KEY, value={"failed": failed, "skipped_because_of_failure": because})
-        if not failed:
+        summary = summarize(states, lambda t: self.dag.get_task(t).downstream_task_ids)
+        context["ti"].xcom_push(key=RUN_SUMMARY_KEY, value=summary.as_dict())
+        if not summary.failed:
             self.log.info("no task failed: %s", ", ".join(f"{t}={s}" for t, s in sorted(states.items())))
             return
-        raise AirflowFailException(
-            f"run failed: {', '.join(failed)} failed; skipped because of the failure: {', '.join(because) or 'none'}"
-        )
-
-    def _downstream_of(self, task_ids: list[str]) -> set[str]:
-        seen: set[str] = set()
-        todo = list(task_ids)
-        while todo:
-            for down in self.dag.get_task(todo.pop()).downstream_task_ids:
-                if down not in seen:
-                    seen.add(down)
-                    todo.append(down)
-        return seen
-
-
-GATE_SUFFIX = "__gate"
+        raise AirflowFailException(summary.message())

@@ -26,6 +26,7 @@ from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition, che
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, GateSpec
+from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.run_conditions.waves import (
     Node,
     check_type,
@@ -116,7 +117,6 @@ def run_condition(
     :return: the gate task.
     """
     from airflow_leastaction.operators.run_condition import (
-        GATE_SUFFIX,
         RUN_OUTCOME_TASK_ID,
         RunConditionGate,
         RunOutcome,
@@ -268,7 +268,7 @@ def dag_nodes(dag) -> dict[str, Node]:
 def task_node(dag, task_id: str) -> Node | None:
     """One task as a graph node: a gated task's upstreams are its declared same-run dependencies, any
     other task's are its Airflow upstreams; None for a gate or the run-outcome task."""
-    from airflow_leastaction.operators.run_condition import GATE_SUFFIX, RunConditionGate, _Waiting
+    from airflow_leastaction.operators.run_condition import RunConditionGate, _Waiting
 
     task = dag.task_dict[task_id]
     if isinstance(task, _Waiting):

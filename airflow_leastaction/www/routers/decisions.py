@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
-from airflow_leastaction.operators.run_condition import GATE_SUFFIX
+from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS
 from airflow_leastaction.www.params import blank, one_of, optional_int, parse_time
 from airflow_leastaction.www.reads import CatalogReads, Cursor, DagScope, DecisionFilter, Page
