@@ -51,6 +51,17 @@ DAGS = textwrap.dedent("""
         run_condition(report(), success(loaded))
         dag_run_condition(report_dag, success(airflow_dag("rcp_orders")), max_wait=0)
 
+    with DAG("rcp_breaks", schedule=None, start_date=START, catchup=False):
+        @task
+        def breaks():
+            raise ValueError("the source is gone")
+
+        @task
+        def publish():
+            return "published"
+
+        run_condition(publish(), success(breaks()))
+
     with DAG("rcp_daily", schedule="@daily", start_date=START, catchup=False):
         @task
         def daily():
@@ -133,6 +144,38 @@ class TestPipelineDependenciesOnADeployment:
             cluster,
             "SELECT decision_id FROM la_consumption WHERE dag_id = 'rcp_report' AND task_id = 'leastaction_dag_gate'",
         ) == [(decided[0][0],)]
+
+
+def task_instance(cluster, dag_id: str, run_id: str, task_id: str) -> dict:
+    return cluster.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}")
+
+
+def never_on_a_worker(ti: dict) -> bool:
+    """A task instance the scheduler deferred straight to the triggerer: never queued, no worker host."""
+    return ti["queued_when"] is None and not ti["hostname"] and ti["pid"] is None
+
+
+class TestTheRunOutcomeTaskOnADeployment:
+    def test_the_run_outcome_task_starts_and_ends_in_the_triggerer_and_fails_the_run_naming_the_failure(self, cluster):
+        run, states = run_to_end(cluster, "rcp_breaks")
+        assert run["state"] == "failed"
+        assert states == {
+            "breaks": "failed",
+            "publish__gate": "skipped",
+            "publish": "skipped",
+            "leastaction_run_outcome": "failed",
+        }
+        outcome = task_instance(cluster, "rcp_breaks", run["dag_run_id"], "leastaction_run_outcome")
+        assert outcome["try_number"] == 1 and never_on_a_worker(outcome), outcome
+        # The task that failed ran on a worker and carries its host: the check tells the two apart.
+        assert not never_on_a_worker(task_instance(cluster, "rcp_breaks", run["dag_run_id"], "breaks"))
+        summary = cluster.api(
+            "GET",
+            f"/api/v2/dags/rcp_breaks/dagRuns/{run['dag_run_id']}/taskInstances/leastaction_run_outcome"
+            "/xcomEntries/leastaction_run_summary",
+            params={"deserialize": "true"},
+        )
+        assert summary["value"] == {"failed": ["breaks"], "skipped_because_of_failure": ["publish"]}
 
 
 class TestBackfillRunsOnADeployment:
