@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, exists, func, insert, literal, null, or_, select
+from sqlalchemy import and_, exists, func, insert, literal, null, select, union_all
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -101,9 +101,10 @@ class AuditRecords:
             ).all()
         if not attempts:
             return 0
-        sources = select(gate_decision).where(
-            *same_ti, or_(*(and_(d.task_id == t, d.attempt == n) for t, n in attempts))
-        )
+        # One branch per attempt, each keyed on the whole attempt index: an OR of attempts let planners pick
+        # the (result, time) index instead and scan every SATISFIED decision ever recorded.
+        branches = [select(gate_decision).where(*same_ti, d.task_id == t, d.attempt == n) for t, n in attempts]
+        sources = branches[0] if len(branches) == 1 else union_all(*branches)
         # INSERT ... SELECT: the decisions never travel through Python, one statement whatever their number.
         return conn.execute(_consumption_from(sources.subquery(), who, task_pk, slot, now)).rowcount
 

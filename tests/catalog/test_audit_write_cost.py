@@ -64,3 +64,42 @@ def test_consuming_100_decisions_adds_a_constant_number_of_statements_to_the_suc
             select(func.count()).select_from(consumption).where(consumption.c.run_id == "run-100")
         ).scalar()
     assert consumed == 50  # the SATISFIED half
+
+
+def test_consumption_reads_only_the_consuming_attempts_decisions_not_the_audit_history(sqlite_url):
+    """Each source attempt is looked up on the whole attempt index. With an OR of attempts SQLite chose
+    the (result, time) index and scanned every SATISFIED decision ever recorded, so a success got slower
+    as the audit trail grew."""
+    from sqlalchemy import event
+
+    from airflow_leastaction.catalog.engine import get_engine
+    from airflow_leastaction.catalog.store import CatalogStore
+
+    store = CatalogStore(get_engine(sqlite_url, migrate=True))
+    up = store.record_success(TaskIdentity("rc_cost_up", "other-team"), day(1), run_id="u1")
+    run = "run-plan"
+    # The consumer's own decisions and its gate's: two source attempts, one lookup each.
+    store.record_decisions(AttemptKey("rc_cost", "report", run), judgements(4, up), downstream_slot=day(2))
+    store.record_decisions(AttemptKey("rc_cost", "report__gate", run), judgements(4, up), downstream_slot=day(2))
+    captured = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):
+        if statement.startswith("INSERT INTO la_consumption"):
+            captured.append((statement, parameters))
+
+    event.listen(store.engine, "before_cursor_execute", capture)
+    try:
+        store.record_success(
+            DOWN, day(2), run_id=run, consumer=AttemptKey("rc_cost", "report", run), gate_task_ids=["report__gate"]
+        )
+    finally:
+        event.remove(store.engine, "before_cursor_execute", capture)
+    [(statement, parameters)] = captured
+    with store.engine.connect() as conn:
+        plan = [row[-1] for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
+    lookups = [step for step in plan if "la_gate_decision" in step]
+    assert len(lookups) == 2, plan
+    assert all("USING INDEX ix_la_gate_decision_attempt (dag_id=? AND task_id=? AND run_id=?" in s for s in lookups)
+    with store.engine.connect() as conn:
+        consumed = conn.execute(select(func.count()).select_from(consumption).where(consumption.c.run_id == run))
+        assert consumed.scalar() == 4  # the SATISFIED half of each attempt's four
