@@ -68,12 +68,10 @@ IN_TRIGGERER = ("admitted__gate", "skipped__gate", "either__gate", "dormant__gat
 ON_WORKER = ("on_worker__gate", "skipped_on_worker__gate")
 
 
-@pytest.fixture(scope="module")
-def finished_run(pg_admin_url, tmp_path_factory):
-    """One run of the DAG to its end; yields (run id, Airflow DB url, catalog url)."""
+def run_to_end(pg_admin_url, home, env: dict[str, str] | None = None):
+    """One run of the DAG to its end on a fresh deployment; yields (run id, Airflow DB url, catalog url)."""
     airflow_url, drop_airflow = fresh_pg_database(pg_admin_url, "la_gt_airflow")
     catalog_url, drop_catalog = fresh_pg_database(pg_admin_url, "la_gt_catalog")
-    home = tmp_path_factory.mktemp("gate-in-triggerer")
     dags = home / "dags"
     dags.mkdir()
     (dags / "gt_gates.py").write_text(DAGS)
@@ -82,7 +80,7 @@ def finished_run(pg_admin_url, tmp_path_factory):
         sql_alchemy_conn=airflow_url,
         catalog_url=catalog_url,
         home=home / "home",
-        env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5"},
+        env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5", **(env or {})},
     )
     try:
         with cluster:
@@ -94,6 +92,18 @@ def finished_run(pg_admin_url, tmp_path_factory):
     finally:
         drop_airflow()
         drop_catalog()
+
+
+@pytest.fixture(scope="module")
+def finished_run(pg_admin_url, tmp_path_factory):
+    yield from run_to_end(pg_admin_url, tmp_path_factory.mktemp("gate-in-triggerer"))
+
+
+@pytest.fixture(scope="module")
+def relaxed_run(pg_admin_url, tmp_path_factory):
+    yield from run_to_end(
+        pg_admin_url, tmp_path_factory.mktemp("gate-relaxed"), {"AIRFLOW__LEASTACTION__GATES": "warn"}
+    )
 
 
 def rows(url: str, sql: str, **params) -> list[dict]:
@@ -208,3 +218,13 @@ class TestGatesStartAndEndInTheTriggerer:
             "either__gate": "success",
             "dormant__gate": "skipped",
         }
+
+
+class TestRelaxedGatesHandTheDecisionToAWorker:
+    def test_a_gate_started_in_the_triggerer_resumes_on_a_worker_that_admits_and_records_bypassed(self, relaxed_run):
+        tis = task_instances(relaxed_run)
+        gate = tis["skipped__gate"]
+        assert gate["queued_dttm"] is not None and gate["hostname"]  # resumed at execute_complete
+        assert (gate["state"], tis["skipped"]["state"]) == ("success", "success")
+        assert decisions(relaxed_run, "skipped__gate") == [("task:up", "BYPASSED", gate["try_number"])]
+        assert consumed(relaxed_run, "skipped") == []
