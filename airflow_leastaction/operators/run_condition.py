@@ -108,8 +108,10 @@ class RunConditionGate(_Waiting):
 
     Created by :func:`~airflow_leastaction.run_conditions.run_condition`, which wires each same-run
     upstream to this gate and the gate to the gated task, so the graph shows every dependency as an edge.
-    The gate starts with the run (trigger rule ``always``), judges once, and if it must wait defers to
-    the triggerer (no worker slot held), logging each dependency's reason. On admission it records one
+    The gate starts with the run (trigger rule ``always``), by default in the triggerer: its trigger
+    judges, waits, records the decisions and ends the gate there, so no worker runs it. On the worker path
+    (``start_from_trigger=False``) it judges once and, if it must wait, defers to the triggerer (no worker
+    slot held). Either way it logs each dependency's reason. On admission it records one
     SATISFIED decision per dependency; the gated task consumes them when it succeeds. On skip it records
     the UNSATISFIED decisions the skip rests on, and the gated task is skipped with it.
 
