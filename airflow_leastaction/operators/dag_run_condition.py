@@ -7,6 +7,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.exceptions import RunConditionError
 from airflow_leastaction.gate import DecisionResult, DependencyType, Judgement, Verdict, decide
 from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID, RunConditionGate
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
@@ -23,13 +24,24 @@ class DagRunGate(RunConditionGate):
     The catalog listener consumes the SATISFIED ones when the run succeeds.
 
     Takes the options of :class:`~airflow_leastaction.operators.run_condition.RunConditionGate`, but no
-    ``gated_task_id``: the gate admits the whole run.
+    ``gated_task_id``: the gate admits the whole run. Unlike a task's gate it always starts on a worker
+    (``start_from_trigger=True`` is rejected) and defers only to wait: resuming a cleared run with
+    its recorded decisions and skipping every task of the run whatever its trigger rule are done there.
     """
 
     ui_color = "#ffd866"
 
     def __init__(self, **kwargs):
         kwargs.setdefault("task_id", DAG_GATE_TASK_ID)
+        if kwargs.pop("start_from_trigger", False):
+            dag = kwargs.get("dag")
+            raise RunConditionError(
+                getattr(dag, "dag_id", None),
+                kwargs["task_id"],
+                "the run gate starts on a worker (it resumes recorded decisions and skips the whole run "
+                "there); start_from_trigger=True is not supported",
+            )
+        kwargs["start_from_trigger"] = False
         super().__init__(gated_task_id=DAG_GATE_TASK_ID, **kwargs)
 
     def execute(self, context) -> None:

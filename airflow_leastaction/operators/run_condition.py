@@ -78,13 +78,29 @@ class _Waiting(BaseOperator):
     consumes_own_decisions = False
 
     def _run_structure(self) -> tuple[dict[str, list[str]], list[str]]:
-        dag = self.dag
-        upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
-        waiting = sorted(t.task_id for t in dag.tasks if isinstance(t, _Waiting))
-        return upstream, waiting
+        return run_structure(self.dag)
 
     def _reschedule(self) -> None:
         raise AirflowRescheduleException(_utcnow() + dt.timedelta(seconds=self.poll_interval))
+
+
+def _waiting_kinds(cls: type = _Waiting) -> set[str]:
+    kinds = {cls.__name__}
+    for sub in cls.__subclasses__():
+        kinds |= _waiting_kinds(sub)
+    return kinds
+
+
+def run_structure(dag) -> tuple[dict[str, list[str]], list[str]]:
+    """Every task's direct upstream task ids, and the ids of the waiting tasks (gates, run outcome).
+
+    Works on the DAG as written and as Airflow deserialized it in the triggerer, where every task is a
+    generic operator that names its class in ``task_type``.
+    """
+    kinds = _waiting_kinds()
+    upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
+    waiting = sorted(t.task_id for t in dag.tasks if isinstance(t, _Waiting) or getattr(t, "task_type", None) in kinds)
+    return upstream, waiting
 
 
 class RunConditionGate(_Waiting):
@@ -92,8 +108,10 @@ class RunConditionGate(_Waiting):
 
     Created by :func:`~airflow_leastaction.run_conditions.run_condition`, which wires each same-run
     upstream to this gate and the gate to the gated task, so the graph shows every dependency as an edge.
-    The gate starts with the run (trigger rule ``always``), judges once, and if it must wait defers to
-    the triggerer (no worker slot held), logging each dependency's reason. On admission it records one
+    The gate starts with the run (trigger rule ``always``), by default in the triggerer: its trigger
+    judges, waits, records the decisions and ends the gate there, so no worker runs it. On the worker path
+    (``start_from_trigger=False``) it judges once and, if it must wait, defers to the triggerer (no worker
+    slot held). Either way it logs each dependency's reason. On admission it records one
     SATISFIED decision per dependency; the gated task consumes them when it succeeds. On skip it records
     the UNSATISFIED decisions the skip rests on, and the gated task is skipped with it.
 
@@ -109,6 +127,9 @@ class RunConditionGate(_Waiting):
     :param poll_interval: seconds between looks at the run (default ``[leastaction] poll_interval``).
     :param deferrable: wait in the triggerer (default). ``False``: wait for same-run upstreams by
         rescheduling, then for upstreams in other DAGs in the worker (the check's clock lives there).
+    :param start_from_trigger: with ``deferrable``, start and end the gate in the triggerer (default):
+        the trigger judges, records the decisions and ends the task, so no worker runs it. ``False``:
+        a worker judges first and defers only to wait. Under ``dag.test()`` Airflow runs the worker path.
     :param run_gate: the DAG's run gate (set by
         :func:`~airflow_leastaction.run_conditions.dag_run_condition`): nothing is judged before it
         admitted the run.
@@ -130,6 +151,7 @@ class RunConditionGate(_Waiting):
         catalog_conn_id: str | None = None,
         poll_interval: float | None = None,
         deferrable: bool = True,
+        start_from_trigger: bool = True,
         run_gate: str | None = None,
         **kwargs,
     ):
@@ -153,6 +175,21 @@ class RunConditionGate(_Waiting):
         )
         self.deferrable = deferrable
         self.run_gate = run_gate
+        # Last: Airflow reads start_trigger_args once __init__ returns, and it needs the fields above.
+        self.start_from_trigger = bool(deferrable and start_from_trigger)
+
+    @property
+    def start_trigger_args(self) -> StartTriggerArgs | None:
+        """What the scheduler defers this gate to without a worker (read when the DAG is serialized):
+        the trigger with the gate's static values; it takes the run's from the task instance."""
+        if not self.start_from_trigger or not self.has_dag():
+            return None
+        path, kwargs = self._trigger(None, None, None, {}, WaitClock(), end_from_trigger=True).serialize()
+        return StartTriggerArgs(trigger_cls=path, trigger_kwargs=kwargs, next_method="execute_complete")
+
+    @start_trigger_args.setter
+    def start_trigger_args(self, value) -> None:
+        """Airflow assigns the deserialized value; this gate always derives its own."""
 
     @property
     def spec(self) -> GateSpec:
@@ -200,8 +237,8 @@ class RunConditionGate(_Waiting):
         self._step(context, None)
 
     def execute_complete(self, context, event: dict[str, Any] | None = None) -> None:
-        # The trigger saw ADMIT or SKIP (or the gates relaxed, in the triggerer's configuration); decide
-        # again here, on the worker, and record it.
+        # The trigger saw ADMIT or SKIP (or the gates relaxed, in the triggerer's configuration), or,
+        # started in the triggerer, could not decide there; decide again here, on the worker, and record it.
         event = event or {}
         self._step(context, event.get("clock"), event.get("mode") if event.get("status") == wire.RELAXED else None)
 
@@ -273,30 +310,45 @@ class RunConditionGate(_Waiting):
     ) -> None:
         if not self.deferrable or (in_run_pending and _triggers_run_inline()):
             self._reschedule()
-        upstream, waiting = self._run_structure()
-        slot = run_slot(context)
+        end = context_interval_end(context)
         self.defer(
-            trigger=RunConditionTrigger(
-                dag_id=self.dag_id,
-                run_id=context["run_id"],
-                task_id=self.gated_task_id,
-                dependencies=[d.as_dict() for d in self.dependencies],
-                condition=self.condition.kind,
-                count=self.condition.count,
-                slot_requests={t: i.as_dict() for t, i in self._identities().items()},
-                slot=slot.isoformat(),
-                upstream=upstream,
-                waiting=waiting,
-                consumed=wire.encode_last_consumed(consumed),
-                clock=clock.as_dict(),
-                interval_end=end.isoformat() if (end := context_interval_end(context)) else None,
-                max_wait=self.max_wait,
-                max_looks=self.policy.max_looks,
-                catalog_conn_id=self.catalog_conn_id,
-                poll_interval=self.poll_interval,
-                run_gate=self.run_gate,
-            ),
+            trigger=self._trigger(context["run_id"], run_slot(context), end, consumed, clock),
             method_name="execute_complete",
+        )
+
+    def _trigger(
+        self,
+        run_id: str | None,
+        slot: dt.datetime | None,
+        end: dt.datetime | None,
+        consumed: dict[str, tuple[dt.datetime, int]],
+        clock: WaitClock,
+        end_from_trigger: bool = False,
+    ) -> RunConditionTrigger:
+        """The gate's trigger; started in the triggerer (``end_from_trigger``), it takes the run's values
+        (run, slot, interval end, the DAG's structure, consumed revisions) from its task instance."""
+        upstream, waiting = (None, None) if end_from_trigger else self._run_structure()
+        return RunConditionTrigger(
+            dag_id=self.dag_id,
+            run_id=run_id,
+            task_id=self.gated_task_id,
+            dependencies=[d.as_dict() for d in self.dependencies],
+            condition=self.condition.kind,
+            count=self.condition.count,
+            slot_requests={t: i.as_dict() for t, i in self._identities().items()},
+            slot=slot.isoformat() if slot is not None else None,
+            upstream=upstream,
+            waiting=waiting,
+            consumed=wire.encode_last_consumed(consumed),
+            clock=clock.as_dict(),
+            interval_end=end.isoformat() if end is not None else None,
+            max_wait=self.max_wait,
+            max_looks=self.policy.max_looks,
+            catalog_conn_id=self.catalog_conn_id,
+            poll_interval=self.poll_interval,
+            run_gate=self.run_gate,
+            active=self.active,
+            end_from_trigger=end_from_trigger,
         )
 
 

@@ -6,15 +6,19 @@ import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSuccessEvent, TriggerEvent
+from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSkippedEvent, TaskSuccessEvent, TriggerEvent
 from asgiref.sync import sync_to_async
 
 from airflow_leastaction.admission import gate_mode
-from airflow_leastaction.catalog.engine import aresolve_url
+from airflow_leastaction.airflow_context import attempt_key, context_interval_end, context_slot, trigger_context
+from airflow_leastaction.catalog.audit import AttemptKey
+from airflow_leastaction.catalog.engine import aresolve_url, is_outage
 from airflow_leastaction.gate import Verdict
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.run_conditions.judging import (
     RunView,
     evaluate,
@@ -29,6 +33,7 @@ from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, 
 from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller
+from airflow_leastaction.triggers.task_end import end_event, settle_in_triggerer
 
 
 async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:
@@ -37,6 +42,21 @@ async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:
 
     states = await sync_to_async(RuntimeTaskInstance.get_task_states)(dag_id=dag_id, run_ids=[run_id])
     return {k: (str(v) if v is not None else None) for k, v in (states.get(run_id) or {}).items()}
+
+
+def _last_consumed(url: str, dag_id: str, task_id: str, keys: list[str]) -> dict[str, tuple[dt.datetime, int]]:
+    from airflow_leastaction.catalog.engine import get_engine
+    from airflow_leastaction.catalog.store import CatalogStore
+
+    return CatalogStore(get_engine(url)).last_consumed(dag_id, task_id, keys)
+
+
+@dataclass(frozen=True)
+class _Started:
+    """A gate started in the triggerer: the attempt its decisions belong to and the run's instant."""
+
+    attempt: AttemptKey
+    judged_at: RunSlot
 
 
 def _classpath(obj) -> str:
@@ -52,6 +72,11 @@ class RunConditionTrigger(BaseTrigger):
     rule's schedule only. While the catalog cannot be read the trigger keeps waiting (and says so once);
     when ``[leastaction] gates`` is no longer ``enforce`` it fires ``relaxed`` as soon as no same-run
     upstream is still running, so the worker can admit and record BYPASSED decisions.
+
+    Started in the triggerer (``end_from_trigger``, the gate's default), it takes the run's values from
+    the task instance Airflow gives it, records the decisions itself and ends the task: success when it
+    admits, skipped when it skips. What it cannot decide there (relaxed gates, catalog down while it
+    records, no run context) it hands to a worker with a plain event, as a trigger a worker deferred to.
 
     :param dag_id: the DAG of the gate.
     :param run_id: the run.
@@ -74,20 +99,23 @@ class RunConditionTrigger(BaseTrigger):
     :param run_gate: the DAG's run gate, if it has one: the gate waits until it admitted the run.
     :param interval_end: ISO-8601 end of the run's data interval (for dependencies judged on the whole
         interval).
+    :param active: False: the gated task is inactive; a trigger started in the triggerer skips at once.
+    :param end_from_trigger: started in the triggerer: ``run_id``, ``slot``, ``interval_end``,
+        ``upstream``, ``waiting`` and ``consumed`` (None) come from the run, and the trigger ends the task.
     """
 
     def __init__(
         self,
         dag_id: str,
-        run_id: str,
+        run_id: str | None,
         task_id: str,
         dependencies: list[dict],
         condition: str,
         count: int | None,
         slot_requests: dict[str, dict],
-        slot: str,
-        upstream: dict[str, list[str]],
-        waiting: list[str],
+        slot: str | None,
+        upstream: dict[str, list[str]] | None,
+        waiting: list[str] | None,
         consumed: dict[str, list] | None = None,
         clock: dict | None = None,
         max_wait: float = 3600.0,
@@ -96,6 +124,8 @@ class RunConditionTrigger(BaseTrigger):
         poll_interval: float = 5.0,
         run_gate: str | None = None,
         interval_end: str | None = None,
+        active: bool = True,
+        end_from_trigger: bool = False,
     ):
         super().__init__()
         self.dag_id, self.run_id, self.task_id = dag_id, run_id, task_id
@@ -107,6 +137,7 @@ class RunConditionTrigger(BaseTrigger):
         self.max_wait, self.max_looks = float(max_wait), int(max_looks)
         self.catalog_conn_id, self.poll_interval = catalog_conn_id, float(poll_interval)
         self.interval_end = interval_end
+        self.active, self.end_from_trigger = bool(active), bool(end_from_trigger)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         keys = (
@@ -128,6 +159,8 @@ class RunConditionTrigger(BaseTrigger):
             "poll_interval",
             "run_gate",
             "interval_end",
+            "active",
+            "end_from_trigger",
         )
         return _classpath(self), {k: getattr(self, k) for k in keys}
 
@@ -138,6 +171,15 @@ class RunConditionTrigger(BaseTrigger):
         return GateSpec(self.task_id, deps, RunCondition(self.condition, self.count), run_gate=self.run_gate)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        if self.end_from_trigger and not self.active:
+            self.log.info("task %r is inactive; its dependencies are ignored", self.task_id)
+            yield TaskSkippedEvent()
+            return
+        url = await aresolve_url(self.catalog_conn_id)
+        started = await self._start(url) if self.end_from_trigger else None
+        if isinstance(started, TriggerEvent):
+            yield started
+            return
         spec = self.spec()
         slot = dt.datetime.fromisoformat(self.slot)
         policy = WaitPolicy(
@@ -146,7 +188,6 @@ class RunConditionTrigger(BaseTrigger):
         clock = WaitClock.from_dict(self.clock)
         consumed = wire.decode_last_consumed(self.consumed)
         by_identity = {tid: TaskIdentity.from_dict(i) for tid, i in self.slot_requests.items()}
-        url = await aresolve_url(self.catalog_conn_id)
         last_reasons = None
         latest: dict = {}
         async with AsyncExitStack() as stack:
@@ -199,6 +240,8 @@ class RunConditionTrigger(BaseTrigger):
                         {"status": outcome.verdict.value, "summary": outcome.summary(), "clock": clock.as_dict()}
                     )
                 )
+                if event is not None and started is not None:
+                    event = await self._end(started, outcome, url, event)
                 event = event or await self._relaxed(spec, clock, outcome, outcome.summary())
                 if event is not None:
                     yield event
@@ -206,6 +249,60 @@ class RunConditionTrigger(BaseTrigger):
                 if outcome.waiting_reasons != last_reasons:
                     last_reasons = outcome.waiting_reasons
                     self.log.info("%s waiting: %s", self.task_id, outcome.summary())
+
+    async def _start(self, url: str) -> _Started | TriggerEvent:
+        """Take from the run what a worker would have passed: the run, its slot and interval end, the
+        DAG's structure, the revisions consumed last and the attempt the decisions belong to. A plain
+        event hands the gate to a worker instead."""
+        context = await sync_to_async(trigger_context)(self)
+        judged_at = context_slot(context) if context is not None else None
+        if judged_at is None:  # the worker judges, or fails naming the run without an instant
+            self.log.warning("gate %s has no run context in the triggerer; a worker judges it", self.task_id)
+            return self._undecided()
+        from airflow_leastaction.operators.run_condition import run_structure
+
+        self.run_id = context["run_id"]
+        self.slot = judged_at.instant.isoformat()
+        end = context_interval_end(context)
+        self.interval_end = end.isoformat() if end is not None else None
+        self.upstream, self.waiting = run_structure(context["ti"].task.dag)
+        keys = [d.key for d in self.spec().elsewhere]
+        try:
+            consumed = await sync_to_async(_last_consumed)(url, self.dag_id, self.task_id, keys) if keys else {}
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            self.log.warning("gate %s cannot read the catalog; a worker judges it: %s", self.task_id, exc)
+            return self._undecided()
+        self.consumed = wire.encode_last_consumed(consumed)
+        return _Started(attempt_key(context, self.dag_id, context["ti"].task_id), judged_at)
+
+    async def _end(self, started: _Started, outcome, url: str, event: TriggerEvent) -> TriggerEvent:
+        """Record the decisions of ``outcome`` and end the task, or hand ``event`` (the verdict) to a
+        worker: with relaxed gates (the worker records BYPASSED decisions under its own configuration)
+        or when the catalog cannot take the decisions now."""
+        mode = gate_mode()
+        if mode != "enforce":
+            return event
+        outcome = noted(outcome, started.judged_at)
+        try:
+            admission = await settle_in_triggerer(
+                url, started.attempt, outcome, downstream_slot=started.judged_at.instant, mode=mode
+            )
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            self.log.warning("gate %s cannot record its decisions; a worker will: %s", self.task_id, exc)
+            return event
+        for j in outcome.judgements:
+            self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
+        verb = "admitted" if admission.admitted else "can never start in this run"
+        self.log.info("%s %s: %s", self.task_id, verb, outcome.summary())
+        return end_event(admission)
+
+    @staticmethod
+    def _undecided() -> TriggerEvent:
+        return TriggerEvent({"status": wire.UNDECIDED, "clock": WaitClock().as_dict()})
 
     async def _relaxed(self, spec: GateSpec, clock: WaitClock, outcome, summary: str) -> TriggerEvent | None:
         """The ``relaxed`` event once the deployment relaxed its gates after this wait began (the worker

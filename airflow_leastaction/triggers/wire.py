@@ -23,6 +23,9 @@ RELAXED = "relaxed"
 #: RunConditionTrigger: the run condition is met, or can never be (the verdict's value).
 ADMIT = Verdict.ADMIT.value
 SKIP = Verdict.SKIP.value
+#: RunConditionTrigger started in the triggerer: it cannot decide there (no run context, catalog down
+#: while it records); the worker judges and records instead.
+UNDECIDED = "undecided"
 #: RunOutcomeTrigger: every other task of the run reached a terminal state.
 FINISHED = "finished"
 
