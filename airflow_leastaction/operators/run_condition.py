@@ -361,8 +361,9 @@ class RunOutcome(_Waiting):
     declares a run condition.
 
     By default it starts and ends in the triggerer (Airflow's ``start_from_trigger``): no worker slot, no
-    DAG-file parse, and no worker exit that could race the trigger's event. ``deferrable=False`` waits
-    on a worker by rescheduling instead. Under ``dag.test()`` it runs on the worker path.
+    worker-side DAG-file parse, and no worker exit that could race the trigger's event (Airflow 3.3
+    still has the dag-processor parse the file once to look for callbacks of the task it ended).
+    ``deferrable=False`` waits on a worker by rescheduling instead. Under ``dag.test()`` it runs on the worker path.
 
     :param poll_interval: seconds between looks (default ``[leastaction] poll_interval``).
     :param deferrable: wait in the triggerer (default) or by rescheduling on a worker.
