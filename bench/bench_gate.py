@@ -6,8 +6,10 @@
   its consumption, on SQLite and PostgreSQL; baseline: the same success record without decisions and
   consumption (what the listener writes for any task).
 * latency: a real scheduler + triggerer + workers (LocalExecutor, PostgreSQL): time from the first
-  upstream's success to the gated task starting, for an ANY gate and for Airflow's own ``one_success``
-  trigger rule on the same DAG shape (one fast upstream, two slow ones).
+  upstream's success to the gated task starting, for an ANY gate started and ended in the triggerer
+  (the default), the same gate with ``start_from_trigger=False`` (deferred from and resumed on a
+  worker), and Airflow's own ``one_success`` trigger rule, on the same DAG shape (one fast upstream,
+  two slow ones).
 
     .venv/bin/python -m bench.bench_gate [--parts engine,writes,latency] [--runs 7] [--json PATH]
 """
@@ -153,7 +155,7 @@ LATENCY_DAGS = textwrap.dedent("""
                 raise TimeoutError(f"{marker} never appeared")
             time.sleep(0.1)
 
-    def shape(dag_id, gated):
+    def shape(dag_id, gated, **gate_kwargs):
         with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False):
             @task
             def first(run_id=None):
@@ -169,11 +171,12 @@ LATENCY_DAGS = textwrap.dedent("""
 
             ups = [first(), slow.override(task_id="slow_a")(1), slow.override(task_id="slow_b")(2)]
             if gated:
-                run_condition(child(), *ups, when="ANY")
+                run_condition(child(), *ups, when="ANY", **gate_kwargs)
             else:
                 ups >> child()
 
     shape("bench_gate_any", gated=True)
+    shape("bench_gate_any_worker", gated=True, start_from_trigger=False)
     shape("bench_one_success", gated=False)
 """)
 
@@ -249,20 +252,26 @@ def latency_cluster(home: Path, airflow_url: str, catalog_url: str, extra_dags: 
     )
 
 
-def latency(runs: int) -> tuple[list, list]:
-    """Per DAG, ``runs`` (latency or None, details) pairs."""
+LATENCY_SHAPES = ("bench_gate_any", "bench_gate_any_worker", "bench_one_success")
+
+
+def latency(runs: int) -> dict[str, list]:
+    """Per DAG of :data:`LATENCY_SHAPES`, ``runs`` (latency or None, details) pairs, the DAGs taking
+    turns run by run so a change in the machine's load reaches every shape alike."""
     (airflow_url, drop_airflow), (catalog_url, drop_catalog) = catalog("postgres"), catalog("postgres")
     try:
         with latency_cluster(Path(tempfile.mkdtemp(prefix="la-bench-cluster-")), airflow_url, catalog_url) as cluster:
-            for dag_id in ("bench_gate_any", "bench_one_success"):
+            for dag_id in LATENCY_SHAPES:
                 cluster.wait_for_dag(dag_id)
                 cluster.unpause(dag_id)
-            gate = [start_latency(cluster, "bench_gate_any") for _ in range(runs)]
-            rule = [start_latency(cluster, "bench_one_success") for _ in range(runs)]
+            out: dict[str, list] = {dag_id: [] for dag_id in LATENCY_SHAPES}
+            for _ in range(runs):
+                for dag_id in LATENCY_SHAPES:
+                    out[dag_id].append(start_latency(cluster, dag_id))
     finally:
         drop_airflow()
         drop_catalog()
-    return gate, rule
+    return out
 
 
 def main(argv=None) -> int:
@@ -314,16 +323,17 @@ def main(argv=None) -> int:
                 )
     save()
     if "latency" in parts:
-        gate_runs, rule_runs = latency(args.runs)
-        gate = [round(x, 3) for x, _ in gate_runs if x is not None]
-        rule = [round(x, 3) for x, _ in rule_runs if x is not None]
+        measured = latency(args.runs)
+        ok = {dag_id: [round(x, 3) for x, _ in pairs if x is not None] for dag_id, pairs in measured.items()}
         results["latency"] = {
-            "any_gate_s": gate,
-            "one_success_s": rule,
-            "failed_runs": [d for x, d in gate_runs + rule_runs if x is None],
+            "any_gate_s": ok["bench_gate_any"],
+            "any_gate_worker_s": ok["bench_gate_any_worker"],
+            "one_success_s": ok["bench_one_success"],
+            "failed_runs": [d for pairs in measured.values() for x, d in pairs if x is None],
         }
         print(
-            f"latency: ANY gate {gate}, one_success {rule}, failed runs {len(results['latency']['failed_runs'])}",
+            f"latency: ANY gate {ok['bench_gate_any']}, on a worker {ok['bench_gate_any_worker']}, "
+            f"one_success {ok['bench_one_success']}, failed runs {len(results['latency']['failed_runs'])}",
             flush=True,
         )
     save()

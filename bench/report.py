@@ -315,6 +315,17 @@ def gate(doc: dict, part: str | None) -> list[str]:
                     f"{g:.2f} s",
                     runs(lat["any_gate_s"]),
                 ],
+                *(
+                    [
+                        [
+                            "the same gate with `start_from_trigger=False` (resumed on a worker)",
+                            f"{statistics.median(w):.2f} s",
+                            runs(w),
+                        ]
+                    ]
+                    if (w := lat.get("any_gate_worker_s"))
+                    else []
+                ),
                 ['Airflow `trigger_rule="one_success"` on the same shape', f"{r:.2f} s", runs(lat["one_success_s"])],
                 ["ratio of medians gate / `one_success`", f"{g / r:.1f}x", ""],
                 [
