@@ -80,6 +80,14 @@ DAGS = textwrap.dedent("""
     with DAG("la_child_alone", schedule=DAILY, start_date=START, catchup=False):
         ParentIntervalSensor(task_id="wait", parents=[airflow_task("la_parent", "produce")], poll_interval=1)
 
+    # A parent that never reports: the sensor's timeout ends the wait.
+    for dag_id, retries in (("la_child_timeout", 0), ("la_child_timeout_retries", 2)):
+        with DAG(dag_id, schedule=DAILY, start_date=START, catchup=False):
+            ParentIntervalSensor(
+                task_id="wait", parents=[airflow_task("la_never", "reports")], poll_interval=1, timeout=3,
+                retries=retries,
+            )
+
     with DAG("la_child_fail", schedule=DAILY, start_date=START, catchup=False):
         ParentIntervalSensor(
             task_id="wait", parents=[airflow_task("la_broken_parent", "broken")], poll_interval=1,
@@ -209,6 +217,32 @@ def test_the_worker_path_still_admits_and_records(released):
     assert (consumed["task_id"], consumed["decision_id"]) == ("work", latest["id"])
 
 
+def test_the_timeout_fails_the_sensor_from_the_triggerer_and_is_never_retried(deployment):
+    cluster, _store, _markers = deployment
+    runs = {}
+    for dag_id in ("la_child_timeout", "la_child_timeout_retries"):
+        cluster.unpause(dag_id)
+        runs[dag_id] = cluster.trigger(dag_id, DAY)["dag_run_id"]
+    for dag_id, run_id in runs.items():
+        assert cluster.wait_for_run(dag_id, run_id)["state"] == "failed"
+    ended_there = task_instance(cluster, "la_child_timeout", runs["la_child_timeout"], "wait")
+    assert ended_there["state"] == "failed" and never_on_a_worker(ended_there), ended_there
+    assert "parents not satisfied in time: la_never.reports" in trigger_logs(cluster, "la_child_timeout")
+    # With retries the triggerer cannot fail it without a retry: a worker does, as Airflow's sensor timeout.
+    handed = task_instance(cluster, "la_child_timeout_retries", runs["la_child_timeout_retries"], "wait")
+    assert (handed["state"], handed["try_number"]) == ("failed", 1)
+    assert not never_on_a_worker(handed), handed
+
+
+def trigger_logs(cluster: AirflowCluster, dag_id: str) -> str:
+    """What the triggers of ``dag_id``'s tasks logged (Airflow keeps it beside each task's log)."""
+    return "".join(
+        p.read_text(errors="replace")
+        for p in sorted((Path(cluster.home) / "logs" / f"dag_id={dag_id}").rglob("*"))
+        if p.is_file()
+    )
+
+
 def test_a_failed_parent_fails_the_sensor_from_the_triggerer_when_told_to(deployment):
     cluster, store, _markers = deployment
     for dag_id in ("la_broken_parent", "la_child_fail"):
@@ -220,5 +254,6 @@ def test_a_failed_parent_fails_the_sensor_from_the_triggerer_when_told_to(deploy
     sensor = task_instance(cluster, "la_child_fail", child, "wait")
     assert sensor["state"] == "failed" and never_on_a_worker(sensor), sensor
     assert rows(store, gate_decision, "la_child_fail") == []
-    logs = [p.read_text() for p in Path(cluster.home, "logs").rglob("*") if p.is_file() and "la_child_fail" in str(p)]
-    assert any("parent failed" in text and "broken" in text for text in logs), logs
+    assert "parent failed: la_broken_parent.broken: slot 2026-11-16 (day) is failed" in trigger_logs(
+        cluster, "la_child_fail"
+    )
