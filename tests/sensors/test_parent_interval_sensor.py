@@ -72,9 +72,11 @@ class TestStartInTheTriggerer:
         from airflow.sdk import DAG
         from airflow.serialization.serialized_objects import DagSerialization
 
-        with DAG("child", schedule=None, start_date=dt.datetime(2026, 11, 1, tzinfo=dt.UTC)) as dag:
+        daily = IntervalCronTimetable("0 0 * * *", timezone="Europe/Paris")
+        with DAG("child", schedule=daily, start_date=dt.datetime(2026, 11, 1, tzinfo=dt.UTC)) as dag:
             wait = ParentIntervalSensor(task_id="wait", parents=[external_task("raw", "sales")], **kwargs)
             wait >> EmptyOperator(task_id="work")
+        self.dag = dag
         return DagSerialization.from_dict(DagSerialization.to_dict(dag)).get_task("wait")
 
     def test_the_sensor_starts_and_ends_in_the_triggerer_by_default(self):
@@ -93,6 +95,13 @@ class TestStartInTheTriggerer:
         # Same names as the sensor's template fields: the triggerer renders them.
         assert kwargs["child_interval"] == "{{ data_interval_start }}" and kwargs["child_interval_end"] is None
         assert kwargs["timeout"] == 600.0 and kwargs["parents"][0]["coverage"] == "slot"
+
+    def test_the_triggerer_declares_the_parents_with_the_schedule_a_worker_reads(self):
+        from airflow_leastaction.refs import schedule_meta
+
+        task = self.sensor_in_a_dag()
+        assert schedule_meta(task.dag, "work") == schedule_meta(self.dag, "work")
+        assert schedule_meta(task.dag, "work").timezone == "Europe/Paris"
 
     @pytest.mark.parametrize("kwargs", [{"start_from_trigger": False}, {"deferrable": False}])
     def test_the_worker_path_is_kept_as_an_option(self, kwargs):
