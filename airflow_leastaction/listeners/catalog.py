@@ -90,7 +90,11 @@ def task_event(
     )
 
 
-def build_event(ti, state: str) -> SlotEvent | None:
+def build_event(ti, state: str, *, gate: bool | None = None, read_rows: bool = True) -> SlotEvent | None:
+    """The catalog event of ``ti``'s outcome. ``gate``: whether the task admits others rather than consuming
+    its own admission (None: ask the task, :func:`is_gate`; a task deserialized in the triggerer cannot say).
+    ``read_rows`` False: the task reports no rows written, so its XCom is not read (from the triggerer that
+    is a round trip through Airflow's API)."""
     slot = slot_of(ti)
     if slot is None:
         log.warning("leastaction: %s.%s run %s has no interval; not recorded", ti.dag_id, ti.task_id, ti.run_id)
@@ -112,16 +116,20 @@ def build_event(ti, state: str) -> SlotEvent | None:
         map_index=map_index,
     )
     if state == "success":
-        event.rows_written = reported_rows(ti)
-        if not is_gate(task):  # a gate admits other tasks; they, not the gate, consume its decisions
+        event.rows_written = reported_rows(ti) if read_rows else None
+        # A gate admits other tasks; they, not the gate, consume its decisions.
+        if not (is_gate(task) if gate is None else gate):
             event.consumer = AttemptKey(ti.dag_id, ti.task_id, ti.run_id, map_index, attempt)
             event.gate_task_ids = admitting_gates(task)
     return event
 
 
-def _record(ti, state: str) -> None:
+def record_outcome(ti, state: str, *, gate: bool | None = None, read_rows: bool = True) -> None:
+    """Deliver ``ti``'s outcome to the catalog (spooled while it is down). Never raises: a task's own
+    outcome is never failed by its record. Also called by a trigger that ends its task in the triggerer,
+    where no listener hook fires."""
     try:
-        event = build_event(ti, state)
+        event = build_event(ti, state, gate=gate, read_rows=read_rows)
     except Exception:
         log.exception("leastaction: could not read %s for the catalog", ti)
         return
@@ -131,12 +139,12 @@ def _record(ti, state: str) -> None:
 
 @hookimpl
 def on_task_instance_running(previous_state, task_instance):
-    _record(task_instance, "running")
+    record_outcome(task_instance, "running")
 
 
 @hookimpl
 def on_task_instance_success(previous_state, task_instance):
-    _record(task_instance, "success")
+    record_outcome(task_instance, "success")
 
 
 def failed_state(ti) -> str:
@@ -151,9 +159,9 @@ def failed_state(ti) -> str:
 
 @hookimpl
 def on_task_instance_failed(previous_state, task_instance, error):
-    _record(task_instance, failed_state(task_instance))
+    record_outcome(task_instance, failed_state(task_instance))
 
 
 @hookimpl
 def on_task_instance_skipped(previous_state, task_instance):
-    _record(task_instance, "skipped")
+    record_outcome(task_instance, "skipped")

@@ -8,28 +8,25 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout
+from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
-from airflow_leastaction.airflow_context import (
-    attempt_key,
-    context_interval_end,
-    context_slot,
-    resolve_poll_interval,
-)
+from airflow_leastaction.airflow_context import attempt_key, resolve_poll_interval
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.exceptions import (
-    ConfigurationError,
-    DuplicateParentError,
-    MissingDataIntervalError,
-    ParentFailedError,
+from airflow_leastaction.child_interval import (
+    DEADLINE_BACKSTOP,
+    child_interval_end,
+    child_slot,
+    consumed_revisions,
+    declare,
 )
+from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, ParentFailedError
 from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requests
 from airflow_leastaction.intervals.judging import judge_parents
-from airflow_leastaction.intervals.run_slot import RunSlot, explicit_slot, noted
-from airflow_leastaction.refs import airflow_task, schedule_meta
+from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.wire import encode_consumed
@@ -60,9 +57,12 @@ class ParentIntervalSensor(BaseSensorOperator):
     deployments or systems outside Airflow: they are named by catalog identity. An empty ``parents`` list
     passes at once.
 
-    The sensor checks once in ``execute()``; if not satisfied it defers (no worker slot held) to a
-    trigger that shares one catalog poll per tick with every other waiting gate in the triggerer. Each
-    wait is logged per parent (``orders_raw: expected slot 2026-11-28 (day), completed up to
+    By default the sensor starts and ends in the triggerer (Airflow's ``start_from_trigger``): its trigger
+    declares the parents, shares one catalog poll per tick with every other waiting gate in the
+    triggerer, and on admission records the decisions and ends the task, so waiting and deciding take
+    no worker slot and no DAG-file parse. With ``start_from_trigger=False`` it checks once on a worker
+    in ``execute()`` and, if not satisfied, defers to the same trigger, and a worker decides when it
+    fires. Each wait is logged per parent (``orders_raw: expected slot 2026-11-28 (day), completed up to
     2026-11-27``). On admission one SATISFIED gate decision per parent is recorded; the tasks this sensor
     gates consume them when they succeed.
 
@@ -86,7 +86,11 @@ class ParentIntervalSensor(BaseSensorOperator):
         poll_interval``). In poke/reschedule mode ``poke_interval`` applies.
     :param consumer_task_ids: tasks that consume what this sensor admits (default: its direct
         downstream tasks; itself when it has none). Their catalog rows carry the declared parents.
-    :param deferrable: defer to the triggerer (default) instead of poking.
+    :param deferrable: wait in the triggerer (default) instead of poking from a worker.
+    :param start_from_trigger: with ``deferrable``, start and end in the triggerer (default); False: start
+        on a worker, which defers and decides when the trigger fires. ``dag.test()`` always runs the
+        worker path. A timeout of a task with retries, and relaxed gates (``[leastaction] gates``), are
+        finished on a worker.
     """
 
     template_fields: Sequence[str] = ("child_interval", "child_interval_end")
@@ -105,6 +109,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         poll_interval: float | None = None,
         consumer_task_ids: Sequence[str] | None = None,
         deferrable: bool = True,
+        start_from_trigger: bool = True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -133,40 +138,56 @@ class ParentIntervalSensor(BaseSensorOperator):
         self.poll_interval = resolve_poll_interval(poll_interval)
         self.consumer_task_ids = list(consumer_task_ids) if consumer_task_ids else None
         self.deferrable = deferrable
+        self.start_from_trigger = bool(deferrable and start_from_trigger)
+
+    @property
+    def start_trigger_args(self) -> StartTriggerArgs | None:
+        """What the scheduler starts this task as in the triggerer (read when the DAG is serialized).
+
+        Static: the run's slot, interval end and attempt come from the task instance Airflow gives the
+        trigger. ``child_interval`` and ``child_interval_end`` keep their names, so the triggerer renders
+        them as templates."""
+        if not self.start_from_trigger:
+            return None
+        trigger = ParentIntervalTrigger(
+            parents=self._parents_with_coverage(),
+            child_interval=self.child_interval,
+            child_interval_end=self.child_interval_end,
+            catalog_conn_id=self.catalog_conn_id,
+            poll_interval=self.poll_interval,
+            on_parent_failure=self.on_parent_failure,
+            end_from_trigger=True,
+            consumers=self._consumers(),
+            wait_for_new_output=self.wait_for_new_output,
+            timeout=float(self.timeout),
+            execution_timeout=self.execution_timeout.total_seconds() if self.execution_timeout else None,
+        )
+        classpath, kwargs = trigger.serialize()
+        return StartTriggerArgs(
+            trigger_cls=classpath,
+            trigger_kwargs=kwargs,
+            next_method="execute_complete",
+            timeout=dt.timedelta(seconds=self.timeout) + DEADLINE_BACKSTOP,
+        )
+
+    @start_trigger_args.setter
+    def start_trigger_args(self, value) -> None:
+        """Airflow assigns the deserialized value; this operator always derives its own."""
 
     # -- the check ---------------------------------------------------------------------------------
     def _slot(self, context) -> RunSlot:
-        value = self.child_interval
-        if value in (None, ""):
-            found = context_slot(context)
-            if found is None:
-                raise MissingDataIntervalError(self.dag_id, self.task_id, context.get("run_id", "?"))
-            return found
-        return explicit_slot(self._instant(value, "child_interval"))
+        return child_slot(context, self.child_interval, self.dag_id, self.task_id)
 
     def _interval_end(self, context) -> dt.datetime | None:
-        """The child's interval end, read only when a parent is judged on the whole interval."""
-        if not any(c == "interval" for c in self._coverages()):
-            return None
-        value = self.child_interval_end
-        if value in (None, ""):
-            return context_interval_end(context)
-        return self._instant(value, "child_interval_end")
-
-    def _instant(self, value, what: str) -> dt.datetime:
-        if isinstance(value, str):
-            try:
-                value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError as exc:
-                raise ConfigurationError(f"task {self.task_id!r}: {what} {value!r} is not ISO-8601") from exc
-        if value.tzinfo is None:
-            raise ConfigurationError(f"task {self.task_id!r}: {what} {value.isoformat()} has no timezone")
-        # A plain datetime: Airflow's pendulum instants lose their zone in some arithmetic.
-        return dt.datetime.fromisoformat(value.astimezone(dt.UTC).isoformat())
+        return child_interval_end(context, self.child_interval_end, self._coverages(), self.task_id)
 
     def _coverages(self) -> list[str]:
         """Each parent's coverage: its own, else this sensor's."""
         return [p.coverage or self.coverage for p in self.parents]
+
+    def _parents_with_coverage(self) -> list[dict]:
+        """The parents as the trigger reads them, each with the coverage it is judged with."""
+        return [{**p.as_dict(), "coverage": c} for p, c in zip(self.parents, self._coverages(), strict=True)]
 
     @property
     def consumes_own_decisions(self) -> bool:
@@ -180,13 +201,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         return CatalogStore(conn_id=self.catalog_conn_id)
 
     def _consumed(self, store: CatalogStore, slot: dt.datetime) -> dict[str, dict[dt.datetime, int]]:
-        if not self.wait_for_new_output:
-            return {}
-        consumed: dict[str, dict[dt.datetime, int]] = {}
-        for (dependency, upstream_slot), rev in store.consumed_revisions(self.dag_id, self._consumers(), slot).items():
-            if upstream_slot is not None:
-                consumed.setdefault(dependency, {})[upstream_slot] = rev
-        return consumed
+        return consumed_revisions(store, self.dag_id, self._consumers(), slot) if self.wait_for_new_output else {}
 
     def _evaluate(self, store: CatalogStore, slot: dt.datetime, end: dt.datetime | None, consumed) -> GateOutcome:
         snapshot = store.snapshot(snapshot_requests(self.parents, self._coverages(), slot, end))
@@ -195,10 +210,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         )
 
     def _declare(self, store: CatalogStore) -> None:
-        meta_dag = self.dag if self.has_dag() else None
-        for consumer in self._consumers():
-            meta = schedule_meta(meta_dag, consumer) if meta_dag is not None else None
-            store.declare_parents(airflow_task(self.dag_id, consumer), meta, self.parents)
+        declare(store, self.dag if self.has_dag() else None, self.dag_id, self._consumers(), self.parents)
 
     def _check(self, context, mode: str | None = None) -> tuple[bool, dict]:
         """Judge now; on admission record the decisions. Returns (admitted, the consumed revisions judged
@@ -264,7 +276,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         slot, end = self._slot(context).instant, self._interval_end(context)
         self.defer(
             trigger=ParentIntervalTrigger(
-                parents=[{**p.as_dict(), "coverage": c} for p, c in zip(self.parents, self._coverages(), strict=True)],
+                parents=self._parents_with_coverage(),
                 child_interval=slot.isoformat(),
                 interval_end=end.isoformat() if end else None,
                 consumed=encode_consumed(consumed),
@@ -276,7 +288,7 @@ class ParentIntervalSensor(BaseSensorOperator):
             method_name="execute_complete",
             kwargs={"deadline": deadline.isoformat()},
             # Backstop only: the trigger itself fires "timeout" with the reasons at the deadline.
-            timeout=max(deadline - now, dt.timedelta(0)) + dt.timedelta(minutes=5),
+            timeout=max(deadline - now, dt.timedelta(0)) + DEADLINE_BACKSTOP,
         )
 
     def execute_complete(self, context, event: dict[str, Any] | None = None, deadline: str | None = None) -> None:

@@ -1,54 +1,116 @@
-"""The trigger behind a deferred :class:`~airflow_leastaction.sensors.parent_interval.ParentIntervalSensor`."""
+"""The trigger behind a :class:`~airflow_leastaction.sensors.parent_interval.ParentIntervalSensor`: deferred
+to by a worker, or started and ended in the triggerer (the sensor's default)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSuccessEvent, TriggerEvent
+from asgiref.sync import sync_to_async
 
 from airflow_leastaction.admission import gate_mode
-from airflow_leastaction.catalog.engine import aresolve_url
+from airflow_leastaction.airflow_context import attempt_key, trigger_context
+from airflow_leastaction.catalog.engine import aresolve_url, is_outage
+from airflow_leastaction.child_interval import (
+    child_interval_end,
+    child_slot,
+    consumed_revisions,
+    declare,
+    triggerer_deadline,
+)
+from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gate import ALL, Verdict, decide
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.run_slot import noted
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
+from airflow_leastaction.triggers.task_end import record_success_from_trigger, settle_from_trigger, store_at
+
+#: What the watch loop concludes with: a status of :mod:`~airflow_leastaction.triggers.wire`, the last
+#: judgements and reasons; the answer is the event to fire, or None to keep waiting.
+Conclude = Callable[[str, list, list[str]], Awaitable[TriggerEvent | None]]
+
+
+async def _nothing() -> None:
+    return None
+
+
+@dataclass
+class _Wait:
+    """What one wait judges: the parents, the child's interval, what its consumers already consumed.
+
+    ``prepare`` runs before each judgement until it succeeds once (work that needs the catalog up).
+    """
+
+    parents: list[TaskIdentity]
+    child: dt.datetime
+    end: dt.datetime | None
+    consumed: dict
+    deadline: dt.datetime | None
+    prepare: Callable[[], Awaitable[None]] = field(default=_nothing)
 
 
 class ParentIntervalTrigger(BaseTrigger):
-    """Wait until every parent has finished the interval that covers ``child_interval``.
+    """Wait until every parent has finished the interval that covers the child's.
 
     All instances in one triggerer share one catalog poll per tick (see
-    :class:`~airflow_leastaction.triggers.poller.CatalogPoller`). Fires ``admitted`` when the parents
-    are satisfied, ``failed`` when a parent is in a failed state and ``on_parent_failure == "fail"``,
+    :class:`~airflow_leastaction.triggers.poller.CatalogPoller`). While the catalog cannot be reached it
+    keeps waiting and says so once. Each event carries the per-parent reasons.
+
+    Deferred to by a worker, it fires ``admitted`` when the parents are satisfied (the worker judges again
+    and records), ``failed`` when a parent is in a failed state and ``on_parent_failure == "fail"``,
     ``relaxed`` when ``[leastaction] gates`` is no longer ``enforce``, and ``timeout`` at ``deadline``
-    (whether or not the catalog answers), each with the per-parent reasons. While the catalog cannot be
-    reached it keeps waiting and says so once.
+    (whether or not the catalog answers).
+
+    Started in the triggerer (``end_from_trigger``, with the task instance Airflow gives a
+    ``start_from_trigger`` task), it works out the run's slot and attempt itself, declares the parents,
+    and ends the task there: on admission it records the SATISFIED decisions (and, when the sensor gates
+    nothing, their consumption with its success) and succeeds; a failed parent under ``fail`` fails the
+    task. The deadline fails the task too, unless it has retries: a timeout is never retried, so it is
+    handed to a worker to fail without retry, as on the worker path. ``relaxed`` goes to a worker too.
 
     :param parents: parent identities, as dicts (``TaskIdentity.as_dict()``), each with an optional
         ``coverage`` (``slot`` or ``interval``).
-    :param child_interval: ISO-8601 start of the child's interval.
+    :param child_interval: ISO-8601 start of the child's interval. Started in the triggerer: the sensor's
+        own (templated) value, None for the run's slot.
     :param interval_end: ISO-8601 end of the child's interval (for parents judged on the whole interval).
     :param consumed: per parent key, the revision already consumed per parent slot (ISO keys).
     :param catalog_conn_id: catalog connection id (None: the configured default).
     :param poll_interval: seconds between catalog polls.
     :param deadline: ISO-8601 instant at which to give up, or None.
     :param on_parent_failure: ``wait`` (default) or ``fail``.
+    :param end_from_trigger: started in the triggerer: decide, record and end the task there.
+    :param child_interval_end: started in the triggerer: the sensor's own (templated) interval end, None
+        for the run's data-interval end.
+    :param consumers: started in the triggerer: the tasks that consume the admission (the sensor itself
+        when it gates nothing); their declared parents are recorded.
+    :param wait_for_new_output: started in the triggerer: wait for a newer revision of a parent slot the
+        consumers already consumed.
+    :param timeout: started in the triggerer: the sensor's timeout in seconds.
+    :param execution_timeout: started in the triggerer: the task's execution timeout in seconds, if any.
     """
 
     def __init__(
         self,
         parents: list[dict[str, str]],
-        child_interval: str,
+        child_interval: str | dt.datetime | None = None,
         consumed: dict[str, dict[str, int]] | None = None,
         catalog_conn_id: str | None = None,
         poll_interval: float = 5.0,
         deadline: str | None = None,
         on_parent_failure: str = "wait",
         interval_end: str | None = None,
+        end_from_trigger: bool = False,
+        child_interval_end: str | dt.datetime | None = None,
+        consumers: list[str] | None = None,
+        wait_for_new_output: bool = False,
+        timeout: float | None = None,
+        execution_timeout: float | None = None,
     ):
         super().__init__()
         self.parents = parents
@@ -59,62 +121,149 @@ class ParentIntervalTrigger(BaseTrigger):
         self.deadline = deadline
         self.on_parent_failure = on_parent_failure
         self.interval_end = interval_end
+        self.end_from_trigger = bool(end_from_trigger)
+        self.child_interval_end = child_interval_end
+        self.consumers = list(consumers or [])
+        self.wait_for_new_output = bool(wait_for_new_output)
+        self.timeout = timeout
+        self.execution_timeout = execution_timeout
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "parents": self.parents,
-                "child_interval": self.child_interval,
-                "consumed": self.consumed,
-                "catalog_conn_id": self.catalog_conn_id,
-                "poll_interval": self.poll_interval,
-                "deadline": self.deadline,
-                "on_parent_failure": self.on_parent_failure,
-                "interval_end": self.interval_end,
-            },
-        )
+        kwargs = {
+            "parents": self.parents,
+            "child_interval": self.child_interval,
+            "consumed": self.consumed,
+            "catalog_conn_id": self.catalog_conn_id,
+            "poll_interval": self.poll_interval,
+            "deadline": self.deadline,
+            "on_parent_failure": self.on_parent_failure,
+            "interval_end": self.interval_end,
+        }
+        if self.end_from_trigger:  # a worker's deferral keeps the form every release reads
+            kwargs.update(
+                end_from_trigger=True,
+                child_interval_end=self.child_interval_end,
+                consumers=self.consumers,
+                wait_for_new_output=self.wait_for_new_output,
+                timeout=self.timeout,
+                execution_timeout=self.execution_timeout,
+            )
+        return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         parents = [TaskIdentity.from_dict(p) for p in self.parents]
-        child = dt.datetime.fromisoformat(self.child_interval)
+        url = await aresolve_url(self.catalog_conn_id)
+        if self.end_from_trigger:
+            async for event in self._run_in_triggerer(parents, url):
+                yield event
+            return
+        child = dt.datetime.fromisoformat(str(self.child_interval))
         end = dt.datetime.fromisoformat(self.interval_end) if self.interval_end else None
-        consumed = wire.decode_consumed(self.consumed)
         deadline = dt.datetime.fromisoformat(self.deadline) if self.deadline else None
-        poller = CatalogPoller.shared(await aresolve_url(self.catalog_conn_id), self.poll_interval)
+        wait = _Wait(parents, child, end, wire.decode_consumed(self.consumed), deadline)
+        async for event in self._watch(url, wait, self._for_worker):
+            yield event
+
+    async def _run_in_triggerer(self, parents: list[TaskIdentity], url: str) -> AsyncIterator[TriggerEvent]:
+        context = trigger_context(self)
+        if context is None:
+            raise RuntimeError(
+                f"{type(self).__name__}: end_from_trigger needs the task instance Airflow gives a task started "
+                "in the triggerer"
+            )
+        ti = self.task_instance
+        try:
+            judged_at = child_slot(context, self.child_interval, ti.dag_id, ti.task_id)
+            end = child_interval_end(context, self.child_interval_end, [p.coverage for p in parents], ti.task_id)
+        except ConfigurationError as exc:
+            self.log.error("%s", exc)
+            yield TaskFailedEvent()
+            return
+        deadline = triggerer_deadline(self.timeout_after, float(self.timeout or 0), self.execution_timeout)
+        wait = _Wait(parents, judged_at.instant, end, {}, deadline)
+
+        async def prepare() -> None:
+            wait.consumed = await sync_to_async(self._declare_and_read_consumed)(url, ti.dag_id, judged_at.instant)
+            wait.prepare = _nothing
+
+        wait.prepare = prepare
+        attempt = attempt_key(context, ti.dag_id, ti.task_id)
+
+        async def conclude(status: str, judgements, reasons: list[str]) -> TriggerEvent | None:
+            if status == wire.ADMITTED:
+                return await self._admit(url, attempt, noted(decide(ALL, judgements), judged_at), judged_at.instant)
+            if status == wire.FAILED:
+                self.log.error("parent failed: %s", "; ".join(j.reason for j in judgements if j.rejected))
+                return TaskFailedEvent()
+            if status == wire.TIMEOUT and not getattr(self.task, "retries", 0):
+                self.log.error("parents not satisfied in time: %s", "; ".join(reasons) or "no reason given")
+                return TaskFailedEvent()
+            return await self._for_worker(status, judgements, reasons)
+
+        async for event in self._watch(url, wait, conclude):
+            yield event
+
+    def _declare_and_read_consumed(self, url: str, dag_id: str, slot: dt.datetime) -> dict:
+        """Declare the consumers' parents; read what they consumed of them already (``wait_for_new_output``)."""
+        store = store_at(url)
+        parents = [TaskIdentity.from_dict(p) for p in self.parents]
+        declare(store, getattr(self.task, "dag", None), dag_id, self.consumers, parents)
+        return consumed_revisions(store, dag_id, self.consumers, slot) if self.wait_for_new_output else {}
+
+    async def _admit(self, url: str, attempt, outcome, slot: dt.datetime) -> TriggerEvent | None:
+        """Record the admission, and the sensor's success when it consumes its own (it gates nothing).
+        The catalog down at this instant: None, and the next poll judges again."""
+        try:
+            await settle_from_trigger(url, attempt, outcome, downstream_slot=slot, mode=gate_mode())
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            self.log.warning("admitted, but the catalog cannot record the decisions yet; judging again: %s", exc)
+            return None
+        self.log.info("admitted: %s", "; ".join(j.reason for j in outcome.judgements) or "no parents")
+        await record_success_from_trigger(self.task_instance, gate=self.task_instance.task_id not in self.consumers)
+        return TaskSuccessEvent()
+
+    async def _for_worker(self, status: str, judgements, reasons: list[str]) -> TriggerEvent:
+        event = self._event(status, judgements, reasons if status in (wire.TIMEOUT, wire.RELAXED) else None)
+        return TriggerEvent({**event, "mode": gate_mode()} if status == wire.RELAXED else event)
+
+    async def _watch(self, url: str, wait: _Wait, conclude: Conclude) -> AsyncIterator[TriggerEvent]:
+        """Judge on each shared poll until ``conclude`` gives an event, then fire it."""
+        poller = CatalogPoller.shared(url, self.poll_interval)
         last_state: tuple | None = None
         reasons: list[str] = []
         judgements: list = []
-        requests = snapshot_requests(parents, [p.coverage for p in parents], child, end)
+        requests = snapshot_requests(wait.parents, [p.coverage for p in wait.parents], wait.child, wait.end)
         async with poller.subscribe(requests) as sub:
             while True:
+                event = None
                 try:
-                    snapshot = await next_until(sub, deadline)
+                    snapshot = await next_until(sub, wait.deadline)
+                    await wait.prepare()
                 except DeadlineReached:
-                    yield TriggerEvent(self._event(wire.TIMEOUT, judgements, reasons))
-                    return
+                    event = await conclude(wire.TIMEOUT, judgements, reasons)
                 except Exception as exc:  # the catalog is down: keep waiting, judge nothing
                     reasons, judgements = [f"catalog unreachable: {exc}"], []
                     state: tuple = ("catalog unreachable",)
                 else:
-                    judgements = judge_parents(parents, child, snapshot, consumed, interval_end=end)
+                    judgements = judge_parents(wait.parents, wait.child, snapshot, wait.consumed, interval_end=wait.end)
                     outcome = decide(ALL, judgements)
                     if outcome.verdict is Verdict.ADMIT:
-                        yield TriggerEvent(self._event(wire.ADMITTED, judgements))
-                        return
+                        event = await conclude(wire.ADMITTED, judgements, [])
                     reasons = outcome.waiting_reasons
                     state = tuple(reasons)
-                if state != last_state:  # once per change, whatever the poll interval
+                if event is None and state != last_state:  # once per change, whatever the poll interval
                     self.log.info("not admitted yet: %s", "; ".join(reasons))
                     last_state = state
-                mode = gate_mode()
-                if mode != "enforce":
-                    # The deployment relaxed its gates after this wait began: the worker admits and
-                    # records BYPASSED decisions.
-                    yield TriggerEvent({**self._event(wire.RELAXED, judgements, reasons), "mode": mode})
-                    return
-                if self.on_parent_failure == "fail" and any(j.rejected for j in judgements):
-                    yield TriggerEvent(self._event(wire.FAILED, judgements))
+                if event is None and gate_mode() != "enforce":
+                    # The deployment relaxed its gates after this wait began: a worker admits and records
+                    # BYPASSED decisions.
+                    event = await conclude(wire.RELAXED, judgements, reasons)
+                if event is None and self.on_parent_failure == "fail" and any(j.rejected for j in judgements):
+                    event = await conclude(wire.FAILED, judgements, reasons)
+                if event is not None:
+                    yield event
                     return
 
     def _event(self, status: str, judgements, reasons: list[str] | None = None) -> dict[str, Any]:

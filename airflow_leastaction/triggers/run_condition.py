@@ -33,7 +33,7 @@ from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, 
 from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller
-from airflow_leastaction.triggers.task_end import end_event, settle_in_triggerer
+from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger
 
 
 async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:
@@ -286,7 +286,7 @@ class RunConditionTrigger(BaseTrigger):
             return event
         outcome = noted(outcome, started.judged_at)
         try:
-            admission = await settle_in_triggerer(
+            admission = await settle_from_trigger(
                 url, started.attempt, outcome, downstream_slot=started.judged_at.instant, mode=mode
             )
         except Exception as exc:

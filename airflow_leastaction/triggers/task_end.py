@@ -1,9 +1,8 @@
-"""Ending a gate's task in the triggerer: its decisions are recorded there, then the task ends.
+"""Writing from a trigger that ends its task in the triggerer (Airflow's ``start_from_trigger``).
 
-A gate started in the triggerer (Airflow's ``start_from_trigger``) never runs on a worker. Its trigger
-records the decisions with :func:`~airflow_leastaction.admission.settle`, the rule every gate follows, and
-ends the task with one of Airflow's task-end events. The write goes through a thread (``sync_to_async``),
-so the triggerer's event loop never waits on the catalog.
+Such a task never runs on a worker, so the task listener's hooks never fire for it: the trigger records
+what a worker would have, with the same functions, off the triggerer's event loop (the catalog calls are
+synchronous). The run-end reconciliation still records every task's final state when the run ends.
 """
 
 from __future__ import annotations
@@ -15,21 +14,38 @@ from asgiref.sync import sync_to_async
 
 from airflow_leastaction.admission import Admission, settle
 from airflow_leastaction.catalog.audit import AttemptKey
+from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.gate import GateOutcome
 
 
-async def settle_in_triggerer(
+def store_at(url: str) -> CatalogStore:
+    """A store on the catalog at ``url`` (engines are cached per URL; the first one may migrate: call it
+    off the event loop)."""
+    return CatalogStore(get_engine(url))
+
+
+async def settle_from_trigger(
     url: str, attempt: AttemptKey, outcome: GateOutcome, *, downstream_slot: dt.datetime | None, mode: str
 ) -> Admission:
-    """:func:`~airflow_leastaction.admission.settle` for ``attempt``, on the catalog at ``url``."""
+    """:func:`~airflow_leastaction.admission.settle` for ``attempt``, from the triggerer."""
 
-    def write() -> Admission:
-        from airflow_leastaction.catalog.engine import get_engine
-        from airflow_leastaction.catalog.store import CatalogStore
+    def run() -> Admission:
+        return settle(store_at(url), attempt, outcome, downstream_slot=downstream_slot, mode=mode)
 
-        return settle(CatalogStore(get_engine(url)), attempt, outcome, downstream_slot=downstream_slot, mode=mode)
+    return await sync_to_async(run)()
 
-    return await sync_to_async(write)()
+
+async def record_success_from_trigger(ti, *, gate: bool, read_rows: bool = False) -> None:
+    """Record ``ti``'s success as the task listener would on a worker (never raises).
+
+    ``gate`` False: the task consumes its own admission, in the same transaction as its success.
+    ``read_rows``: read the rows the task reported (an XCom: a round trip through Airflow's API, whose
+    first use in a triggerer can take seconds); a gate reports none.
+    """
+    from airflow_leastaction.listeners.catalog import record_outcome
+
+    await sync_to_async(record_outcome)(ti, "success", gate=gate, read_rows=read_rows)
 
 
 def end_event(admission: Admission) -> BaseTaskEndEvent:

@@ -62,6 +62,53 @@ class TestParentIntervalSensorArguments:
         assert sensor._coverages() == ["interval", "interval"]
 
 
+class TestStartInTheTriggerer:
+    """What the scheduler reads from the serialized DAG to start the sensor in the triggerer."""
+
+    def sensor_in_a_dag(self, **kwargs):
+        import datetime as dt
+
+        from airflow.providers.standard.operators.empty import EmptyOperator
+        from airflow.sdk import DAG
+        from airflow.serialization.serialized_objects import DagSerialization
+
+        daily = IntervalCronTimetable("0 0 * * *", timezone="Europe/Paris")
+        with DAG("child", schedule=daily, start_date=dt.datetime(2026, 11, 1, tzinfo=dt.UTC)) as dag:
+            wait = ParentIntervalSensor(task_id="wait", parents=[external_task("raw", "sales")], **kwargs)
+            wait >> EmptyOperator(task_id="work")
+        self.dag = dag
+        return DagSerialization.from_dict(DagSerialization.to_dict(dag)).get_task("wait")
+
+    def test_the_sensor_starts_and_ends_in_the_triggerer_by_default(self):
+        import datetime as dt
+
+        from airflow.serialization.serialized_objects import BaseSerialization
+
+        task = self.sensor_in_a_dag(child_interval="{{ data_interval_start }}", timeout=600)
+        args = task.start_trigger_args
+        assert task.start_from_trigger is True
+        assert args.trigger_cls == "airflow_leastaction.triggers.parent_interval.ParentIntervalTrigger"
+        assert args.next_method == "execute_complete"
+        assert args.timeout == dt.timedelta(seconds=600) + dt.timedelta(minutes=5)
+        kwargs = BaseSerialization.deserialize(args.trigger_kwargs)
+        assert kwargs["end_from_trigger"] is True and kwargs["consumers"] == ["work"]
+        # Same names as the sensor's template fields: the triggerer renders them.
+        assert kwargs["child_interval"] == "{{ data_interval_start }}" and kwargs["child_interval_end"] is None
+        assert kwargs["timeout"] == 600.0 and kwargs["parents"][0]["coverage"] == "slot"
+
+    def test_the_triggerer_declares_the_parents_with_the_schedule_a_worker_reads(self):
+        from airflow_leastaction.refs import schedule_meta
+
+        task = self.sensor_in_a_dag()
+        assert schedule_meta(task.dag, "work") == schedule_meta(self.dag, "work")
+        assert schedule_meta(task.dag, "work").timezone == "Europe/Paris"
+
+    @pytest.mark.parametrize("kwargs", [{"start_from_trigger": False}, {"deferrable": False}])
+    def test_the_worker_path_is_kept_as_an_option(self, kwargs):
+        task = self.sensor_in_a_dag(**kwargs)
+        assert task.start_from_trigger is False and task.start_trigger_args is None
+
+
 class TestIntervalCronTimetable:
     def test_summary_carries_the_granularity_children_are_judged_at(self):
         assert IntervalCronTimetable("0 2 * * *", "Europe/Paris").summary == "0 2 * * * (day, Europe/Paris)"

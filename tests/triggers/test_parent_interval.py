@@ -11,6 +11,7 @@ from sqlalchemy import event
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import TaskMeta
+from airflow_leastaction.child_interval import DEADLINE_BACKSTOP, triggerer_deadline
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.poller import CatalogPoller
@@ -49,6 +50,51 @@ class TestSerialization:
         rebuilt = ParentIntervalTrigger(**kwargs)
         assert rebuilt.serialize() == (classpath, kwargs)
         assert TaskIdentity.from_dict(kwargs["parents"][0]).coverage == "interval"
+
+    def test_a_trigger_that_starts_in_the_triggerer_round_trips_through_init(self):
+        trigger = make_trigger(
+            [TaskIdentity("orders_raw", "sales")],
+            end_from_trigger=True,
+            child_interval_end="{{ data_interval_end }}",
+            consumers=["work"],
+            wait_for_new_output=True,
+            timeout=600.0,
+            execution_timeout=3600.0,
+        )
+        classpath, kwargs = trigger.serialize()
+        rebuilt = ParentIntervalTrigger(**kwargs)
+        assert rebuilt.serialize() == (classpath, kwargs)
+        assert rebuilt.end_from_trigger and rebuilt.consumers == ["work"] and rebuilt.timeout == 600.0
+
+    def test_a_worker_deferral_keeps_the_kwargs_earlier_releases_read(self):
+        _, kwargs = make_trigger([TaskIdentity("orders_raw", "sales")], deadline=DAY.isoformat()).serialize()
+        assert set(kwargs) == {
+            "parents",
+            "child_interval",
+            "consumed",
+            "catalog_conn_id",
+            "poll_interval",
+            "deadline",
+            "on_parent_failure",
+            "interval_end",
+        }
+
+
+class TestTriggererDeadline:
+    """Airflow tells a trigger only its timeout; the sensor's deadline is worked back from it."""
+
+    START = dt.datetime(2026, 11, 28, 6, tzinfo=UTC)
+
+    def test_the_deadline_is_the_sensor_timeout_after_the_start(self):
+        timeout_after = self.START + dt.timedelta(seconds=600) + DEADLINE_BACKSTOP
+        assert triggerer_deadline(timeout_after, 600, None) == self.START + dt.timedelta(seconds=600)
+
+    def test_the_deadline_is_counted_from_the_start_when_an_execution_timeout_is_shorter(self):
+        timeout_after = self.START + dt.timedelta(seconds=300)  # Airflow takes the shorter of the two
+        assert triggerer_deadline(timeout_after, 600, 300.0) == self.START + dt.timedelta(seconds=600)
+
+    def test_no_trigger_timeout_means_no_deadline(self):
+        assert triggerer_deadline(None, 600, None) is None
 
 
 class QueryCounter:

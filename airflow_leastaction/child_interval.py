@@ -1,0 +1,90 @@
+"""What a ``ParentIntervalSensor`` judges and declares, wherever it runs: on a worker, or in the triggerer
+when the task starts there. It reads Airflow's task context as a mapping.
+
+One definition each of: the child's slot and interval end (the task's templated values, else the run's),
+the parents the sensor declares for its consumers, and the sensor's deadline in the triggerer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from airflow_leastaction.airflow_context import context_interval_end, context_slot
+from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.exceptions import ConfigurationError, MissingDataIntervalError
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals.run_slot import RunSlot, explicit_slot
+from airflow_leastaction.refs import airflow_task, schedule_meta
+
+#: How long after the sensor's own deadline Airflow's trigger timeout fails the task, should the trigger
+#: not have ended it (a triggerer gone): the trigger fires first, with the reasons.
+DEADLINE_BACKSTOP = dt.timedelta(minutes=5)
+
+
+def instant(value, what: str, task_id: str) -> dt.datetime:
+    """``value`` (ISO-8601 text or an aware datetime) as a plain UTC datetime; ``what`` names the argument."""
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ConfigurationError(f"task {task_id!r}: {what} {value!r} is not ISO-8601") from exc
+    if value.tzinfo is None:
+        raise ConfigurationError(f"task {task_id!r}: {what} {value.isoformat()} has no timezone")
+    # A plain datetime: Airflow's pendulum instants lose their zone in some arithmetic.
+    return dt.datetime.fromisoformat(value.astimezone(dt.UTC).isoformat())
+
+
+def child_slot(context, child_interval, dag_id: str, task_id: str) -> RunSlot:
+    """The slot judged: ``child_interval`` (rendered) when given, else the run's slot."""
+    if child_interval in (None, ""):
+        found = context_slot(context)
+        if found is None:
+            raise MissingDataIntervalError(dag_id, task_id, context.get("run_id", "?"))
+        return found
+    return explicit_slot(instant(child_interval, "child_interval", task_id))
+
+
+def child_interval_end(context, value, coverages: Sequence[str], task_id: str) -> dt.datetime | None:
+    """The child's interval end, read only when a parent is judged on the whole interval: ``value``
+    (rendered ``child_interval_end``) when given, else the run's data-interval end."""
+    if not any(c == "interval" for c in coverages):
+        return None
+    if value in (None, ""):
+        return context_interval_end(context)
+    return instant(value, "child_interval_end", task_id)
+
+
+def declare(store: CatalogStore, dag, dag_id: str, consumers: Sequence[str], parents: Sequence[TaskIdentity]) -> None:
+    """Record ``parents`` as the declared parents of each consumer task (what the dependency graph reads)."""
+    for consumer in consumers:
+        meta = schedule_meta(dag, consumer) if dag is not None else None
+        store.declare_parents(airflow_task(dag_id, consumer), meta, parents)
+
+
+def consumed_revisions(
+    store: CatalogStore, dag_id: str, consumers: Sequence[str], slot: dt.datetime
+) -> dict[str, dict[dt.datetime, int]]:
+    """Per parent key, the revision the consumers' slot ``slot`` already consumed of each parent slot
+    (what ``wait_for_new_output`` waits to see replaced)."""
+    consumed: dict[str, dict[dt.datetime, int]] = {}
+    for (dependency, upstream_slot), rev in store.consumed_revisions(dag_id, list(consumers), slot).items():
+        if upstream_slot is not None:
+            consumed.setdefault(dependency, {})[upstream_slot] = rev
+    return consumed
+
+
+def triggerer_deadline(
+    timeout_after: dt.datetime | None, timeout: float, execution_timeout: float | None
+) -> dt.datetime | None:
+    """When a sensor started in the triggerer gives up: ``timeout`` seconds after it started.
+
+    Airflow tells the trigger only its trigger timeout, set when the task started to the start plus the
+    shorter of ``timeout`` + :data:`DEADLINE_BACKSTOP` and ``execution_timeout``; the start follows.
+    """
+    if timeout_after is None:
+        return None
+    span = dt.timedelta(seconds=timeout) + DEADLINE_BACKSTOP
+    if execution_timeout is not None:
+        span = min(span, dt.timedelta(seconds=execution_timeout))
+    return timeout_after - span + dt.timedelta(seconds=timeout)
