@@ -1,6 +1,8 @@
 """What a triggerer's poller keeps of the catalog between ticks, per read kind, and what it hands each
-subscriber: exactly what the store's full read of that subscriber's own requests returns
-(:meth:`CatalogStore.snapshot`, :meth:`~CatalogStore.slot_records`, :meth:`~CatalogStore.latest_runs`).
+subscriber: what the store's full read of that subscriber's own requests returns
+(:meth:`CatalogStore.snapshot`, :meth:`~CatalogStore.slot_records`, :meth:`~CatalogStore.latest_runs`);
+a snapshot may also hold slot records of its parents outside its own windows (read for other
+subscribers), which judging never looks at.
 
 Each view caches, per watched task, the data its subscribers read. :meth:`View.read` reads it afresh for
 some tasks (those that changed, or that a new subscription watches) in one statement, given their task
@@ -9,11 +11,10 @@ rows from the tick query (:func:`airflow_leastaction.catalog.changes.changed_tas
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable
 
 from airflow_leastaction.catalog.run_reads import latest_runs_by_pk, slot_records_by_pk
-from airflow_leastaction.catalog.snapshots import read_slots, task_windows, wanted_windows
+from airflow_leastaction.catalog.snapshots import read_slots, wanted_windows
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import SlotIndex, TaskSnapshot
 from airflow_leastaction.run_conditions.latest_run import LatestRuns
@@ -54,7 +55,15 @@ class View:
 
 
 class SnapshotView(View):
-    """Parents' task rows and their slot records inside the windows their subscribers judge."""
+    """Parents' task rows and their slot records inside the windows their subscribers judge.
+
+    A subscriber is handed its own parents' rows and every slot record kept of them (judging reads only
+    the windows it needs); subscribers handed data of the same cache state share their judgements, so a
+    (parent, interval) pair many gates wait on is judged once (:class:`SlotIndex`)."""
+
+    def __init__(self):
+        super().__init__()
+        self._memo: dict = {}
 
     def read(self, conn, tasks, requests):
         wanted = wanted_windows(r for reqs in requests.values() for r in reqs)
@@ -64,14 +73,24 @@ class SnapshotView(View):
             by_pk[s.task_pk].append(s)
         return {i: by_pk[t.pk] for i, t in tasks.items()}
 
+    def update(self, identities, tasks, data) -> None:
+        super().update(identities, tasks, data)
+        self._memo = {}  # judgements made before belong to the data before
+
     def build(self, requests):
-        wanted = wanted_windows(requests)
-        tasks = {i: self.tasks[i] for i in wanted if i in self.tasks}
-        slots = SlotIndex()
-        for ident, t in tasks.items():
-            windows = task_windows(t, wanted[ident])
-            slots.extend(s for s in self.data[ident] or () if in_windows(s.slot, windows))
-        return tasks, slots
+        tasks = {i: self.tasks[i] for i in {r[0] for r in requests} if i in self.tasks}
+        return tasks, _SharedJudgements((s for i in tasks for s in self.data[i] or ()), self._memo)
+
+
+class _SharedJudgements(SlotIndex):
+    """A subscriber's slot records, judged with a memo shared by every subscriber of the same data."""
+
+    def __init__(self, records, memo: dict):
+        super().__init__(records)
+        self._shared = memo
+
+    def memo(self) -> dict:
+        return self._shared
 
 
 class SlotRecordsView(View):
@@ -113,7 +132,3 @@ VIEWS: dict[str, type[View]] = {
     "slot_records": SlotRecordsView,
     "latest_runs": LatestRunsView,
 }
-
-
-def in_windows(slot: dt.datetime, windows) -> bool:
-    return any(a <= slot < b for a, b in windows)
