@@ -197,7 +197,7 @@ class CatalogPoller:
             }
             present = {i: tasks[i] for i in fresh if i in tasks}
             data = await asyncio.to_thread(self._details, store, present, requests) if present else {}
-            view.update(fresh, present, data)
+            view.update(fresh & self._watching.keys(), present, data)  # not what was left meanwhile
         self._since = high
         self._deliver(new, changed)
 
