@@ -204,7 +204,7 @@ def test_changes_committed_by_concurrent_writers_are_never_missed(store, catalog
         while True:
             finished = done.is_set()
             with store.poll_read() as conn:
-                rows, high = changed_tasks(conn, [task.c.id, task.c.name], since, [] if since is not None else ["-"])
+                rows, high = changed_tasks(conn, [task.c.id, task.c.name], since, [])
             reads.append((high, {r.name: r.change_seq for r in rows}))
             since = high
             if finished:
