@@ -70,11 +70,15 @@ def seed(store, k: int):
 
 
 def complete_all(store, parents) -> float:
+    """Every parent completes DAY in one transaction, marked in the catalog change sequence as the store's
+    own writers mark what they write (the incremental poller reads only what changed)."""
+    from airflow_leastaction.catalog.changes import mark_changed
     from airflow_leastaction.catalog.schema import task, task_run
 
     now = dt.datetime.now(dt.UTC)
     with store.write() as conn:
         pks = dict(conn.execute(sa.select(task.c.name, task.c.id).where(task.c.project == "bench")).all())
+        mark_changed(conn, *(pks[p.name] for p in parents))
         conn.execute(
             sa.insert(task_run),
             [
@@ -136,6 +140,18 @@ async def per_trigger_polling(parents, child, url):
         await asyncio.sleep(POLL)
 
 
+async def until_all_read(k: int) -> None:
+    """Wait until the shared poller has every trigger subscribed and has ticked twice since: the idle
+    ticks measured next then read nothing new (a subscription's first, full read is not an idle tick)."""
+    from airflow_leastaction.triggers.poller import CatalogPoller
+
+    while not (pollers := [p for p in CatalogPoller._shared.values() if p.subscribers == k]):
+        await asyncio.sleep(0.01)
+    start = pollers[0].ticks
+    while pollers[0].ticks < start + 2:
+        await asyncio.sleep(0.01)
+
+
 async def measure(kind: str, url: str, store, families, parents, warm, pool_size: int) -> dict:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -154,6 +170,8 @@ async def measure(kind: str, url: str, store, families, parents, warm, pool_size
     await asyncio.sleep(POLL / 2)
     memory = (tracemalloc.get_traced_memory()[0] - before) / len(families)
     tracemalloc.stop()
+    if kind == "shared":
+        await until_all_read(len(families))
     ticks = []  # one sample per poll interval while every trigger waits
     for _ in range(WAIT_TICKS):
         n0, cpu0, wall0 = counter.n, time.process_time(), time.monotonic()

@@ -29,13 +29,14 @@ class StatementCounter:
     def total(self) -> int:
         return sum(self.by_read.values())
 
-    def attribute(self, cls, name: str, monkeypatch) -> None:
-        """Attribute the statements of ``cls.name`` (a store read) to ``name`` while it runs."""
+    def attribute(self, cls, name: str, monkeypatch, label=None) -> None:
+        """Attribute the statements of ``cls.name`` (a store read) to ``name`` while it runs, or to
+        ``label(obj)`` of the object it runs on."""
         original = getattr(cls, name)
         local = self._local
 
         def read(store, *args, **kwargs):
-            local.read = name
+            local.read = name if label is None else label(store)
             try:
                 return original(store, *args, **kwargs)
             finally:

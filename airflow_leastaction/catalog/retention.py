@@ -33,6 +33,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from airflow_leastaction.catalog.audit import is_stale
+from airflow_leastaction.catalog.changes import mark_pruned_slots
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
 from airflow_leastaction.dbt.schema import (
     ACTIVE_STATUSES,
@@ -242,6 +243,8 @@ def delete_batch(conn, table: Table, rule, cutoff: dt.datetime, ids: list) -> in
     """
     ids_query = prunable_ids(table, rule, cutoff)
     guarded = ids_query.where(ids_query.selected_columns[0].in_(ids))
+    if table is task_run:  # a pruned slot record changes what a gate waiting on its task reads
+        mark_pruned_slots(conn, ids)
     return conn.execute(delete(table).where(table.c.id.in_(guarded))).rowcount
 
 

@@ -63,12 +63,9 @@ class RunReads:
             return out
         with self.transactions.poll_read() as conn:
             pks = _task_pks(conn, wanted)
-            ranked: dict[int, _Ranked] = {pk: _Ranked() for pk in pks.values()}
-            for chunk in in_chunks(sorted(ranked)):
-                for row in conn.execute(_ranked_runs(chunk, history)):
-                    ranked[row.task_pk].add(row, history)
+            by_pk = latest_runs_by_pk(conn, pks.values(), history)
         for identity, pk in pks.items():
-            out[identity] = ranked[pk].result(pk)
+            out[identity] = by_pk[pk]
         return out
 
     def run_rows_written(self, dag_id: str, run_id: str) -> int | None:
@@ -85,6 +82,30 @@ class RunReads:
                 )
             ).scalar()
         return None if total is None else int(total)  # PostgreSQL sums bigints as numeric
+
+
+def latest_runs_by_pk(conn, task_pks: Iterable[int], history: int = 20) -> dict[int, LatestRuns]:
+    """:meth:`RunReads.latest_runs` of tasks known by their pks: one query per ``IN_CHUNK`` tasks."""
+    ranked: dict[int, _Ranked] = {pk: _Ranked() for pk in task_pks}
+    for chunk in in_chunks(sorted(ranked)):
+        for row in conn.execute(_ranked_runs(chunk, history)):
+            ranked[row.task_pk].add(row, history)
+    return {pk: r.result(pk) for pk, r in ranked.items()}
+
+
+def slot_records_by_pk(conn, pairs: Iterable[tuple[int, dt.datetime]]) -> dict[tuple[int, dt.datetime], RunRecord]:
+    """The slot record of each (task pk, slot) pair that has one: one query per ``IN_CHUNK // 2`` tasks
+    and slots (the records of every pk and slot are read, the pairs kept)."""
+    wanted = set(pairs)
+    pks, slots = sorted({p for p, _ in wanted}), sorted({s for _, s in wanted})
+    found = {}
+    for pk_chunk in in_chunks(pks, IN_CHUNK // 2):
+        for slot_chunk in in_chunks(slots, IN_CHUNK // 2):
+            query = select(*_run_columns()).where(task_run.c.task_pk.in_(pk_chunk), task_run.c.slot.in_(slot_chunk))
+            for r in conn.execute(query):
+                if (r.task_pk, r.slot) in wanted:
+                    found[(r.task_pk, r.slot)] = _run_record(r)
+    return found
 
 
 def _run_columns():

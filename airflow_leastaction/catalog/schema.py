@@ -43,9 +43,21 @@ task = Table(
     # Declared parents, as a JSON list of identities: the graph is computed from these on read.
     Column("parents", Text, nullable=True),
     Column("updated_at", UtcDateTime(), nullable=False),
+    # The catalog change sequence number of the task's last change a gate could judge differently (its
+    # row or its slot records): see :mod:`airflow_leastaction.catalog.changes`.
+    Column("change_seq", BigInteger, nullable=False, server_default="0"),
     UniqueConstraint("name", "project", "account", "partition"),
     Index("ix_la_task_dag", "dag_id", "task_id"),
     Index("ix_la_task_updated", "updated_at"),
+    Index("ix_la_task_change_seq", "change_seq"),
+)
+
+#: One row: the last catalog change sequence number handed out (see :mod:`airflow_leastaction.catalog.changes`).
+change_counter = Table(
+    "la_change_counter",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", BigInteger, nullable=False),
 )
 
 task_run = Table(

@@ -26,10 +26,16 @@ def wanted_windows(requests: Iterable[tuple]) -> Wanted:
 
 def read_snapshot(conn: Connection, wanted: Wanted) -> tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]]:
     tasks = _read_tasks(conn, wanted)
+    return tasks, read_slots(conn, tasks, wanted)
+
+
+def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted: Wanted) -> SlotIndex:
+    """The slot records of ``tasks`` inside each one's windows of ``wanted``: one statement per
+    :data:`WINDOWS_PER_QUERY` (parent, window) rows, none when there is no window."""
     slots = SlotIndex()
     by_window: dict[tuple[dt.datetime, dt.datetime], list[int]] = {}
     for ident, t in tasks.items():
-        for window in merge_windows(read_window(t, ci, end) for ci, end in wanted[ident]):
+        for window in task_windows(t, wanted[ident]):
             by_window.setdefault(window, []).append(t.pk)
     for rows in _window_rows(by_window):
         # The windows travel as a VALUES list joined to the slot records: one statement for any
@@ -65,41 +71,44 @@ def read_snapshot(conn: Connection, wanted: Wanted) -> tuple[dict[TaskIdentity, 
                 )
             )
         )
-    return tasks, slots
+    return slots
+
+
+def task_windows(t: TaskSnapshot, intervals) -> list[tuple[dt.datetime, dt.datetime]]:
+    """The merged windows of slot records that judging ``t`` for ``intervals`` (``(start, end)``) reads."""
+    return merge_windows(read_window(t, ci, end) for ci, end in intervals)
+
+
+def task_columns():
+    """The task row columns a snapshot holds (with the task's first recorded slot)."""
+    first = (
+        select(func.min(task_run.c.slot)).where(task_run.c.task_pk == task.c.id).scalar_subquery().label("first_slot")
+    )
+    c = task.c
+    return (c.id, c.name, c.project, c.account, c.partition, c.cron, c.timezone, c.state, c.prev_interval_start, first)
+
+
+def task_snapshot(row) -> TaskSnapshot:
+    """A row of :func:`task_columns` as a snapshot."""
+    return TaskSnapshot(
+        row.id,
+        TaskIdentity.from_row(row),
+        row.cron,
+        row.timezone,
+        row.state,
+        row.prev_interval_start,
+        row.first_slot is not None,
+        row.first_slot,
+    )
 
 
 def _read_tasks(conn: Connection, wanted) -> dict[TaskIdentity, TaskSnapshot]:
     tasks: dict[TaskIdentity, TaskSnapshot] = {}
-    first = (
-        select(func.min(task_run.c.slot)).where(task_run.c.task_pk == task.c.id).scalar_subquery().label("first_slot")
-    )
     for chunk in in_chunks(sorted({i.name for i in wanted})):
-        for row in conn.execute(
-            select(
-                task.c.id,
-                task.c.name,
-                task.c.project,
-                task.c.account,
-                task.c.partition,
-                task.c.cron,
-                task.c.timezone,
-                task.c.state,
-                task.c.prev_interval_start,
-                first,
-            ).where(task.c.name.in_(chunk))
-        ):
-            ident = TaskIdentity.from_row(row)
-            if ident in wanted:
-                tasks[ident] = TaskSnapshot(
-                    row.id,
-                    ident,
-                    row.cron,
-                    row.timezone,
-                    row.state,
-                    row.prev_interval_start,
-                    row.first_slot is not None,
-                    row.first_slot,
-                )
+        for row in conn.execute(select(*task_columns()).where(task.c.name.in_(chunk))):
+            snap = task_snapshot(row)
+            if snap.identity in wanted:
+                tasks[snap.identity] = snap
     return tasks
 
 

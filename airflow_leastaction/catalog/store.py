@@ -17,6 +17,7 @@ from sqlalchemy import and_, case, insert, literal, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.audit import AttemptKey, AuditRecords
+from airflow_leastaction.catalog.changes import mark_changed
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.run_reads import RunReads
 from airflow_leastaction.catalog.schema import (
@@ -90,7 +91,7 @@ class CatalogStore(AuditRecords, RunReads):
         ).first()
         if row is None:
             meta = meta or TaskMeta()
-            return conn.execute(
+            pk = conn.execute(
                 insert(task).values(
                     **identity.as_dict(),
                     source=meta.source,
@@ -101,6 +102,8 @@ class CatalogStore(AuditRecords, RunReads):
                     updated_at=now,
                 )
             ).inserted_primary_key[0]
+            mark_changed(conn, pk)  # a parent gates were waiting to appear
+            return pk
         if meta is not None and (row.cron, row.timezone, row.dag_id) != (meta.cron, meta.timezone, meta.dag_id):
             conn.execute(
                 update(task)
@@ -114,6 +117,7 @@ class CatalogStore(AuditRecords, RunReads):
                     updated_at=now,
                 )
             )
+            mark_changed(conn, row.id)  # a new schedule moves the windows gates judge
         return row.id
 
     def register_task(self, identity: TaskIdentity, meta: TaskMeta) -> int:
@@ -352,7 +356,9 @@ def _update_task(
     conn: Connection, task_pk: int, run_pk: int, now: dt.datetime, latest: dict, always: dict | None = None
 ) -> None:
     """Set the task row's current state (``latest``) unless another of its slots has a newer outcome: a
-    late replay of an older slot changes that slot's record, never the task's current state."""
+    late replay of an older slot changes that slot's record, never the task's current state. Either
+    way the task's slot records changed: it is marked for the change sequence."""
+    mark_changed(conn, task_pk)
     newer = conn.execute(
         select(task_run.c.id)
         .where(task_run.c.task_pk == task_pk, task_run.c.id != run_pk, task_run.c.updated_at > now)

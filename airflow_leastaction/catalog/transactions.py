@@ -11,6 +11,8 @@ from contextlib import contextmanager
 
 from sqlalchemy.engine import Connection, Engine
 
+from airflow_leastaction.catalog.changes import forget_marks, publish_changes
+
 
 class Transactions:
     """Write transactions and poll reads on one engine."""
@@ -20,12 +22,19 @@ class Transactions:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A write transaction; on SQLite it takes the write lock up front (``BEGIN IMMEDIATE``)."""
+        """A write transaction; on SQLite it takes the write lock up front (``BEGIN IMMEDIATE``). The tasks
+        its writes marked changed get their change number last, just before the commit
+        (:mod:`airflow_leastaction.catalog.changes`)."""
         with self.engine.connect() as conn:
             if conn.dialect.name == "sqlite":
                 conn.info["sqlite_begin"] = "BEGIN IMMEDIATE"
-            with conn.begin():
-                yield conn
+            forget_marks(conn)  # the info outlives a checkout: never publish an earlier transaction's marks
+            try:
+                with conn.begin():
+                    yield conn
+                    publish_changes(conn)
+            finally:
+                forget_marks(conn)
 
     @contextmanager
     def poll_read(self) -> Iterator[Connection]:

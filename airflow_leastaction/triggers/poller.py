@@ -1,13 +1,20 @@
-"""One catalog poll per tick for every waiting gate in a triggerer process.
+"""One catalog poll per tick for every waiting gate in a triggerer process, incremental.
 
-Triggers subscribe the (parent, child interval) pairs they wait on; a single poller task per event loop,
-catalog and poll interval reads one :meth:`CatalogStore.snapshot` for the union of all subscriptions
-(two queries, whatever the number of triggers) in a worker thread, so the event loop never blocks, and
-hands the same snapshot to every subscriber. ``read`` names the store method that reads the union
-(``snapshot`` by default; run-condition gates also share ``slot_records`` and ``latest_runs``).
+Triggers subscribe the requests they wait on (``(parent, child interval)`` pairs for the default
+``snapshot`` read; run-condition gates also share ``slot_records`` and ``latest_runs``). A single poller
+task per event loop, catalog, poll interval and read kind asks the catalog once per tick which tasks
+changed since its last tick (:func:`airflow_leastaction.catalog.changes.changed_tasks`: one statement,
+one row of NULLs when nothing changed). Only the tasks that changed, and the tasks of subscriptions
+that are new, are read again (one more statement), in a worker thread so the event loop never blocks;
+each subscriber whose tasks changed is handed what the store's full read of its own requests would
+return (:mod:`~airflow_leastaction.triggers.poll_views`). The others keep their snapshot: a subscriber
+awaiting :meth:`Subscription.next` gets the same object again each tick (run-condition gates also read
+Airflow's task states each tick), one awaiting :meth:`Subscription.next_change` (the interval gates,
+through :func:`next_until`) is not woken at all.
 
 While the catalog cannot be reached the poller keeps polling, backing off up to
-:data:`OUTAGE_BACKOFF_CAP`, and hands each subscriber the error instead of a snapshot.
+:data:`OUTAGE_BACKOFF_CAP`, and hands each subscriber the error instead of a snapshot; once it answers
+again every subscription is read in full.
 """
 
 from __future__ import annotations
@@ -17,9 +24,13 @@ import datetime as dt
 import logging
 from contextlib import asynccontextmanager
 
+from airflow_leastaction.catalog.changes import changed_tasks
 from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.catalog.snapshots import task_columns, task_snapshot
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.config import setting
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.triggers.poll_views import VIEWS, View
 
 log = logging.getLogger(__name__)
 
@@ -32,20 +43,36 @@ OUTAGE_BACKOFF_INTERVALS = 12
 
 
 class Subscription:
-    """A trigger's view of the poller: await :meth:`next` for each new snapshot."""
+    """A trigger's view of the poller: await :meth:`next` for each tick's snapshot, or
+    :meth:`next_change` for the next one that differs."""
 
     def __init__(self, requests: list[Request]):
         self.requests = requests
         self._ready = asyncio.Event()
         self._latest = None
         self._error: BaseException | None = None
+        self.served = False  # read in full once (a new subscription is, on the next tick)
+        #: Woken every tick (``next``) or only when its snapshot changed (``next_change``).
+        self.every_tick = True
 
     def deliver(self, snapshot, error: BaseException | None) -> None:
         self._latest, self._error = snapshot, error
         self._ready.set()
 
     async def next(self):
-        """The next snapshot taken after the previous call; raises the poll's error if it failed."""
+        """The snapshot of the next tick (the same object when nothing it reads changed); raises the
+        poll's error if it failed."""
+        self.every_tick = True
+        return await self._next()
+
+    async def next_change(self):
+        """The next snapshot that may differ from the last one returned: the first one, one after a
+        change to a task its requests name, after a failed poll (raised) or after the deployment's gate
+        mode changed. Idle ticks never wake it."""
+        self.every_tick = False
+        return await self._next()
+
+    async def _next(self):
         await self._ready.wait()
         self._ready.clear()
         if self._error is not None:
@@ -58,31 +85,38 @@ class DeadlineReached(Exception):
 
 
 async def next_until(sub: Subscription, deadline: dt.datetime | None):
-    """``sub.next()``, unless ``deadline`` passes first: a wait's deadline never depends on the catalog
-    answering (during an outage polls back off and may be a minute apart)."""
+    """``sub.next_change()``, unless ``deadline`` passes first: a wait's deadline never depends on the
+    catalog answering (during an outage polls back off and may be a minute apart)."""
     if deadline is None:
-        return await sub.next()
+        return await sub.next_change()
     remaining = (deadline - dt.datetime.now(dt.UTC)).total_seconds()
     if remaining <= 0:
         raise DeadlineReached()
     try:
-        return await asyncio.wait_for(sub.next(), remaining)
+        return await asyncio.wait_for(sub.next_change(), remaining)
     except TimeoutError:
         raise DeadlineReached() from None
 
 
 class CatalogPoller:
-    """The shared poll loop of one (event loop, catalog URL, poll interval)."""
+    """The shared poll loop of one (event loop, catalog URL, poll interval, read kind)."""
 
     _shared: dict[tuple, CatalogPoller] = {}
 
     def __init__(self, url: str, interval: float, read: str = "snapshot"):
+        if read not in VIEWS:
+            raise ValueError(f"unknown catalog read {read!r}: expected one of {', '.join(sorted(VIEWS))}")
         self.url = url
         self.interval = interval
-        # The CatalogStore method that reads the union of all subscriptions' requests in one go.
+        # The CatalogStore read whose result each subscriber is handed (for its own requests).
         self.read = read
         self.ticks = 0
         self._subs: dict[int, Subscription] = {}
+        self._new: dict[int, Subscription] = {}  # not read in full yet
+        self._watching: dict[TaskIdentity, dict[int, Subscription]] = {}
+        self._view: View = VIEWS[read]()
+        self._since: int | None = None  # the change counter as the last tick read it
+        self._gates: str | None = None  # the deployment's gate mode as the last tick saw it
         self._task: asyncio.Task | None = None
         self._key: tuple | None = None
 
@@ -101,16 +135,29 @@ class CatalogPoller:
     def subscribers(self) -> int:
         return len(self._subs)
 
+    def _identities(self, sub: Subscription) -> set[TaskIdentity]:
+        return {self._view.identity(r) for r in sub.requests}
+
     @asynccontextmanager
     async def subscribe(self, requests: list[Request]):
         sub = Subscription(list(requests))
-        self._subs[id(sub)] = sub
+        self._subs[id(sub)] = self._new[id(sub)] = sub
+        idents = self._identities(sub)
+        for ident in idents:
+            self._watching.setdefault(ident, {})[id(sub)] = sub
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"leastaction-poller {self.url}")
         try:
             yield sub
         finally:
             self._subs.pop(id(sub), None)
+            self._new.pop(id(sub), None)
+            for ident in idents:
+                watchers = self._watching.get(ident, {})
+                watchers.pop(id(sub), None)
+                if not watchers:  # nobody reads this task any more: neither polled nor kept
+                    self._watching.pop(ident, None)
+                    self._view.forget(ident)
 
     def _delay(self, failures: int) -> float:
         """Seconds to the next poll: the interval, doubled per failed poll in a row up to a cap, so an
@@ -120,11 +167,72 @@ class CatalogPoller:
         cap = max(self.interval, min(OUTAGE_BACKOFF_CAP, OUTAGE_BACKOFF_INTERVALS * self.interval))
         return min(self.interval * 2 ** min(failures, 16), cap)
 
-    async def _poll(self, store: CatalogStore | None, requests: list[Request]):
-        """(store, snapshot): the engine is created (and its schema checked) on the first poll that can."""
+    async def _poll(self, store: CatalogStore | None) -> CatalogStore:
+        """One tick; the engine is created (and its schema checked) on the first poll that can."""
         if store is None:
             store = CatalogStore(await asyncio.to_thread(get_engine, self.url))
-        return store, await asyncio.to_thread(getattr(store, self.read), requests)
+        await self._tick(store)
+        return store
+
+    async def _tick(self, store: CatalogStore) -> None:
+        """Ask which tasks changed since the last tick (one statement); re-read only those and the tasks
+        of new subscriptions (one more); hand the subscribers whose tasks changed their new snapshot."""
+        new = list(self._new.values())
+        names = {i.name for sub in new for i in self._identities(sub)}
+        rows, high = await asyncio.to_thread(self._changes, store, self._since, names)
+        tasks: dict[TaskIdentity, object] = {}
+        changed: set[TaskIdentity] = set()
+        for row in rows:
+            snap = task_snapshot(row)
+            if snap.identity in self._watching:
+                tasks[snap.identity] = snap
+                if self._since is not None and row.change_seq > self._since:
+                    changed.add(snap.identity)
+        fresh = (changed | {i for sub in new for i in self._identities(sub)}) & self._watching.keys()
+        if fresh:
+            view = self._view
+            requests = {
+                i: [r for sub in self._watching[i].values() for r in sub.requests if view.identity(r) == i]
+                for i in fresh
+            }
+            present = {i: tasks[i] for i in fresh if i in tasks}
+            data = await asyncio.to_thread(self._details, store, present, requests) if present else {}
+            view.update(fresh & self._watching.keys(), present, data)  # not what was left meanwhile
+        self._since = high
+        self._deliver(new, changed)
+
+    def _deliver(self, new: list[Subscription], changed: set[TaskIdentity]) -> None:
+        woken = {id(sub): sub for sub in new}
+        for ident in changed:
+            woken.update(self._watching.get(ident, {}))
+        gates = setting("gates", "enforce")
+        if self._gates is not None and gates != self._gates:  # every waiting gate judges the new mode
+            woken.update(self._subs)
+        self._gates = gates
+        for key, sub in woken.items():
+            if key in self._subs and (sub.served or key in self._new):  # not one that came mid-tick
+                sub.served = True
+                self._new.pop(key, None)
+                sub.deliver(self._view.build(sub.requests), None)
+        for key, sub in self._subs.items():
+            if sub.every_tick and sub.served and key not in woken:
+                sub.deliver(sub._latest, None)
+
+    def _changes(self, store: CatalogStore, since: int | None, names: set[str]):
+        with store.poll_read() as conn:
+            return changed_tasks(conn, task_columns(), since, names)
+
+    def _details(self, store: CatalogStore, tasks: dict, requests: dict):
+        with store.poll_read() as conn:
+            return self._view.read(conn, tasks, requests)
+
+    def _reset(self) -> None:
+        """After a failed poll every subscriber is read in full again: the catalog that returns may not
+        be the one that left (restored from a backup, its change counter behind)."""
+        self._since, self._view = None, VIEWS[self.read]()
+        for key, sub in self._subs.items():
+            sub.served = False
+            self._new[key] = sub
 
     async def _run(self) -> None:
         # Never gives up while anyone waits: an unreachable catalog (engine creation, schema check or a
@@ -132,13 +240,14 @@ class CatalogPoller:
         store, failures = None, 0
         try:
             while self._subs:
-                subs = list(self._subs.values())
-                requests = [r for s in subs for r in s.requests]
                 try:
-                    store, snapshot = await self._poll(store, requests)
+                    store = await self._poll(store)
                     error = None
                 except Exception as exc:  # catalog down: every subscriber hears about it and keeps waiting
-                    snapshot, error = None, exc
+                    error = exc
+                    self._reset()
+                    for sub in list(self._subs.values()):
+                        sub.deliver(None, error)
                 if error is not None and not failures:
                     log.warning(
                         "catalog %s unreachable (%s poll), polling again with back-off: %s",
@@ -152,8 +261,6 @@ class CatalogPoller:
                     )
                 failures = failures + 1 if error is not None else 0
                 self.ticks += 1
-                for sub in subs:
-                    sub.deliver(snapshot, error)
                 await asyncio.sleep(self._delay(failures))
         finally:
             if not self._subs and self._shared.get(self._key) is self:

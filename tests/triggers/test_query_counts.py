@@ -1,8 +1,9 @@
 """What waiting gates cost the catalog per poll tick, counting every statement the catalog engine sends.
 
 K waiting triggers on K distinct parents and intervals share one poll per tick and read kind; a tick
-sends at least one statement and at most two, whatever K, on SQLite and PostgreSQL. Both bounds can
-fail: a poll that read nothing would break the lower one, a read per trigger or per parent the upper.
+sends at least one statement (the change query) and at most two (and the changed or new tasks' data),
+whatever K, on SQLite and PostgreSQL. Both bounds can fail: a poll that read nothing would break the
+lower one, a read per trigger or per parent the upper.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import datetime as dt
 import pytest
 
 from airflow_leastaction.catalog.engine import get_engine
-from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
+from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.model import Dependency
 from airflow_leastaction.run_conditions.wait_rule import WaitClock
@@ -61,6 +62,12 @@ async def run_until_ticks(triggers, url: str, reads: dict[str, str | None], k: i
     return {kind: p.ticks for kind, p in pollers.items()}
 
 
+def attribute_polls(counter: StatementCounter, monkeypatch) -> None:
+    """Every statement of a poller's tick, attributed to its read kind."""
+    for method in ("_changes", "_details"):
+        counter.attribute(CatalogPoller, method, monkeypatch, label=lambda poller: poller.read)
+
+
 def assert_one_or_two_per_tick(counter: StatementCounter, ticks: dict[str, int]) -> None:
     assert counter.by_read[None] == 0, counter.statements  # nothing outside the pollers' reads
     for kind, n in ticks.items():
@@ -83,7 +90,7 @@ async def test_k_waiting_interval_gates_send_one_or_two_statements_per_tick(
         for i, p in enumerate(parents)
     ]
     counter = StatementCounter(get_engine(catalog_url))
-    counter.attribute(CatalogStore, "snapshot", monkeypatch)
+    attribute_polls(counter, monkeypatch)
     with counter:
         ticks = await run_until_ticks(triggers, catalog_url, {"snapshot": None}, k)
     assert_one_or_two_per_tick(counter, ticks)
@@ -119,8 +126,7 @@ async def test_k_waiting_run_condition_gates_send_one_or_two_statements_per_tick
     for i, up in enumerate(upstreams):  # each upstream running: its gate waits for it
         store.record_running(up, DAY + dt.timedelta(days=i), meta=DAILY, run_id=f"u{i}")
     counter = StatementCounter(get_engine(catalog_url))
-    for read in ("slot_records", "latest_runs"):
-        counter.attribute(CatalogStore, read, monkeypatch)
+    attribute_polls(counter, monkeypatch)
     with counter:
         ticks = await run_until_ticks(
             [gate_trigger(i, up) for i, up in enumerate(upstreams)],

@@ -1,0 +1,134 @@
+"""What a triggerer's poller keeps of the catalog between ticks, per read kind, and what it hands each
+subscriber: what the store's full read of that subscriber's own requests returns
+(:meth:`CatalogStore.snapshot`, :meth:`~CatalogStore.slot_records`, :meth:`~CatalogStore.latest_runs`);
+a snapshot may also hold slot records of its parents outside its own windows (read for other
+subscribers), which judging never looks at.
+
+Each view caches, per watched task, the data its subscribers read. :meth:`View.read` reads it afresh for
+some tasks (those that changed, or that a new subscription watches) in one statement, given their task
+rows from the tick query (:func:`airflow_leastaction.catalog.changes.changed_tasks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from airflow_leastaction.catalog.run_reads import latest_runs_by_pk, slot_records_by_pk
+from airflow_leastaction.catalog.snapshots import read_slots, wanted_windows
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals.judging import SlotIndex, TaskSnapshot
+from airflow_leastaction.run_conditions.latest_run import LatestRuns
+
+Tasks = dict[TaskIdentity, TaskSnapshot]
+
+
+class View:
+    """The cache of one read kind: per watched task, its row and the data read for it."""
+
+    def __init__(self):
+        self.tasks: Tasks = {}
+        self.data: dict[TaskIdentity, object] = {}
+
+    def identity(self, request) -> TaskIdentity:
+        return request[0]
+
+    def read(self, conn, tasks: Tasks, requests: dict[TaskIdentity, list]) -> dict[TaskIdentity, object]:
+        """Per task of ``tasks`` (those in the catalog among the ones re-read), its data for ``requests``."""
+        raise NotImplementedError
+
+    def build(self, requests: list):
+        """A subscriber's value for its ``requests``, from the cache."""
+        raise NotImplementedError
+
+    def update(self, identities: Iterable[TaskIdentity], tasks: Tasks, data: dict) -> None:
+        """Replace the cache of ``identities``: a task not in ``tasks`` is not in the catalog."""
+        for ident in identities:
+            if ident in tasks:
+                self.tasks[ident] = tasks[ident]
+                self.data[ident] = data.get(ident)
+            else:
+                self.forget(ident)
+
+    def forget(self, ident: TaskIdentity) -> None:
+        self.tasks.pop(ident, None)
+        self.data.pop(ident, None)
+
+
+class SnapshotView(View):
+    """Parents' task rows and their slot records inside the windows their subscribers judge.
+
+    A subscriber is handed its own parents' rows and every slot record kept of them (judging reads only
+    the windows it needs); subscribers handed data of the same cache state share their judgements, so a
+    (parent, interval) pair many gates wait on is judged once (:class:`SlotIndex`)."""
+
+    def __init__(self):
+        super().__init__()
+        self._memo: dict = {}
+
+    def read(self, conn, tasks, requests):
+        wanted = wanted_windows(r for reqs in requests.values() for r in reqs)
+        slots = read_slots(conn, {i: t for i, t in tasks.items() if i in wanted}, wanted)
+        by_pk: dict[int, list] = {t.pk: [] for t in tasks.values()}
+        for s in slots:
+            by_pk[s.task_pk].append(s)
+        return {i: by_pk[t.pk] for i, t in tasks.items()}
+
+    def update(self, identities, tasks, data) -> None:
+        super().update(identities, tasks, data)
+        self._memo = {}  # judgements made before belong to the data before
+
+    def build(self, requests):
+        tasks = {i: self.tasks[i] for i in {r[0] for r in requests} if i in self.tasks}
+        return tasks, _SharedJudgements((s for i in tasks for s in self.data[i] or ()), self._memo)
+
+
+class _SharedJudgements(SlotIndex):
+    """A subscriber's slot records, judged with a memo shared by every subscriber of the same data."""
+
+    def __init__(self, records, memo: dict):
+        super().__init__(records)
+        self._shared = memo
+
+    def memo(self) -> dict:
+        return self._shared
+
+
+class SlotRecordsView(View):
+    """The slot record of each (task, slot) pair that has one."""
+
+    def read(self, conn, tasks, requests):
+        pairs = {(tasks[i].pk, slot) for i, reqs in requests.items() if i in tasks for _, slot in reqs}
+        by_pk: dict[int, dict] = {t.pk: {} for t in tasks.values()}
+        for (pk, slot), record in (slot_records_by_pk(conn, pairs) if pairs else {}).items():
+            by_pk[pk][slot] = record
+        return {i: by_pk[t.pk] for i, t in tasks.items()}
+
+    def build(self, requests):
+        out = {}
+        for ident, slot in requests:
+            record = (self.data.get(ident) or {}).get(slot)
+            if record is not None:
+                out[(ident, slot)] = record
+        return out
+
+
+class LatestRunsView(View):
+    """Per task: its latest run, latest finished run and average run length."""
+
+    def identity(self, request) -> TaskIdentity:
+        return request
+
+    def read(self, conn, tasks, requests):
+        by_pk = latest_runs_by_pk(conn, [t.pk for t in tasks.values()]) if tasks else {}
+        return {i: by_pk[t.pk] for i, t in tasks.items()}
+
+    def build(self, requests):
+        return {i: self.data.get(i) or LatestRuns(None, None, None, None) for i in requests}
+
+
+#: The store read each view stands for (the poller's ``read``).
+VIEWS: dict[str, type[View]] = {
+    "snapshot": SnapshotView,
+    "slot_records": SlotRecordsView,
+    "latest_runs": LatestRunsView,
+}
