@@ -55,6 +55,10 @@ class _Wait:
     prepare: Callable[[], Awaitable[None]] = field(default=_nothing)
 
 
+#: The reason a wait reports when its deadline passed before any catalog read answered.
+NOTHING_READ_YET = "the deadline passed before the catalog answered a first read"
+
+
 class ParentIntervalTrigger(BaseTrigger):
     """Wait until every parent has finished the interval that covers the child's.
 
@@ -242,7 +246,8 @@ class ParentIntervalTrigger(BaseTrigger):
                     snapshot = await next_until(sub, wait.deadline)
                     await wait.prepare()
                 except DeadlineReached:
-                    event = await conclude(wire.TIMEOUT, judgements, reasons)
+                    # A deadline may pass before the first read answers (a short timeout, a slow catalog).
+                    event = await conclude(wire.TIMEOUT, judgements, reasons or [NOTHING_READ_YET])
                 except Exception as exc:  # the catalog is down: keep waiting, judge nothing
                     reasons, judgements = [f"catalog unreachable: {exc}"], []
                     state: tuple = ("catalog unreachable",)

@@ -28,7 +28,7 @@ from airflow_leastaction.child_interval import DEADLINE_BACKSTOP
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.sensors import ParentIntervalSensor, external_task
 from airflow_leastaction.timetables import IntervalCronTimetable
-from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
+from airflow_leastaction.triggers.parent_interval import NOTHING_READ_YET, ParentIntervalTrigger
 
 UTC = dt.UTC
 DAY = dt.datetime(2026, 11, 16, tzinfo=UTC)
@@ -131,7 +131,8 @@ class TestEndings:
     ):
         use_catalog(catalog_url)
         store.register_task(PARENT, DAILY)
-        trigger = started_in_the_triggerer(timeout=1, retries=retries)
+        # Long enough for the first read to answer on a loaded machine: the reasons come from it.
+        trigger = started_in_the_triggerer(timeout=4, retries=retries)
         assert trigger.timeout_after - dt.datetime.now(UTC) > DEADLINE_BACKSTOP
         event = await asyncio.wait_for(first(trigger), timeout=30)
         if ended_there:
@@ -139,6 +140,13 @@ class TestEndings:
         else:  # a worker fails it with AirflowSensorTimeout, which is never retried
             assert event.payload["status"] == "timeout"
             assert "orders_raw" in event.payload["reasons"][0]
+
+    async def test_a_deadline_passed_before_the_first_read_says_so(self, store, catalog_url, use_catalog):
+        use_catalog(catalog_url)
+        store.register_task(PARENT, DAILY)
+        trigger = started_in_the_triggerer(timeout=0.001, retries=2)
+        event = await asyncio.wait_for(first(trigger), timeout=30)
+        assert (event.payload["status"], event.payload["reasons"]) == ("timeout", [NOTHING_READ_YET])
 
     async def test_relaxed_gates_hand_the_wait_to_a_worker(self, store, catalog_url, use_catalog, monkeypatch):
         use_catalog(catalog_url)
