@@ -1,0 +1,338 @@
+"""The tables of docs/performance.md, one renderer per benchmark: each turns a benchmark's JSON document
+into Markdown table lines (see :mod:`bench.report`, which places them in the document)."""
+
+from __future__ import annotations
+
+import statistics
+
+BACKEND = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
+
+
+class ReportError(Exception):
+    """A generated region that cannot be filled: names the region and what is missing."""
+
+
+def _ms(x: float) -> str:
+    return f"{x:,.1f}"
+
+
+def _table(header: list[str], align: list[str], rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join(align) + " |",
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
+# -- bench_triggers -----------------------------------------------------------------------------------
+def triggers(doc: dict, part: str | None) -> list[str]:
+    from bench.bench_triggers import derived
+
+    def cell(shared, base, key, fmt):
+        s = format(shared[key], fmt)
+        if base is None:
+            return f"{s} / not run"
+        ratio = f"{base[key] / shared[key]:,.1f}x" if shared[key] else "n/a"
+        return f"{s} / {format(base[key], fmt)} ({ratio})"
+
+    rows = []
+    for r in doc["results"]:
+        s, b = derived(r["shared"]), r["baseline"] and derived(r["baseline"])
+        rows.append(
+            [
+                BACKEND[r["backend"]],
+                f"{r['k']:,}",
+                cell(s, b, "statements_per_tick", ",.1f"),
+                cell(s, b, "cpu_ms_per_tick", ",.1f"),
+                cell(s, b, "kib_per_trigger", ".1f"),
+                cell(s, b, "release_median_s", ".2f"),
+                cell(s, b, "release_p99_s", ".2f"),
+                cell(s, b, "release_max_s", ".2f"),
+            ]
+        )
+    pool = doc["inputs"]["thread_pool_size"]
+    return [
+        f"Baseline thread pool: {pool} worker threads.",
+        "",
+        *_table(
+            [
+                "catalog",
+                "K",
+                "statements per tick",
+                "CPU ms per tick",
+                "KiB per waiting trigger",
+                "release median (s)",
+                "release p99 (s)",
+                "release max (s)",
+            ],
+            ["---", "---:", "---", "---", "---", "---", "---", "---"],
+            rows,
+        ),
+    ]
+
+
+# -- bench_retention ----------------------------------------------------------------------------------
+def retention(doc: dict, part: str | None) -> list[str]:
+    from bench.bench_retention import derived
+
+    rows = []
+    for r in doc["results"]:
+        d = derived(r)
+        b, w = d["before"], d["during"]
+        rows.append(
+            [
+                BACKEND[r["backend"]],
+                f"{r['pruned']['la_gate_decision']:,}",
+                f"{r['pruned']['la_consumption']:,}",
+                f"{r['prune_s']:,.1f} s",
+                f"{d['rows_per_s']:,.0f}",
+                f"{_ms(b['median'] * 1000)} / {_ms(b['max'] * 1000)} (n={b['n']:,})",
+                f"{_ms(w['median'] * 1000)} / {_ms(w['max'] * 1000)} (n={w['n']:,})",
+            ]
+        )
+    i = doc["inputs"]
+    return [
+        f"{i['writers']} writer processes, each recording a gate attempt every "
+        f"{i['write_interval_s'] * 1000:.0f} ms; prune batches of {i['batch_size']:,} rows.",
+        "",
+        *_table(
+            [
+                "catalog",
+                "decisions pruned",
+                "consumption pruned",
+                "prune time",
+                "rows/s",
+                "write ms before: median / max",
+                "write ms during prune: median / max",
+            ],
+            ["---", "---:", "---:", "---:", "---:", "---:", "---:"],
+            rows,
+        ),
+    ]
+
+
+# -- bench_dbt_queue ----------------------------------------------------------------------------------
+def dbt_queue(doc: dict, part: str | None) -> list[str]:
+    results = doc["results"]
+    if part not in results:
+        raise ReportError(f"bench_dbt_queue.json has no part {part!r}")
+    if part == "enqueue":
+        goal = doc["inputs"]["goal_events_per_s"]
+        rows = []
+        for backend in doc["inputs"]["backends"]:
+            runs = {r["producers"]: r for r in results["enqueue"] if r["backend"] == backend}
+            rows.append(
+                [
+                    BACKEND[backend],
+                    *(f"{runs[n]['events_per_s']:,.0f}" for n in (1, 4, 8)),
+                    f"{runs[8]['events_per_s'] / goal:.2f}x",
+                    ", ".join(str(runs[n]["claimed_batches"]) for n in (1, 4, 8)),
+                ]
+            )
+        return _table(
+            [
+                "catalog",
+                "1 producer",
+                "4 producers",
+                "8 producers",
+                f"8 producers vs goal {goal:,}/s",
+                "batches claimed meanwhile (1 / 4 / 8)",
+            ],
+            ["---", "---:", "---:", "---:", "---:", "---:"],
+            rows,
+        )
+    if part == "builds":
+        b, rows = results["builds"], []
+        names = {
+            "naive": "one `dbt build` per request",
+            "union": "one `dbt build` of the union of the requests",
+            "queue": "queue: enqueue + drain",
+        }
+        for case, label in (
+            ("all_at_once", f"all {b['k']} at once"),
+            ("arriving_during_build", "second half during the first build"),
+        ):
+            base = b[case]["naive"]
+            for path in ("naive", "union", "queue"):
+                r = b[case][path]
+                rows.append(
+                    [
+                        label,
+                        names[path],
+                        str(r["dbt_builds"]),
+                        str(r["model_builds"]),
+                        f"{r['wall_s']:.1f} s",
+                        f"{base['model_builds'] / r['model_builds']:.1f}x",
+                        f"{base['wall_s'] / r['wall_s']:.1f}x",
+                    ]
+                )
+        return _table(
+            [
+                "requests",
+                "path",
+                "dbt builds",
+                "model builds",
+                "wall time",
+                "fewer model builds than naive",
+                "faster than naive",
+            ],
+            ["---", "---", "---:", "---:", "---:", "---:", "---:"],
+            rows,
+        )
+    if part == "replay":
+        rows = []
+        for r in results["replay"]:
+            events = r["new_pending"] + r["already_pending"] + r["already_running"]
+            rows.append(
+                [
+                    BACKEND[r["backend"]],
+                    f"{r['requests']:,}",
+                    f"{events:,}",
+                    f"{r['new_pending']:,}",
+                    f"{r['already_pending']:,}",
+                    f"{r['already_running']:,}",
+                    f"{r['new_pending'] / events:.1%}",
+                    f"{r['elapsed']:.1f} s",
+                ]
+            )
+        return _table(
+            [
+                "catalog",
+                "requests",
+                "model request events",
+                "new_pending",
+                "already_pending",
+                "already_running",
+                "became new work",
+                "replay time",
+            ],
+            ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
+            rows,
+        )
+    raise ReportError(f"bench_dbt_queue has no table {part!r}")
+
+
+# -- bench_gate ---------------------------------------------------------------------------------------
+def gate(doc: dict, part: str | None) -> list[str]:
+    results = doc["results"]
+    if part not in results:
+        raise ReportError(f"bench_gate.json has no part {part!r}")
+    if part == "engine":
+        base = results["engine"][0]["per_s"]
+        return _table(
+            ["dependencies", "evaluations/s", "time per evaluation", "vs 10"],
+            ["---:", "---:", "---:", "---:"],
+            [
+                [
+                    f"{r['dependencies']:,}",
+                    f"{r['per_s']:,.0f}",
+                    f"{1000 / r['per_s']:.2f} ms",
+                    f"{r['per_s'] / base:.3f}x",
+                ]
+                for r in results["engine"]
+            ],
+        )
+    if part == "writes":
+        rows = []
+        for r in results["writes"]:
+            g, p = statistics.median(r["gated_ms"]), statistics.median(r["plain_ms"])
+            rows.append(
+                [
+                    BACKEND[r["backend"]],
+                    str(r["dependencies"]),
+                    f"{g:.1f} ms ({min(r['gated_ms']):.1f} to {max(r['gated_ms']):.1f})",
+                    f"{p:.1f} ms ({min(r['plain_ms']):.1f} to {max(r['plain_ms']):.1f})",
+                    f"{g / p:.1f}x",
+                    f"{r['gated_statements']:.0f} / {r['plain_statements']:.0f}",
+                    str(len(r["gated_ms"])),
+                ]
+            )
+        return _table(
+            [
+                "catalog",
+                "dependencies",
+                "decisions + success + consumption: median (min to max)",
+                "plain success: median (min to max)",
+                "ratio of medians",
+                "statements (gated / plain)",
+                "attempts",
+            ],
+            ["---", "---:", "---:", "---:", "---:", "---:", "---:"],
+            rows,
+        )
+    if part == "latency":
+        lat = results["latency"]
+        g, r = statistics.median(lat["any_gate_s"]), statistics.median(lat["one_success_s"])
+        runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs)  # noqa: E731
+        return _table(
+            ["", "median", "all runs (s)"],
+            ["---", "---:", "---"],
+            [
+                [
+                    'ANY gate (`run_condition(child, first, slow_a, slow_b, when="ANY")`)',
+                    f"{g:.2f} s",
+                    runs(lat["any_gate_s"]),
+                ],
+                *(
+                    [
+                        [
+                            "the same gate with `start_from_trigger=False` (resumed on a worker)",
+                            f"{statistics.median(w):.2f} s",
+                            runs(w),
+                        ]
+                    ]
+                    if (w := lat.get("any_gate_worker_s"))
+                    else []
+                ),
+                ['Airflow `trigger_rule="one_success"` on the same shape', f"{r:.2f} s", runs(lat["one_success_s"])],
+                ["ratio of medians gate / `one_success`", f"{g / r:.1f}x", ""],
+                [
+                    "runs that did not succeed (excluded above)",
+                    str(len(lat.get("failed_runs", []))),
+                    "; ".join(f"{f['run_id']}: {f['state']}" for f in lat.get("failed_runs", [])),
+                ],
+            ],
+        )
+    raise ReportError(f"bench_gate has no table {part!r}")
+
+
+# -- bench_ui -----------------------------------------------------------------------------------------
+def ui(doc: dict, part: str | None) -> list[str]:
+    runs = [r for r in doc["results"] if r["backend"] == part]
+    if not runs:
+        raise ReportError(f"bench_ui.json has no run on {part!r}")
+    r, i = runs[0], doc["inputs"]
+    rows = []
+    for e in r["endpoints"]:
+        label, before, after = e["endpoint"], e["baseline_ms"], e["indexed_ms"]
+        b, a = statistics.median(before), statistics.median(after)
+        rows.append([label, _ms(b), _ms(a), f"{_ms(min(after))} to {_ms(max(after))}", f"{b / a:.1f}x"])
+    head = (
+        f"{i['tasks']:,} tasks, {i['slots']:,} slots, {i['decisions']:,} decisions, {i['consumption']:,} "
+        f"consumption rows loaded in {r['load_s']:.1f} s; UI indexes created in {r['index_s']:.1f} s; "
+        f"{i['repeat']} requests per endpoint and index set."
+    )
+    return [
+        head,
+        "",
+        *_table(
+            [
+                "endpoint",
+                "without UI indexes: median ms",
+                "with UI indexes: median ms",
+                "with UI indexes: min to max ms",
+                "speed-up of medians",
+            ],
+            ["---", "---:", "---:", "---:", "---:"],
+            rows,
+        ),
+    ]
+
+
+RENDERERS = {
+    "bench_triggers": triggers,
+    "bench_retention": retention,
+    "bench_dbt_queue": dbt_queue,
+    "bench_gate": gate,
+    "bench_ui": ui,
+}
