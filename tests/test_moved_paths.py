@@ -29,3 +29,11 @@ def test_old_graph_module_warns_and_still_validates():
         graph = importlib.import_module("airflow_leastaction.graph")
     assert graph.validate is waves.validate
     assert graph.waves is waves.waves
+
+
+def test_old_run_outcome_path_warns_and_resolves_to_its_own_module():
+    from airflow_leastaction.operators import run_condition, run_outcome
+
+    with pytest.warns(DeprecationWarning, match="operators.run_outcome"):
+        moved = run_condition.RunOutcome
+    assert moved is run_outcome.RunOutcome

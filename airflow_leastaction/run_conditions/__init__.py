@@ -119,8 +119,8 @@ def run_condition(
     from airflow_leastaction.operators.run_condition import (
         RUN_OUTCOME_TASK_ID,
         RunConditionGate,
-        RunOutcome,
     )
+    from airflow_leastaction.operators.run_outcome import RunOutcome
 
     operator = getattr(task, "operator", task)
     dag = operator.dag if operator.has_dag() else None

@@ -33,7 +33,7 @@ from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, 
 from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller
-from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger
+from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
 
 
 async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:
@@ -45,10 +45,7 @@ async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:
 
 
 def _last_consumed(url: str, dag_id: str, task_id: str, keys: list[str]) -> dict[str, tuple[dt.datetime, int]]:
-    from airflow_leastaction.catalog.engine import get_engine
-    from airflow_leastaction.catalog.store import CatalogStore
-
-    return CatalogStore(get_engine(url)).last_consumed(dag_id, task_id, keys)
+    return store_at(url).last_consumed(dag_id, task_id, keys)
 
 
 @dataclass(frozen=True)
