@@ -198,9 +198,13 @@ class TestGatesStartAndEndInTheTriggerer:
         tis = task_instances(finished_run)
         assert (tis["on_worker__gate"]["state"], tis["on_worker"]["state"]) == ("success", "success")
         assert (tis["skipped_on_worker__gate"]["state"], tis["skipped_on_worker"]["state"]) == ("skipped", "skipped")
-        assert decisions(finished_run, "on_worker__gate") == [("task:up", "SATISFIED", 1)]
-        assert decisions(finished_run, "skipped_on_worker__gate") == [("task:up", "UNSATISFIED", 1)]
-        assert consumed(finished_run, "on_worker") == [("task:up", 1)]
+        # A gate on the worker path is exposed to Airflow 3.3's stale-executor-event race (see the
+        # operations guide): a quick trigger can fail its first try, and its built-in retry judges again.
+        # Every try judged alike, and the decisions of the try that ended the gate are the ones in force.
+        for gate, result in (("on_worker__gate", "SATISFIED"), ("skipped_on_worker__gate", "UNSATISFIED")):
+            tries = tis[gate]["try_number"]
+            assert sorted(decisions(finished_run, gate)) == [("task:up", result, n) for n in range(1, tries + 1)]
+        assert consumed(finished_run, "on_worker") == [("task:up", tis["on_worker"]["try_number"])]
 
     def test_the_run_end_records_the_final_state_of_gates_no_worker_ran(self, finished_run):
         run_id, _, catalog_url = finished_run
