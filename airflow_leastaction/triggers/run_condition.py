@@ -250,7 +250,7 @@ class RunConditionTrigger(BaseTrigger):
     async def _start(self, url: str) -> _Started | TriggerEvent:
         """Take from the run what a worker would have passed: the run, its slot and interval end, the
         DAG's structure, the revisions consumed last and the attempt the decisions belong to. A plain
-        event hands the gate to a worker instead."""
+        event hands the gate to a worker instead (no run context, or gates relaxed during an outage)."""
         context = await sync_to_async(trigger_context)(self)
         judged_at = context_slot(context) if context is not None else None
         if judged_at is None:  # the worker judges, or fails naming the run without an instant
@@ -264,15 +264,34 @@ class RunConditionTrigger(BaseTrigger):
         self.interval_end = end.isoformat() if end is not None else None
         self.upstream, self.waiting = run_structure(context["ti"].task.dag)
         keys = [d.key for d in self.spec().elsewhere]
-        try:
-            consumed = await sync_to_async(_last_consumed)(url, self.dag_id, self.task_id, keys) if keys else {}
-        except Exception as exc:
-            if not is_outage(exc):
-                raise
-            self.log.warning("gate %s cannot read the catalog; a worker judges it: %s", self.task_id, exc)
-            return self._undecided()
+        consumed = await self._last_consumed(url, keys) if keys else {}
+        if isinstance(consumed, TriggerEvent):
+            return consumed
         self.consumed = wire.encode_last_consumed(consumed)
         return _Started(attempt_key(context, self.dag_id, context["ti"].task_id), judged_at)
+
+    async def _last_consumed(self, url: str, keys: list[str]) -> dict | TriggerEvent:
+        """The revisions this task consumed last, read once the catalog answers: a catalog that is down
+        when the gate starts keeps it waiting here (the outage logged once, as in the wait below), or
+        hands it to a worker only when the deployment relaxed its gates meanwhile."""
+        blind = False
+        while True:
+            try:
+                consumed = await sync_to_async(_last_consumed)(url, self.dag_id, self.task_id, keys)
+            except Exception as exc:
+                if not is_outage(exc):
+                    raise
+                if not blind:
+                    self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.task_id, exc)
+                    blind = True
+                relaxed = await self._relaxed(self.spec(), WaitClock(), None, f"catalog unreachable: {exc}")
+                if relaxed is not None:
+                    return relaxed
+                await asyncio.sleep(self.poll_interval)
+                continue
+            if blind:
+                self.log.warning("gate %s can look again", self.task_id)
+            return consumed
 
     async def _end(self, started: _Started, outcome, url: str, event: TriggerEvent) -> TriggerEvent:
         """Record the decisions of ``outcome`` and end the task, or hand ``event`` (the verdict) to a

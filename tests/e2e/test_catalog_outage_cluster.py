@@ -3,9 +3,9 @@ processes, Airflow's database on the shared PostgreSQL server, the catalog on a 
 the test's own that is stopped and started again.
 
 A sensor and a run-condition gate defer while no triggerer runs; the catalog stops; a triggerer starts
-during the outage and a plain task finishes (its outcome is spooled). Nothing is admitted and nothing
-fails while the catalog is down; once it is back and the parent has finished, both waits are released,
-every run succeeds, and the spooled outcome reaches the catalog.
+during the outage and a plain task finishes (its outcome is spooled). Nothing is admitted, nothing
+fails and nothing is handed to a worker while the catalog is down; once it is back and the parent has
+finished, both waits are released, every run succeeds, and the spooled outcome reaches the catalog.
 """
 
 from __future__ import annotations
@@ -113,9 +113,12 @@ def test_waits_survive_a_catalog_outage_and_a_triggerer_started_during_it(deploy
     for dag_id, run_id in runs.items():
         run = cluster.wait_for_run(dag_id, run_id, RUN_TIMEOUT)
         assert run["state"] == "success", states(cluster, dag_id, run_id)
+    # Started in the triggerer during the outage, the gate waited there: no worker ever ran it.
+    gate_logs = (cluster.home / "logs" / "dag_id=outage_gate").rglob("task_id=after_gate__gate/attempt=*.log")
+    assert [p.name for p in gate_logs] == []
     said = trigger_logs(cluster)
-    assert said.count("not admitted yet: catalog unreachable") == 1  # once per change, not per poll
-    assert said.count("cannot look, waiting for the catalog") == said.count("can look again") == 1
+    assert said.count("not admitted yet: catalog unreachable") == 1, said  # once per change, not per poll
+    assert said.count("cannot look, waiting for the catalog") == said.count("can look again") == 1, said
 
     with engine.connect() as conn:
         decided = set(conn.execute(select(gate_decision.c.dag_id, gate_decision.c.result)).all())
