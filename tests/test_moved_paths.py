@@ -37,3 +37,14 @@ def test_old_run_outcome_path_warns_and_resolves_to_its_own_module():
     with pytest.warns(DeprecationWarning, match="operators.run_outcome"):
         moved = run_condition.RunOutcome
     assert moved is run_outcome.RunOutcome
+
+
+def test_a_run_outcome_trigger_row_written_before_the_move_still_resolves():
+    # Airflow imports a trigger by the classpath its row was written with.
+    from airflow._shared.module_loading import import_string  # what the triggerer imports a row with
+
+    from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
+
+    assert import_string("airflow_leastaction.triggers.run_condition.RunOutcomeTrigger") is RunOutcomeTrigger
+    path, _ = RunOutcomeTrigger("d", "r", "leastaction_run_outcome").serialize()
+    assert path == "airflow_leastaction.triggers.run_outcome.RunOutcomeTrigger"

@@ -12,7 +12,7 @@ from airflow_leastaction.airflow_context import resolve_poll_interval
 from airflow_leastaction.operators.run_condition import _triggers_run_inline, _Waiting, task_states
 from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summarize
 from airflow_leastaction.states import TERMINAL_STATES
-from airflow_leastaction.triggers.run_condition import RunOutcomeTrigger
+from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
 
 
 class RunOutcome(_Waiting):

@@ -1,4 +1,4 @@
-"""Triggers behind a deferred run-condition gate and the run-outcome task."""
+"""The trigger behind a deferred run-condition gate."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSkippedEvent, TaskSuccessEvent, TriggerEvent
+from airflow.triggers.base import BaseTrigger, TaskSkippedEvent, TriggerEvent
 from asgiref.sync import sync_to_async
 
 from airflow_leastaction.admission import gate_mode
@@ -28,9 +28,7 @@ from airflow_leastaction.run_conditions.judging import (
     whole_interval_requests,
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
-from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summarize
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
-from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
@@ -342,66 +340,11 @@ class RunConditionTrigger(BaseTrigger):
         return not in_run_unfinished(spec, states)
 
 
-class RunOutcomeTrigger(BaseTrigger):
-    """Wait until every other task of the run has finished.
+def __getattr__(name: str):
+    # ``RunOutcomeTrigger`` lives in :mod:`airflow_leastaction.triggers.run_outcome`. Trigger rows written
+    # before it moved name this path, and Airflow imports a trigger by the path in its row: keep resolving it.
+    if name == "RunOutcomeTrigger":
+        from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
 
-    Deferred to by a worker, it fires ``finished`` with their states and the worker concludes. Started in
-    the triggerer (the default, ``start_from_trigger``), it concludes itself and ends the task there:
-    success, or failure naming the failed tasks, with the run summary as its XCom. No worker ever runs
-    the task, so no worker's exit can race the trigger's event.
-
-    :param dag_id: the DAG.
-    :param run_id: the run (None: the run of the task instance Airflow started this trigger for).
-    :param task_id: the run-outcome task itself (left out of the wait).
-    :param poll_interval: seconds between looks.
-    :param end_from_trigger: end the task in the triggerer (needs the task instance Airflow gives a task
-        started in the triggerer; otherwise the trigger fires ``finished`` for a worker to conclude).
-    """
-
-    def __init__(
-        self,
-        dag_id: str,
-        run_id: str | None,
-        task_id: str,
-        poll_interval: float = 5.0,
-        end_from_trigger: bool = False,
-    ):
-        super().__init__()
-        self.dag_id, self.run_id, self.task_id, self.poll_interval = dag_id, run_id, task_id, float(poll_interval)
-        self.end_from_trigger = bool(end_from_trigger)
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return _classpath(self), {
-            "dag_id": self.dag_id,
-            "run_id": self.run_id,
-            "task_id": self.task_id,
-            "poll_interval": self.poll_interval,
-            "end_from_trigger": self.end_from_trigger,
-        }
-
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        run_id = self.run_id or self.task_instance.run_id
-        while True:
-            try:
-                states = await run_states(self.dag_id, run_id)
-            except Exception as exc:
-                self.log.warning("run outcome cannot look yet: %s", exc)
-                states = None
-            if states is not None:
-                others = {t: s for t, s in states.items() if t != self.task_id}
-                if all(s in TERMINAL_STATES for s in others.values()):
-                    yield self._conclusion(others)
-                    return
-            await asyncio.sleep(self.poll_interval)
-
-    def _conclusion(self, states: dict[str, str | None]) -> TriggerEvent:
-        dag = getattr(getattr(self.task_instance, "task", None), "dag", None)
-        if not self.end_from_trigger or dag is None:
-            return TriggerEvent({"status": wire.FINISHED, "states": states})
-        summary = summarize(states, lambda t: dag.get_task(t).downstream_task_ids)
-        xcoms = {RUN_SUMMARY_KEY: summary.as_dict()}
-        if summary.failed:
-            self.log.error("%s", summary.message())
-            return TaskFailedEvent(xcoms=xcoms)
-        self.log.info("no task failed: %s", ", ".join(f"{t}={s}" for t, s in sorted(states.items())))
-        return TaskSuccessEvent(xcoms=xcoms)
+        return RunOutcomeTrigger
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,8 @@ from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.model import Dependency
 from airflow_leastaction.run_conditions.wait_rule import WaitClock
-from airflow_leastaction.triggers.run_condition import RunConditionTrigger, RunOutcomeTrigger
+from airflow_leastaction.triggers.run_condition import RunConditionTrigger
+from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
 from tests.run_conditions.conftest import day
 
 OTHER = TaskIdentity("rc_trigger_upstream", "other-team")
