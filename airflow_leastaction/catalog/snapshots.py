@@ -4,9 +4,12 @@ own windows, read in two statements for any number of waiting gates (see :meth:`
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from sqlalchemy import and_, column, func, select, values
+from sqlalchemy import BigInteger, DateTime, String, and_, bindparam, cast, func, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.schema import in_chunks, task, task_run
@@ -30,48 +33,66 @@ def read_snapshot(conn: Connection, wanted: Wanted) -> tuple[dict[TaskIdentity, 
 
 
 def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted: Wanted) -> SlotIndex:
-    """The slot records of ``tasks`` inside each one's windows of ``wanted``: one statement per
-    :data:`WINDOWS_PER_QUERY` (parent, window) rows, none when there is no window."""
+    """The slot records of ``tasks`` inside each one's windows of ``wanted``: one statement for any
+    number of (parent, window) pairs, none when there is no window."""
     slots = SlotIndex()
-    by_window: dict[tuple[dt.datetime, dt.datetime], list[int]] = {}
-    for ident, t in tasks.items():
-        for window in task_windows(t, wanted[ident]):
-            by_window.setdefault(window, []).append(t.pk)
-    for rows in _window_rows(by_window):
-        # The windows travel as a VALUES list joined to the slot records: one statement for any
-        # number of windows (an OR chain of them would hit SQLite's expression-depth limit).
-        windows = (
-            values(
-                column("pk", task_run.c.task_pk.type),
-                column("s", task_run.c.slot.type),
-                column("e", task_run.c.slot.type),
-                name="w",
-            )
-            .data(rows)
-            .cte("w")
-        )
-        slots.extend(
-            SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written, r.repair_pending)
-            for r in conn.execute(
-                select(
-                    task_run.c.id,
-                    task_run.c.task_pk,
-                    task_run.c.slot,
-                    task_run.c.state,
-                    task_run.c.output_revision,
-                    task_run.c.rows_written,
-                    task_run.c.repair_pending,
-                ).join(
-                    windows,
-                    and_(
-                        task_run.c.task_pk == windows.c.pk,
-                        task_run.c.slot >= windows.c.s,
-                        task_run.c.slot < windows.c.e,
-                    ),
-                )
-            )
-        )
+    rows = sorted((t.pk, start, end) for ident, t in tasks.items() for start, end in task_windows(t, wanted[ident]))
+    if not rows:
+        return slots
+    windows, params = _windows_table(conn, rows)
+    query = select(
+        task_run.c.id,
+        task_run.c.task_pk,
+        task_run.c.slot,
+        task_run.c.state,
+        task_run.c.output_revision,
+        task_run.c.rows_written,
+        task_run.c.repair_pending,
+    ).join_from(
+        windows.table,
+        task_run,
+        and_(task_run.c.task_pk == windows.pk, task_run.c.slot >= windows.start, task_run.c.slot < windows.end),
+    )
+    slots.extend(
+        SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written, r.repair_pending)
+        for r in conn.execute(query, params)
+    )
     return slots
+
+
+@dataclass(frozen=True)
+class _Windows:
+    table: object
+    pk: object
+    start: object
+    end: object
+
+
+def _windows_table(conn: Connection, rows: list[tuple[int, dt.datetime, dt.datetime]]):
+    """The windows as a table bound in one or three parameters, so the statement compiles once whatever the
+    number of windows (a VALUES list of 10,000 windows took SQLAlchemy seconds to compile): a JSON array
+    unpacked by ``json_each`` on SQLite, three arrays unpacked by ``unnest`` on PostgreSQL."""
+    dialect = conn.dialect
+    if dialect.name == "sqlite":
+        # The slots compare as the text the column stores, so the JSON carries that text.
+        to_text = task_run.c.slot.type.dialect_impl(dialect).bind_processor(dialect)
+        w = func.json_each(bindparam("windows", type_=String)).table_valued("value").alias("w")
+        params = {"windows": json.dumps([[pk, to_text(start), to_text(end)] for pk, start, end in rows])}
+        field = [func.json_extract(w.c.value, f"$[{i}]") for i in range(3)]
+        return _Windows(w, *field), params
+    if dialect.name == "postgresql":
+        w = (
+            func.unnest(
+                cast(bindparam("pks"), ARRAY(BigInteger)),
+                cast(bindparam("starts"), ARRAY(DateTime(timezone=True))),
+                cast(bindparam("ends"), ARRAY(DateTime(timezone=True))),
+            )
+            .table_valued("pk", "s", "e")
+            .render_derived(name="w")
+        )
+        pks, starts, ends = (list(c) for c in zip(*rows, strict=True))
+        return _Windows(w, w.c.pk, w.c.s, w.c.e), {"pks": pks, "starts": starts, "ends": ends}
+    raise NotImplementedError(f"the catalog supports SQLite and PostgreSQL, not {dialect.name}")
 
 
 def task_windows(t: TaskSnapshot, intervals) -> list[tuple[dt.datetime, dt.datetime]]:
@@ -110,14 +131,3 @@ def _read_tasks(conn: Connection, wanted) -> dict[TaskIdentity, TaskSnapshot]:
             if snap.identity in wanted:
                 tasks[snap.identity] = snap
     return tasks
-
-
-#: (parent, window) rows read by one statement: three bound parameters each, under every driver's limit.
-WINDOWS_PER_QUERY = 10_000
-
-
-def _window_rows(by_window: dict[tuple[dt.datetime, dt.datetime], list[int]]):
-    """``(task pk, start, end)`` rows, one per parent and window, in chunks of :data:`WINDOWS_PER_QUERY`."""
-    rows = [(pk, start, end) for (start, end), pks in sorted(by_window.items()) for pk in sorted(pks)]
-    for i in range(0, len(rows), WINDOWS_PER_QUERY):
-        yield rows[i : i + WINDOWS_PER_QUERY]
