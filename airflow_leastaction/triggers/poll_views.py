@@ -57,13 +57,14 @@ class View:
 class SnapshotView(View):
     """Parents' task rows and their slot records inside the windows their subscribers judge.
 
-    A subscriber is handed its own parents' rows and every slot record kept of them (judging reads only
-    the windows it needs); subscribers handed data of the same cache state share their judgements, so a
-    (parent, interval) pair many gates wait on is judged once (:class:`SlotIndex`)."""
+    A subscriber is handed its own parents' rows and one index of every slot record kept (judging reads
+    only its parents' records, in the windows it needs). Every subscriber of the same cache state is
+    handed the same index, built once, so a (parent, interval) pair many gates wait on is judged once
+    (:class:`SlotIndex`) and a tick that wakes thousands of gates indexes the records once, not per gate."""
 
     def __init__(self):
         super().__init__()
-        self._memo: dict = {}
+        self._index: SlotIndex | None = None
 
     def read(self, conn, tasks, requests):
         wanted = wanted_windows(r for reqs in requests.values() for r in reqs)
@@ -75,22 +76,17 @@ class SnapshotView(View):
 
     def update(self, identities, tasks, data) -> None:
         super().update(identities, tasks, data)
-        self._memo = {}  # judgements made before belong to the data before
+        self._index = None  # its records and judgements belong to the data before
+
+    def forget(self, ident: TaskIdentity) -> None:
+        super().forget(ident)
+        self._index = None
 
     def build(self, requests):
+        if self._index is None:
+            self._index = SlotIndex(s for records in self.data.values() for s in records or ())
         tasks = {i: self.tasks[i] for i in {r[0] for r in requests} if i in self.tasks}
-        return tasks, _SharedJudgements((s for i in tasks for s in self.data[i] or ()), self._memo)
-
-
-class _SharedJudgements(SlotIndex):
-    """A subscriber's slot records, judged with a memo shared by every subscriber of the same data."""
-
-    def __init__(self, records, memo: dict):
-        super().__init__(records)
-        self._shared = memo
-
-    def memo(self) -> dict:
-        return self._shared
+        return tasks, self._index
 
 
 class SlotRecordsView(View):
