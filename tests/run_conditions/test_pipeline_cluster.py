@@ -110,12 +110,40 @@ def catalog_rows(cluster, sql: str, **params) -> list[tuple]:
         return [tuple(r) for r in conn.execute(sa.text(sql), params)]
 
 
+def catalog_states(cluster, dag_id: str, run_id: str) -> dict[str, str]:
+    """The state the catalog holds for each task of one run, by task id."""
+    rows = catalog_rows(
+        cluster,
+        "SELECT t.name, r.state FROM la_task_run r JOIN la_task t ON t.id = r.task_pk WHERE r.run_id = :run",
+        run=run_id,
+    )
+    prefix = f"{dag_id}."
+    return {name[len(prefix) :]: state for name, state in rows if name.startswith(prefix)}
+
+
+def assert_the_catalog_agrees_with_airflow(cluster, dag_id: str, run_id: str, states: dict[str, str]) -> None:
+    """Every task of the run, whoever set its state (a worker, the scheduler, a gate's trigger), has a slot
+    record of this run in that state: the DAG-run listener records what no worker reported when the run
+    ends, after the run's state is visible through the API, so the records are waited for."""
+    cluster.wait_until(
+        lambda: catalog_states(cluster, dag_id, run_id) == states,
+        60,
+        lambda: (
+            f"the catalog to agree with Airflow for {dag_id} {run_id}: airflow {states}, "
+            f"catalog {catalog_states(cluster, dag_id, run_id)}"
+        ),
+        0.5,
+    )
+
+
 class TestPipelineDependenciesOnADeployment:
     def test_an_unmet_pipeline_dependency_skips_every_task_then_a_met_one_runs_and_consumes(self, cluster):
         run, states = run_to_end(cluster, "rcp_report")  # rcp_orders never ran
         assert {t: s for t, s in states.items() if t != "leastaction_run_outcome"} == {
             t: "skipped" for t in ("leastaction_dag_gate", "extract", "load", "cleanup", "report__gate", "report")
         }
+        # No worker ran any of them: the gate's trigger skipped the run's tasks.
+        assert_the_catalog_agrees_with_airflow(cluster, "rcp_report", run["dag_run_id"], states)
         assert catalog_rows(
             cluster,
             "SELECT r.state FROM la_task_run r JOIN la_task t ON t.id = r.task_pk "
@@ -165,6 +193,7 @@ class TestTheRunOutcomeTaskOnADeployment:
             "publish": "skipped",
             "leastaction_run_outcome": "failed",
         }
+        assert_the_catalog_agrees_with_airflow(cluster, "rcp_breaks", run["dag_run_id"], states)
         outcome = task_instance(cluster, "rcp_breaks", run["dag_run_id"], "leastaction_run_outcome")
         assert outcome["try_number"] == 1 and never_on_a_worker(outcome), outcome
         # The task that failed ran on a worker and carries its host: the check tells the two apart.
