@@ -152,7 +152,9 @@ async def until_all_read(k: int) -> None:
         await asyncio.sleep(0.01)
 
 
-async def measure(kind: str, url: str, store, families, parents, warm, pool_size: int) -> dict:
+async def measure(kind: str, url: str, families, warm, pool_size: int, release) -> dict:
+    """Subscribe one trigger per family, sample idle ticks, then ``await release()`` (the parents complete;
+    it returns the completion instant on the monotonic clock) and wait for every trigger to fire."""
     from concurrent.futures import ThreadPoolExecutor
 
     from airflow_leastaction.catalog.engine import get_engine
@@ -184,7 +186,7 @@ async def measure(kind: str, url: str, store, families, parents, warm, pool_size
                 "cpu_ms": round((time.process_time() - cpu0) * 1000, 2),
             }
         )
-    done_at = await asyncio.to_thread(complete_all, store, parents)
+    done_at = await release()
     released = await asyncio.wait_for(asyncio.gather(*tasks), timeout=1800)
     sa.event.remove(engine, "before_cursor_execute", counter)
     latencies = sorted(round(max(0.0, r - done_at), 4) for r in released)
@@ -219,8 +221,76 @@ def run_one(kind: str, backend: str, k: int, pool_size: int) -> dict:
         CatalogPoller._shared.clear()
         store = CatalogStore(get_engine(url, migrate=True))
         families, parents, warm = seed(store, k)
-        return asyncio.run(measure(kind, url, store, families, parents, warm, pool_size))
+
+        async def release() -> float:
+            return await asyncio.to_thread(complete_all, store, parents)
+
+        return asyncio.run(measure(kind, url, families, warm, pool_size, release))
     finally:
+        drop()
+
+
+def _use_catalog(url: str) -> None:
+    from airflow_leastaction.catalog.engine import dispose_all
+    from airflow_leastaction.triggers.poller import CatalogPoller
+
+    os.environ["AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT"] = json.dumps(
+        {"conn_type": "leastaction_catalog", "extra": {"url": url}}
+    )
+    dispose_all()
+    CatalogPoller._shared.clear()
+
+
+def _triggerer_process(url: str, families: list, warm: dict, pool_size: int, ready, go, done_at, results) -> None:
+    """One triggerer's share of the waiting triggers, in a process of its own (its own event loop, poller
+    and connection pool, as a triggerer has): idle ticks sampled, then released by the parents' completion."""
+    from airflow_leastaction.identity import TaskIdentity
+
+    _use_catalog(url)
+
+    async def release() -> float:
+        ready.put(os.getpid())
+        while not go.is_set():  # the parent process completes the parents once every process is idle
+            await asyncio.sleep(0.005)
+        return done_at.value
+
+    fams = [[TaskIdentity.from_dict(p) for p in fam] for fam in families]
+    results.put(asyncio.run(measure("shared", url, fams, TaskIdentity.from_dict(warm), pool_size, release)))
+
+
+def run_processes(backend: str, k: int, processes: int, pool_size: int) -> list[dict]:
+    """K waiting triggers spread evenly over ``processes`` triggerer processes on one catalog."""
+    import multiprocessing
+
+    from airflow_leastaction.catalog.engine import get_engine
+    from airflow_leastaction.catalog.store import CatalogStore
+
+    url, drop = catalog_url(backend)
+    ctx = multiprocessing.get_context("spawn")
+    procs = []
+    try:
+        _use_catalog(url)
+        store = CatalogStore(get_engine(url, migrate=True))
+        families, parents, warm = seed(store, k)
+        ready, results, go, done_at = ctx.Queue(), ctx.Queue(), ctx.Event(), ctx.Value("d", 0.0)
+        for n in range(processes):
+            share = [[p.as_dict() for p in fam] for fam in families[n::processes]]
+            args = (url, share, warm.as_dict(), pool_size, ready, go, done_at, results)
+            procs.append(ctx.Process(target=_triggerer_process, args=args, name=f"triggerer-{n}"))
+        for proc in procs:
+            proc.start()
+        for _ in procs:
+            ready.get(timeout=3600)
+        done_at.value = complete_all(store, parents)
+        go.set()
+        runs = [results.get(timeout=1800) for _ in procs]
+        for proc in procs:
+            proc.join(60)
+        return runs
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
         drop()
 
 
@@ -237,6 +307,13 @@ def main(argv=None) -> int:
         default=min(32, (os.cpu_count() or 1) + 4),
         help="worker threads of the event loop (default: Python's default executor size)",
     )
+    parser.add_argument(
+        "--processes-k",
+        type=int,
+        default=0,
+        help="also run this many waiting triggers spread over --processes triggerer processes (0: not run)",
+    )
+    parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--json", help="write inputs, environment and every raw sample here")
     args = parser.parse_args(argv)
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="la-bench-home-"))
@@ -250,6 +327,8 @@ def main(argv=None) -> int:
         "parents_per_trigger": 3,
         "baseline_max_k": args.baseline_max_k,
         "thread_pool_size": args.pool_size,
+        "processes_k": args.processes_k,
+        "processes": args.processes,
     }
     rows = []
     for backend in backends:
@@ -258,7 +337,13 @@ def main(argv=None) -> int:
             base = run_one("baseline", backend, k, args.pool_size) if k <= args.baseline_max_k else None
             rows.append({"backend": backend, "k": k, "shared": shared, "baseline": base})
             print(format_row(backend, k, derived(shared), base and derived(base)), flush=True)
-    write_json(args.json, "bench_triggers", inputs, env, rows)
+    spread = []
+    for backend in backends if args.processes_k else ():
+        runs = run_processes(backend, args.processes_k, args.processes, args.pool_size)
+        spread.append({"backend": backend, "k": args.processes_k, "processes": runs})
+        for n, run in enumerate(runs):
+            print(format_row(backend, f"{args.processes_k:,} (process {n})", derived(run), None), flush=True)
+    write_json(args.json, "bench_triggers", inputs, env, rows, spread=spread)
     return 0
 
 
@@ -270,8 +355,9 @@ def format_row(backend, k, shared, base) -> str:
         ratio = base[key] / shared[key] if shared[key] else float("inf")
         return f"{s} / {format(base[key], fmt)} ({ratio:.1f}x)"
 
+    k = k if isinstance(k, str) else f"{k:,}"
     return (
-        f"| {backend} | {k:,} | {cell('statements_per_tick', '.1f')} | {cell('cpu_ms_per_tick', '.1f')} | "
+        f"| {backend} | {k} | {cell('statements_per_tick', '.1f')} | {cell('cpu_ms_per_tick', '.1f')} | "
         f"{cell('kib_per_trigger', '.1f')} | {cell('release_median_s', '.2f')} | "
         f"{cell('release_p99_s', '.2f')} |"
     )

@@ -97,7 +97,8 @@ def summary(samples) -> dict:
     return {"n": len(samples), "median": statistics.median(samples), "min": min(samples), "max": max(samples)}
 
 
-def write_json(path: str | None, name: str, inputs: dict, environment_: dict, results) -> dict:
+def write_json(path: str | None, name: str, inputs: dict, environment_: dict, results, **more) -> dict:
+    """The benchmark's JSON document (``more``: further result sections, each under its own key)."""
     import sys
 
     doc = {
@@ -106,6 +107,7 @@ def write_json(path: str | None, name: str, inputs: dict, environment_: dict, re
         "inputs": inputs,
         "environment": environment_,
         "results": results,
+        **more,
     }
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)

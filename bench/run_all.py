@@ -16,7 +16,16 @@ RESULTS = ROOT / "bench" / "results"
 
 #: Benchmark module -> its arguments, in the order they run (one at a time: they share the machine).
 BENCHMARKS: dict[str, list[str]] = {
-    "bench_triggers": ["--ks", "100,1000,10000", "--backends", "sqlite,postgres"],
+    "bench_triggers": [
+        "--ks",
+        "100,1000,10000",
+        "--backends",
+        "sqlite,postgres",
+        "--processes-k",
+        "100000",
+        "--processes",
+        "4",
+    ],
     "bench_retention": [
         "--rows",
         "1000000",

@@ -28,6 +28,9 @@ def _table(header: list[str], align: list[str], rows: list[list[str]]) -> list[s
 def triggers(doc: dict, part: str | None) -> list[str]:
     from bench.bench_triggers import derived
 
+    if part == "processes":
+        return _triggers_spread(doc)
+
     def cell(shared, base, key, fmt):
         s = format(shared[key], fmt)
         if base is None:
@@ -69,6 +72,45 @@ def triggers(doc: dict, part: str | None) -> list[str]:
             rows,
         ),
     ]
+
+
+def _triggers_spread(doc: dict) -> list[str]:
+    from bench.bench_triggers import derived
+
+    if not doc.get("spread"):
+        raise ReportError("bench_triggers:processes: the JSON has no run over several processes (--processes-k)")
+    rows = []
+    for r in doc["spread"]:
+        for n, run in enumerate(r["processes"]):
+            d = derived(run)
+            rows.append(
+                [
+                    BACKEND[r["backend"]],
+                    f"{r['k']:,}",
+                    f"{n + 1} of {len(r['processes'])}",
+                    f"{len(run['release_s']):,}",
+                    f"{d['statements_per_tick']:,.1f}",
+                    f"{d['cpu_ms_per_tick']:,.1f}",
+                    f"{d['release_median_s']:.2f}",
+                    f"{d['release_p99_s']:.2f}",
+                    f"{d['release_max_s']:.2f}",
+                ]
+            )
+    return _table(
+        [
+            "catalog",
+            "K in all",
+            "process",
+            "waiting in it",
+            "statements per tick",
+            "CPU ms per idle tick",
+            "release median (s)",
+            "release p99 (s)",
+            "release max (s)",
+        ],
+        ["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"],
+        rows,
+    )
 
 
 # -- bench_retention ----------------------------------------------------------------------------------
