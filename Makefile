@@ -1,5 +1,5 @@
 # make demo: Airflow standalone with the example DAGs and the plugin (SQLite catalog, DuckDB for dbt)
-# make test: the whole test suite (starts PostgreSQL, installs Chromium when missing)
+# make test: the whole test suite (starts PostgreSQL; Chromium comes with the system packages, except on Ubuntu)
 # Both start from a stock Debian/Ubuntu with make and python3: the system packages come first (as root
 # they are installed; otherwise the one apt-get line to run is printed), then the virtualenv, from PyPI
 # with the pins of constraints/tested.txt.

@@ -26,6 +26,8 @@ def get_provider_info() -> dict:
                 "python-modules": [
                     "airflow_leastaction.triggers.parent_interval",
                     "airflow_leastaction.triggers.run_condition",
+                    "airflow_leastaction.triggers.run_outcome",
+                    "airflow_leastaction.triggers.held_work",
                 ],
             }
         ],

@@ -10,6 +10,7 @@ from airflow_leastaction.catalog.external import report_completion
 from airflow_leastaction.catalog.outcomes import replay, spool_dir
 from airflow_leastaction.catalog.spool_check import QUARANTINE_PREFIX, quarantined
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.exceptions import CatalogError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity
 
@@ -54,6 +55,8 @@ def _report(args) -> int:
             run_id=args.run_id,
             conn_id=args.conn_id,
         )
+    except CatalogError:
+        raise  # an unknown or unreachable catalog is not a bad argument: 1, like every other command
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,14 +6,17 @@ import datetime as dt
 import json
 
 from airflow_leastaction.dbt.demand import submit
-from airflow_leastaction.dbt.planner import DEFAULT_EXCLUDED, Planner
+from airflow_leastaction.dbt.planner import DEFAULT_EXCLUDED, Planner, validate_selector
 from airflow_leastaction.dbt.queue_store import QueueStore, summarize
 from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.dbt.worker import QueueWorker
 from airflow_leastaction.exceptions import DbtPlanningError
 
-#: Exit status of a drain that left failed models, and of a selector that cannot be planned.
+#: Exit status of a drain that left failed models.
 EXIT_FAILED_MODELS = 3
+#: Exit status of an enqueue whose selector cannot be planned: empty (nothing recorded) or matching no
+#: enabled dbt node (recorded as planning_failed).
+EXIT_UNPLANNABLE = 2
 
 
 def _project_args(parser) -> None:
@@ -59,16 +62,21 @@ def _store(args) -> QueueStore:
 
 def _enqueue(args) -> int:
     try:
+        selector = validate_selector(args.selector)
+    except DbtPlanningError as exc:  # refused before the planner: no request to record
+        print(f"error: {exc} (nothing recorded)")
+        return EXIT_UNPLANNABLE
+    try:
         report = submit(
             Planner(_runner(args), args.exclude),
             _store(args),
             args.environment,
-            args.selector,
+            selector,
             requested_by=args.requested_by,
         )
     except DbtPlanningError as exc:
         print(f"error: {exc} (recorded as planning_failed)")
-        return 2
+        return EXIT_UNPLANNABLE
     print(json.dumps(report.as_dict(), indent=2))
     return 0
 

@@ -48,7 +48,12 @@ def dbt_executable() -> str:
         return str(beside)
     found = shutil.which("dbt")
     if not found:
-        raise DbtProjectError("dbt", "the dbt executable is not installed (pip install 'airflow-leastaction[dbt]')")
+        raise DbtProjectError(
+            "dbt",
+            "the dbt executable is not installed: install airflow-leastaction with its dbt extra, from a clone "
+            "of its repository (pip install -c constraints/tested.txt '.[dbt]') or from a wheel built there "
+            "(pip install 'airflow_leastaction-<version>-py3-none-any.whl[dbt]'), plus your warehouse's adapter",
+        )
     return found
 
 

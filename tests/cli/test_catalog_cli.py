@@ -72,6 +72,21 @@ class TestCatalogReport:
         assert status != 0 and "'every day'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["catalog", "report", "orders_raw", "--project", "p", "--slot", "2026-11-28T00:00:00+00:00"],
+        ["catalog", "show", "orders_raw", "--project", "p"],
+        ["stale"],
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_an_unknown_catalog_connection_exits_1_naming_it(command, catalog_url, use_catalog, capsys):
+    use_catalog(catalog_url)
+    assert cli(["--conn-id", "nope", *command]) == 1
+    assert "catalog connection 'nope' is not defined" in capsys.readouterr().err
+
+
 @pytest.mark.postgres
 class TestDbUpgrade:
     def test_db_upgrade_migrates_a_postgresql_catalog_from_the_command_line(self, pg_url, tmp_path):

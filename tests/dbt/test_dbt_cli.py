@@ -86,3 +86,11 @@ class TestQueueCommand:
         assert "source:field_ops.invoices+" in failure["message"]
         assert {r["outcome"] for r in history["finished"]} == {"success"}
         assert history["outcomes"]["new_pending"] == 4
+
+    def test_an_empty_selector_is_refused_and_says_nothing_was_recorded(self, cli):
+        code, out = cli("queue", "enqueue", "  ", "--project-dir", cli.project, "--environment", "ops")
+        assert code == 2
+        assert "error: dbt selector '  ' cannot be planned: a selector must be a non-empty string" in out
+        assert "(nothing recorded)" in out and "planning_failed" not in out
+        code, out = cli("queue", "history", "--environment", "ops", "--json")
+        assert printed_json(out)["requests"] == []

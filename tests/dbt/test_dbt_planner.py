@@ -6,7 +6,7 @@ import pytest
 from dbt_queue_helpers import DBT_ENV, names
 
 from airflow_leastaction.dbt.planner import Planner
-from airflow_leastaction.dbt.runner import DbtRunner
+from airflow_leastaction.dbt.runner import DbtRunner, dbt_executable
 from airflow_leastaction.exceptions import DbtPlanningError, DbtProjectError
 
 pytestmark = pytest.mark.dbt
@@ -53,3 +53,13 @@ class TestPlanner:
     def test_a_directory_without_dbt_project_yml_is_rejected(self, tmp_path):
         with pytest.raises(DbtProjectError, match="no dbt_project.yml"):
             DbtRunner(tmp_path)
+
+
+def test_without_dbt_installed_the_error_says_how_to_install_the_unpublished_package(tmp_path, monkeypatch):
+    # An interpreter with no dbt beside it and a PATH without one: what a worker without the extra sees.
+    monkeypatch.setattr("sys.executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(DbtProjectError, match="the dbt executable is not installed") as raised:
+        dbt_executable()
+    assert "from a clone of its repository (pip install -c constraints/tested.txt '.[dbt]')" in str(raised.value)
+    assert "pip install 'airflow-leastaction[dbt]'" not in str(raised.value)  # not on PyPI

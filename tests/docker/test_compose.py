@@ -252,6 +252,14 @@ class TestEnvironment:
                 mount = next((m for m in volumes if path.is_relative_to(m)), None)
                 assert mount is not None and host_path(f"{volumes[mount]}:{mount}") is None, (name, key)
 
+    def test_dbt_sources_are_the_data_folder_the_init_keeps_across_upgrades(self, services):
+        # airflow-init replaces the volume's project with the image's on every `up`, all but data/, target/
+        # and logs/: sources written anywhere else in the project would be lost on an upgrade.
+        env = env_of(services["airflow-worker"])
+        assert Path(env["FIELD_OPS_DATA_DIR"]) == Path(env["FIELD_OPS_DBT_PROJECT_DIR"]) / "data"
+        script = (DOCKER / "airflow-init.sh").read_text()
+        assert "kept=(-name data -o -name target -o -name logs)" in script
+
     def test_dbt_duckdb_file_is_on_a_volume_every_worker_mounts(self, services):
         worker = services["airflow-worker"]
         path = Path(env_of(worker)["FIELD_OPS_DUCKDB_PATH"])

@@ -3,22 +3,29 @@
 * ``docs/getting-started.md`` is followed literally: every ``bash`` block runs, in order, in one shell,
   in a fresh ``AIRFLOW_HOME`` and a copy of the virtualenv, from a copy of the checkout; the Python block
   with a file title is saved where the page says. The user must reach the state the page describes:
-  the DAG run waits, the ``catalog report`` line releases it, and it succeeds.
+  the DAG run waits, the ``catalog report`` line releases it, it succeeds, and the catalog holds the one
+  SATISFIED decision of the sensor, consumed by ``enrich``.
 * Every ``airflow-leastaction`` command in the other guides parses with the command line's own parser,
-  and every Python block of every guide compiles.
+  and every Python block of every guide compiles. A block that names nothing it does not define (a
+  whole DAG file, a call with its imports) is executed, against a fresh catalog, with the files a
+  ``--8<--`` line includes in its place; fragments that use the reader's own tasks (``publish``,
+  ``PROJECT_DIR``) only compile, and so do the blocks in :data:`NEEDS_A_RUNNING_TASK`.
 """
 
 from __future__ import annotations
 
+import builtins
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import symtable
 import sys
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -61,6 +68,72 @@ def test_every_cli_example_of_a_guide_parses(page):
 def test_every_python_block_of_a_guide_compiles(page):
     for _, attrs, body in (b for b in blocks(page) if b[0] == "python"):
         compile(body, f"{page.name}:{attrs or 'python block'}", "exec")
+
+
+SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)
+
+#: Self-contained blocks that only work inside a running task, by page and a line of the block.
+NEEDS_A_RUNNING_TASK = {
+    ("run-conditions.md", "report_rows_written(0, inserted=120, updated=4, deleted=0)"),
+}
+
+
+def undefined_names(source: str) -> set[str]:
+    """Names a block reads but neither defines nor gets from builtins: a fragment of the reader's code."""
+    top = symtable.symtable(source, "block", "exec")
+    defined = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    read: set[str] = set()
+
+    def walk(table) -> None:
+        for sym in table.get_symbols():
+            if sym.is_referenced() and (table is top or sym.is_global()):
+                read.add(sym.get_name())
+        for child in table.get_children():
+            walk(child)
+
+    walk(top)
+    return read - defined - set(dir(builtins)) - {"__file__", "__name__"}  # a module has both
+
+
+def runnable_blocks() -> list[tuple[str, str, Path | None]]:
+    """``(name, source, file)`` of every self-contained Python block of the guides, snippets expanded (a
+    block that is one included file runs as that file)."""
+    found = []
+    for page in GUIDES:
+        for index, (lang, attrs, body) in enumerate(blocks(page)):
+            if lang != "python":
+                continue
+            included = SNIPPET.findall(body)
+            source = SNIPPET.sub(lambda m: (ROOT / m.group(1)).read_text(), body)
+            if undefined_names(source):
+                continue
+            if any(page.name == name and line in body for name, line in NEEDS_A_RUNNING_TASK):
+                continue
+            file = ROOT / included[0] if len(included) == 1 else None
+            found.append((f"{page.name}#{index} {attrs}".strip(), source, file))
+    return found
+
+
+RUNNABLE = runnable_blocks()
+
+
+def test_the_blocks_that_run_include_a_dag_file_a_call_and_an_included_example():
+    names = [name for name, _, _ in RUNNABLE]
+    assert any(n.startswith("getting-started.md") and "orders_enriched.py" in n for n in names), names
+    assert any(n.startswith("catalog.md") for n in names), names  # report_completion(...)
+    assert any("dags_examples/" in n for n in names), names
+    assert any("dags_examples/dbt_queue_worker.py" in n for n in names), names
+    assert not any(n.startswith("run-conditions.md#0") for n in names)  # uses the reader's tasks
+    # Each block listed as needing a running task still exists (or the list would hide nothing).
+    for page, line in NEEDS_A_RUNNING_TASK:
+        assert line in (DOCS / page).read_text(), (page, line)
+
+
+@pytest.mark.parametrize("name,source,file", RUNNABLE, ids=[name for name, _, _ in RUNNABLE])
+def test_a_self_contained_python_block_of_a_guide_runs(name, source, file, sqlite_url, use_catalog, tmp_path):
+    use_catalog(sqlite_url)
+    namespace = {"__name__": "guide_block", "__file__": str(file or tmp_path / "block.py")}
+    exec(compile(source, name, "exec"), namespace)
 
 
 def test_getting_started_blocks_are_the_ones_this_test_follows():
@@ -149,3 +222,22 @@ def test_getting_started_followed_literally_releases_the_waiting_dag(tmp_path):
     assert "not admitted yet: orders_raw: not in the catalog (unknown parent)" in log, log[-4000:]
     assert "admitted: orders_raw: slot 2026-11-02 (day) completed (revision 1)" in log, log[-4000:]
     assert '"prev_interval_start": "2026-11-02T00:00:00' in done.stdout
+
+    # "The sensor recorded one SATISFIED gate decision, and enrich consumed it": read as the LeastAction
+    # pages of the UI read them, from the catalog the page's commands created under AIRFLOW_HOME.
+    from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter, DecisionFilter
+
+    catalog = home / "leastaction" / "catalog.db"
+    assert catalog.is_file()
+    engine = sa.create_engine(f"sqlite:///{catalog}")
+    try:
+        reads = CatalogReads(engine)
+        decisions = reads.decisions(DecisionFilter(dag_id="orders_enriched"), None, 100).rows
+        consumed = reads.consumption(ConsumptionFilter(dag_id="orders_enriched"), None, 100).rows
+    finally:
+        engine.dispose()
+    satisfied = [d for d in decisions if d["result"] == "SATISFIED"]
+    assert [(d["task_id"], d["upstream_revision"]) for d in satisfied] == [("wait_for_orders_raw", 1)], decisions
+    assert [(c["task_id"], c["decision_id"], c["upstream_revision"]) for c in consumed] == [
+        ("enrich", satisfied[0]["id"], 1)
+    ], consumed

@@ -78,6 +78,17 @@ class TestRunEndRecordsEveryTask:
         assert cli(["catalog", "replay"]) == 0
         assert_catalog_agrees_with_airflow(CatalogStore(get_engine(pg_url)), run)
 
+    def test_a_task_skipped_without_running_no_longer_waits_as_has_not_run_yet(
+        self, store, catalog_url, use_catalog, spool, run_dag
+    ):
+        use_catalog(catalog_url)
+        run_dag("re_outcomes", DAY)
+        [skipped, upstream_failed] = judge_parents(
+            [named("cut"), named("after_boom")], DAY, store.snapshot([(named("cut"), DAY), (named("after_boom"), DAY)])
+        )
+        assert "was skipped; waiting for a run that completes it" in skipped.reason
+        assert upstream_failed.rejected and "upstream_failed" in upstream_failed.reason
+
 
 def allow_connections(pg_admin_url: str, url: str, allowed: bool) -> None:
     name = sa.engine.make_url(url).database
@@ -90,17 +101,6 @@ def allow_connections(pg_admin_url: str, url: str, allowed: bool) -> None:
             )
     admin.dispose()
     dispose_all()
-
-    def test_a_task_skipped_without_running_no_longer_waits_as_has_not_run_yet(
-        self, store, catalog_url, use_catalog, spool, run_dag
-    ):
-        use_catalog(catalog_url)
-        run_dag("re_outcomes", DAY)
-        [skipped, upstream_failed] = judge_parents(
-            [named("cut"), named("after_boom")], DAY, store.snapshot([(named("cut"), DAY), (named("after_boom"), DAY)])
-        )
-        assert "was skipped; waiting for a run that completes it" in skipped.reason
-        assert upstream_failed.rejected and "upstream_failed" in upstream_failed.reason
 
 
 class TestMappedParents:
