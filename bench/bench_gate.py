@@ -178,6 +178,25 @@ LATENCY_DAGS = textwrap.dedent("""
     shape("bench_gate_any", gated=True)
     shape("bench_gate_any_worker", gated=True, start_from_trigger=False)
     shape("bench_one_success", gated=False)
+
+    # A ParentIntervalSensor (started and ended in the triggerer) on a task of another DAG: the child run
+    # and the parent run share a logical date, and the parent's task ends when the driver releases it.
+    from airflow_leastaction.refs import airflow_task
+    from airflow_leastaction.sensors import ParentIntervalSensor
+
+    with DAG("bench_sensor_parent", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC")):
+        @task
+        def load(run_id=None):
+            wait_for_release(run_id, "load")
+
+        load()
+
+    with DAG("bench_sensor_child", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC")):
+        @task
+        def report():
+            return "ran"
+
+        ParentIntervalSensor(task_id="wait", parents=[airflow_task("bench_sensor_parent", "load")]) >> report()
 """)
 
 
@@ -248,11 +267,41 @@ def latency_cluster(home: Path, airflow_url: str, catalog_url: str, extra_dags: 
         sql_alchemy_conn=airflow_url,
         catalog_url=catalog_url,
         home=home / "home",
-        env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": "0.5", "LEASTACTION_RELEASE_DIR": str(releases)},
+        env={"AIRFLOW__LEASTACTION__POLL_INTERVAL": str(LATENCY_POLL), "LEASTACTION_RELEASE_DIR": str(releases)},
     )
 
 
+LATENCY_POLL = 0.5  # [leastaction] poll_interval of the latency deployment, seconds
 LATENCY_SHAPES = ("bench_gate_any", "bench_gate_any_worker", "bench_one_success")
+SENSOR_DAGS = ("bench_sensor_parent", "bench_sensor_child")
+
+
+def sensor_latency(cluster, n: int) -> tuple[float | None, dict]:
+    """Run ``n`` of the sensor shape: the parent's ``load`` ends once the child's sensor waits on it. Returns
+    the time from ``load`` ending to the sensor ending (its release), with the task times."""
+    logical_date = (dt.datetime(2026, 2, 1, tzinfo=dt.UTC) + dt.timedelta(days=n)).isoformat()
+    parent = cluster.trigger("bench_sensor_parent", logical_date=logical_date)
+    child = cluster.trigger("bench_sensor_child", logical_date=logical_date)
+
+    def waiting() -> bool:
+        return (
+            _states(cluster, "bench_sensor_child", child["dag_run_id"]).get("wait") == "deferred"
+            and _states(cluster, "bench_sensor_parent", parent["dag_run_id"]).get("load") == "running"
+        )
+
+    cluster.wait_until(waiting, 300, "bench_sensor_child: the sensor waiting on a running parent", 0.3)
+    release(cluster, parent["dag_run_id"], "load")
+    states = {
+        dag_id: cluster.wait_for_run(dag_id, run["dag_run_id"])["state"]
+        for dag_id, run in (("bench_sensor_parent", parent), ("bench_sensor_child", child))
+    }
+    if set(states.values()) != {"success"}:
+        runs = {"bench_sensor_parent": parent["dag_run_id"], "bench_sensor_child": child["dag_run_id"]}
+        return None, {"run_id": child["dag_run_id"], "state": states, "tasks": runs}
+    load = task_times(cluster, "bench_sensor_parent", parent["dag_run_id"])["load"]
+    times = task_times(cluster, "bench_sensor_child", child["dag_run_id"])
+    started = (times["report"][1] - load[2]).total_seconds()
+    return (times["wait"][2] - load[2]).total_seconds(), {"times": times, "load": load, "report_start_s": started}
 
 
 def latency(runs: int) -> dict[str, list]:
@@ -261,13 +310,14 @@ def latency(runs: int) -> dict[str, list]:
     (airflow_url, drop_airflow), (catalog_url, drop_catalog) = catalog("postgres"), catalog("postgres")
     try:
         with latency_cluster(Path(tempfile.mkdtemp(prefix="la-bench-cluster-")), airflow_url, catalog_url) as cluster:
-            for dag_id in LATENCY_SHAPES:
+            for dag_id in LATENCY_SHAPES + SENSOR_DAGS:
                 cluster.wait_for_dag(dag_id)
                 cluster.unpause(dag_id)
-            out: dict[str, list] = {dag_id: [] for dag_id in LATENCY_SHAPES}
-            for _ in range(runs):
+            out: dict[str, list] = {dag_id: [] for dag_id in (*LATENCY_SHAPES, "bench_sensor_child")}
+            for n in range(runs):
                 for dag_id in LATENCY_SHAPES:
                     out[dag_id].append(start_latency(cluster, dag_id))
+                out["bench_sensor_child"].append(sensor_latency(cluster, n))
     finally:
         drop_airflow()
         drop_catalog()
@@ -329,11 +379,17 @@ def main(argv=None) -> int:
             "any_gate_s": ok["bench_gate_any"],
             "any_gate_worker_s": ok["bench_gate_any_worker"],
             "one_success_s": ok["bench_one_success"],
+            "sensor_release_s": ok["bench_sensor_child"],
+            "sensor_child_start_s": [
+                round(d["report_start_s"], 3) for x, d in measured["bench_sensor_child"] if x is not None
+            ],
+            "poll_interval_s": LATENCY_POLL,
             "failed_runs": [d for pairs in measured.values() for x, d in pairs if x is None],
         }
         print(
             f"latency: ANY gate {ok['bench_gate_any']}, on a worker {ok['bench_gate_any_worker']}, "
-            f"one_success {ok['bench_one_success']}, failed runs {len(results['latency']['failed_runs'])}",
+            f"one_success {ok['bench_one_success']}, sensor release {ok['bench_sensor_child']}, "
+            f"failed runs {len(results['latency']['failed_runs'])}",
             flush=True,
         )
     save()

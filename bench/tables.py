@@ -335,6 +335,29 @@ def gate(doc: dict, part: str | None) -> list[str]:
                 ],
             ],
         )
+    if part == "sensor":
+        lat = results["latency"]
+        if not lat.get("sensor_release_s"):
+            raise ReportError("bench_gate:sensor: the JSON has no sensor runs (run the latency part)")
+        runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs)  # noqa: E731
+        poll = lat["poll_interval_s"]
+        return _table(
+            ["from the parent task's end to", "median", "all runs (s)"],
+            ["---", "---:", "---"],
+            [
+                [
+                    "the sensor's end (its release)",
+                    f"{statistics.median(lat['sensor_release_s']):.2f} s",
+                    runs(lat["sensor_release_s"]),
+                ],
+                [
+                    "the gated task's start",
+                    f"{statistics.median(lat['sensor_child_start_s']):.2f} s",
+                    runs(lat["sensor_child_start_s"]),
+                ],
+                ["poll interval of the deployment", f"{poll:.2f} s", ""],
+            ],
+        )
     raise ReportError(f"bench_gate has no table {part!r}")
 
 
