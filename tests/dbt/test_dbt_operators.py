@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import time
 
 import pytest
 from dbt_queue_helpers import DBT_ENV, ROOT, names
@@ -10,7 +12,7 @@ from sqlalchemy import insert, select
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import utcnow
-from airflow_leastaction.dbt.policy import TierPolicy
+from airflow_leastaction.dbt.policy import BatchKey, TierPolicy
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.operators import DbtDrainOperator, DbtEnqueueOperator, dbt_queue_asset
@@ -142,6 +144,52 @@ class TestHeldWork:
         assert all(batches[r["batch_id"]]["claimed_at"] >= built_at + dt.timedelta(minutes=5) for r in rebuilt)
         assert queue.active_rows("field_ops") == []
 
+    def test_a_follow_up_owed_in_the_historical_tier_is_waited_for_past_max_wait_from_the_drains_start(
+        self, example_dags, sqlite_url, plans
+    ):
+        """The historical tier holds a model as long as max_wait (seconds here, as the default tiers' hour
+        and the default max_wait): a follow-up owed to a build of the drain is eligible that long after
+        the build, so past max_wait from the drain's start, yet within max_wait of the round that found it."""
+        from airflow.dag_processing.dagbag import DagBag
+
+        cases = DagBag(str(ROOT / "tests" / "dags" / "dbt_queue_cases.py"))
+        assert not cases.import_errors, cases.import_errors
+        drain = cases.get_dag("dq_drain_short_historical")
+        held = drain.get_task("drain").max_wait
+        assert held == drain.get_task("drain").tiers.tier("historical").min_interval
+        assert example_dags.get_dag("dbt_ingest_work_orders").test(logical_date=WHEN).state == "success"
+        queue = QueueStore(get_engine(sqlite_url))
+        history = "model.field_ops.agg_labor_history"
+        assert [r["tier"] for r in queue.active_rows("field_ops") if r["unique_id"] == history] == ["historical"]
+
+        during: list = []
+
+        def new_data_lands_while_the_models_are_built():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if any(r["status"] == "running" for r in queue.active_rows("field_ops")):
+                    plan = plans["A"]
+                    during.append(queue.enqueue(BatchKey("field_ops"), plan.models, plan.selector).by_outcome())
+                    return
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=new_data_lands_while_the_models_are_built, daemon=True)
+        thread.start()
+        run = drain.test(logical_date=WHEN)
+        thread.join(timeout=5)
+        assert run.state == "success"
+        assert during and history in during[0]["already_running"]  # a follow-up owed to the drain's build
+
+        report = xcom("dq_drain_short_historical", "drain")
+        assert report["rounds"] == 2  # built, waited deferred for the follow-up, built it
+        assert report["built"].count(history) == 2
+        assert queue.active_rows("field_ops") == []
+        first, rebuild = sorted(
+            (b for b in queue.batches("field_ops") if "agg_labor_history" in b["selection"]),
+            key=lambda b: b["claimed_at"],
+        )
+        assert rebuild["claimed_at"] >= first["claimed_at"] + held  # the tier's interval was honoured
+
 
 class TestRetry:
     def test_a_retry_of_the_drain_takes_its_earlier_trys_lease_and_batch_back_at_once(self, example_dags, sqlite_url):
@@ -222,7 +270,7 @@ class TestOperatorArguments:
         self, deployed_project, report, max_wait, wakes
     ):
         op = DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), max_wait=max_wait)
-        wake = op._wake_at(report, started=WHEN)
+        wake = op._wake_at(report, found=WHEN)
         assert (wake is not None) == wakes
         if wakes:
             assert wake.isoformat() == report["next_eligible_at"]
