@@ -8,7 +8,7 @@ import time
 
 import pytest
 from dbt_queue_helpers import DBT_ENV, ROOT, names
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import utcnow
@@ -215,6 +215,50 @@ class TestRetry:
         earlier_batch = next(b for b in queue.batches("field_ops") if b["id"] == batch.id)
         assert earlier_batch["status"] == "abandoned" and "earlier try" in earlier_batch["message"]
         assert queue.active_rows("field_ops") == []
+
+
+class TestTakeover:
+    @pytest.mark.parametrize(("owner_state", "taken_over"), [("running", False), ("success", True)])
+    def test_a_silent_owner_is_taken_over_only_when_airflow_says_its_task_instance_has_ended(
+        self, example_dags, sqlite_url, owner_state, taken_over
+    ):
+        """The drain asks Airflow (through the task runner's supervisor, as in any worker) for the state
+        of the task instance that claimed the silent owner's batch: its heartbeat alone says it is dead."""
+        from airflow.models.taskinstance import TaskInstance
+        from airflow.utils.session import create_session
+
+        worker = example_dags.get_dag("dbt_queue_worker")
+        earlier, when = dt.datetime(2026, 11, 26, 9, 0, tzinfo=dt.UTC), dt.datetime(2026, 11, 27, 9, 0, tzinfo=dt.UTC)
+        owner_run = worker.test(logical_date=earlier)  # a real drain task instance, the silent owner's
+        assert owner_run.state == "success"
+        owner_ti = f"dbt_queue_worker|{owner_run.run_id}|drain_dbt_queue|-1"
+        with create_session() as session:  # Airflow's view of it: still running, or ended
+            session.execute(
+                update(TaskInstance)
+                .where(TaskInstance.dag_id == "dbt_queue_worker", TaskInstance.run_id == owner_run.run_id)
+                .values(state=owner_state)
+            )
+        assert example_dags.get_dag("dbt_ingest_work_orders").test(logical_date=when).state == "success"
+        # The owner's lease and batch, silent for twice the worker DAG's 5-minute grace.
+        silent_since = utcnow() - dt.timedelta(minutes=10)
+        queue = QueueStore(get_engine(sqlite_url))
+        assert queue.acquire_lease("field_ops", "elsewhere:1", dt.timedelta(minutes=5), now=silent_since)
+        batch = queue.claim("field_ops", "elsewhere:1", TierPolicy(), airflow_ti=owner_ti, now=silent_since)
+        assert batch is not None
+        claimed = names(r.unique_id for r in batch.rows)
+
+        assert worker.test(logical_date=when).state == "success"
+        report = xcom("dbt_queue_worker", "drain_dbt_queue")
+        silent_batch = next(b for b in queue.batches("field_ops") if b["id"] == batch.id)
+        if taken_over:
+            assert report["owned"]
+            assert names(report["requeued"]) == claimed and names(report["built"]) == claimed
+            assert silent_batch["status"] == "abandoned"
+            assert queue.active_rows("field_ops") == []
+        else:  # Airflow says the owner's task is running: only slow to heartbeat, so left alone
+            assert not report["owned"] and report["built"] == []
+            assert silent_batch["status"] == "running"
+            assert sorted(r["status"] for r in queue.active_rows("field_ops")) == ["running"] * len(claimed)
 
 
 class TestOperatorArguments:
