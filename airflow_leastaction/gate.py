@@ -131,7 +131,9 @@ class Judgement:
     """One dependency judged once.
 
     ``final`` says the judgement cannot change any more in this attempt (the upstream finished for good);
-    ``rejected`` says the upstream is in a failed state (it may still be retried or repaired).
+    ``rejected`` says the upstream is in a failed state (it may still be retried or repaired);
+    ``in_flight`` says what it waits for is being run now (a run in progress, a slot queued, running or
+    up for retry), not merely missing: only a look at such an upstream spends a gate's look budget.
     """
 
     dependency: str
@@ -144,6 +146,7 @@ class Judgement:
     upstream_run_pk: int | None = None
     upstream_slot: dt.datetime | None = None
     upstream_revision: int | None = None
+    in_flight: bool = False
 
     def as_event(self) -> dict:
         """A JSON-safe form, for trigger events and XCom."""
@@ -158,6 +161,7 @@ class Judgement:
             "upstream_run_pk": self.upstream_run_pk,
             "upstream_slot": self.upstream_slot.isoformat() if self.upstream_slot else None,
             "upstream_revision": self.upstream_revision,
+            "in_flight": self.in_flight,
         }
 
     @classmethod
@@ -174,6 +178,7 @@ class Judgement:
             upstream_run_pk=data.get("upstream_run_pk"),
             upstream_slot=dt.datetime.fromisoformat(slot) if slot else None,
             upstream_revision=data.get("upstream_revision"),
+            in_flight=data.get("in_flight", False),
         )
 
 

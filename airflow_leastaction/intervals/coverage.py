@@ -18,7 +18,7 @@ from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, _slots_of, judge_parent
 from airflow_leastaction.intervals.slots import format_slot, resolve_timezone, slots_in
-from airflow_leastaction.states import REJECTING_STATES
+from airflow_leastaction.states import IN_FLIGHT_STATES, REJECTING_STATES
 
 #: How a child judges a parent. ``slot``: the parent slot covering the child's interval start is done (the
 #: parent's state is current). ``interval``: every parent slot inside the child's interval is done (a daily
@@ -129,6 +129,7 @@ def _whole_interval_judgement(identity, task, records, wanted, unfinished, by_wa
         False,
         f"{identity.name}: {len(unfinished)} of {span} not complete (whole interval): {listed}{note}",
         rejected=rejected,
+        in_flight=any(why in IN_FLIGHT_STATES for _, why in unfinished),
         **sel,
     )
 

@@ -149,6 +149,7 @@ def judge_parent(
                 dep,
                 False,
                 f"{label}: slot {slot_label} is {s.state} (being re-run); waiting for it to complete",
+                in_flight=True,
                 **base,
             )
     if covering:

@@ -5,8 +5,8 @@ or marks ``upstream_failed`` leaves no slot record, and a cross-DAG child would 
 run yet". When a run ends (``on_dag_run_success`` / ``on_dag_run_failed``, fired by the scheduler, by
 ``dag.test()`` and by the API server when a run's state is set by hand) every task's final state is
 reconciled with the catalog (:mod:`airflow_leastaction.run_end`). A mapped task is also recorded as a
-whole under its unmapped name: running while any map index runs, and finished at run end or as soon as
-its last map index succeeds on a worker.
+whole under its unmapped name: running while any map index runs, and finished as soon as its last map
+index ends on a worker (succeeds, fails for good or is skipped), else at run end.
 """
 
 from __future__ import annotations
@@ -17,7 +17,14 @@ from airflow.listeners import hookimpl
 
 from airflow_leastaction.catalog.outcomes import deliver
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.listeners.catalog import dag_run_of, run_slot_of, run_type_of, slot_of, task_event
+from airflow_leastaction.listeners.catalog import (
+    dag_run_of,
+    failed_state,
+    run_slot_of,
+    run_type_of,
+    slot_of,
+    task_event,
+)
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
 from airflow_leastaction.states import NOT_STARTED_STATES, UNFINISHED_STATES
@@ -109,7 +116,9 @@ def _record_run_end(dag_run) -> list[TaskOutcome]:
 def record_mapped_whole(ti, state: str) -> None:
     """When the last map index of a mapped task finishes on a worker, record the task as a whole.
 
-    Two map indexes finishing at once may each see the other unfinished; the run's end then records it.
+    ``state`` is the map index's own: ``success``, ``failed``, ``skipped`` (``up_for_retry`` finishes
+    nothing). Two map indexes finishing at once may each see the other unfinished; the run's end then
+    records it, as it does map indexes the scheduler ends without a worker (``upstream_failed``).
     """
     map_index = getattr(ti, "map_index", -1)
     if map_index is None or map_index < 0:
@@ -193,5 +202,21 @@ def on_task_instance_running(previous_state, task_instance):
 def on_task_instance_success(previous_state, task_instance):
     try:
         record_mapped_whole(task_instance, "success")
+    except Exception:
+        log.exception("leastaction: could not record mapped task %s as a whole", task_instance)
+
+
+@hookimpl
+def on_task_instance_failed(previous_state, task_instance, error):
+    try:
+        record_mapped_whole(task_instance, failed_state(task_instance))
+    except Exception:
+        log.exception("leastaction: could not record mapped task %s as a whole", task_instance)
+
+
+@hookimpl
+def on_task_instance_skipped(previous_state, task_instance):
+    try:
+        record_mapped_whole(task_instance, "skipped")
     except Exception:
         log.exception("leastaction: could not record mapped task %s as a whole", task_instance)

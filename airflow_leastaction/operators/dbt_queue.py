@@ -31,8 +31,10 @@ from airflow_leastaction.dbt.worker import QueueWorker, default_owner
 from airflow_leastaction.exceptions import ConfigurationError, DbtBuildFailedError
 from airflow_leastaction.states import ALIVE_STATES
 
-#: How long a drain waits, deferred, for work a tier holds back or a follow-up owed: the longest minimum
-#: interval of the default tiers (historical, 1 hour), so every row they hold back is waited for.
+#: How long one wait of a drain, deferred, for work a tier holds back or a follow-up owed may last: the
+#: longest minimum interval of the default tiers (historical, 1 hour). A held row is eligible at most its
+#: tier's minimum interval after it is found (the interval counts from its last build, which is past), so
+#: every row the default tiers hold back is waited for, follow-ups owed to builds of the drain included.
 DEFAULT_MAX_WAIT = dt.timedelta(hours=1)
 
 
@@ -196,8 +198,11 @@ class DbtDrainOperator(_DbtQueueOperator):
     :param max_batches: stop after this many batches per round (default: until nothing is eligible).
     :param max_wait: when work is left that a tier holds back (or a follow-up owed by a model requested
         during its build), the drain waits for it deferred, holding neither a worker slot nor the lease,
-        and drains again at ``next_eligible_at``; it keeps doing so while that time is within ``max_wait``
-        of the drain's start (timedelta or seconds; default 1 hour; 0 or None: never wait).
+        and drains again at ``next_eligible_at``, provided that time is within ``max_wait`` of the end of
+        the round that found the work. Each wait is bounded, not the drain: held work found in any round
+        is waited for, so with ``max_wait`` at least the longest minimum interval of the tiers every row
+        is built (timedelta or seconds; default 1 hour, the default tiers' longest; 0 or None: never
+        wait).
     :param fail_on_model_error: fail the task when a model ended failed (the queue has recorded it).
     :param dbt_env: extra environment variables for dbt.
     :param catalog_conn_id: catalog connection (default: ``[leastaction] catalog_conn_id``).
@@ -234,38 +239,42 @@ class DbtDrainOperator(_DbtQueueOperator):
         self.max_batches, self.fail_on_model_error = max_batches, fail_on_model_error
 
     def execute(self, context) -> dict[str, Any]:
-        return self._round(context, dt.datetime.now(dt.UTC), None)
+        return self._round(context, None)
 
     def execute_complete(self, context, event: Mapping[str, Any]) -> dict[str, Any]:
-        """Resume after waiting for held work: drain again."""
-        started = event["started"]
-        if not isinstance(started, dt.datetime):  # the event may bring it back as text
-            started = dt.datetime.fromisoformat(started)
-        return self._round(context, started, event["earlier"])
+        """Resume after waiting for held work: drain again. (Events of waits that began before the bound
+        was counted per wait also carry the drain's start; it is no longer read.)"""
+        return self._round(context, event["earlier"])
 
-    def _round(self, context, started: dt.datetime, earlier: dict | None) -> dict[str, Any]:
+    def _round(self, context, earlier: dict | None) -> dict[str, Any]:
         report = combine_rounds(earlier, self._drain(context))
-        wake = self._wake_at(report, started)
+        wake = self._wake_at(report, found=dt.datetime.now(dt.UTC))
         if wake is not None:
             from airflow_leastaction.triggers.held_work import HeldWorkTrigger
 
             self.log.info("held work becomes eligible at %s; waiting for it (deferred)", wake.isoformat())
-            carry = {"started": started.isoformat(), "earlier": report}
+            carry = {"earlier": report}
             self.defer(trigger=HeldWorkTrigger(wake.isoformat(), carry), method_name="execute_complete")
         if self.fail_on_model_error and report["failed"]:
             context["ti"].xcom_push(key="return_value", value=report)
             raise DbtBuildFailedError(self.environment, report["failed"])
         return report
 
-    def _wake_at(self, report: Mapping[str, Any], started: dt.datetime) -> dt.datetime | None:
-        """When to drain again (None: done). Only the lease owner waits; another worker owns the rest."""
+    def _wake_at(self, report: Mapping[str, Any], found: dt.datetime) -> dt.datetime | None:
+        """When to drain again (None: done), for held work ``found`` at the end of a round. Only the lease
+        owner waits; another worker owns the rest.
+
+        The bound is per wait, counted from ``found``: a follow-up owed to a model this drain built is
+        eligible its tier's minimum interval after that build, which may be long past the drain's start
+        but is never past ``found`` plus that interval.
+        """
         if not report["owned"] or report["lease_lost"] or not report["next_eligible_at"]:
             return None
         wake = dt.datetime.fromisoformat(report["next_eligible_at"])
-        if wake > started + self.max_wait:
+        if wake > found + self.max_wait:
             self.log.info(
-                "held work becomes eligible at %s, past max_wait (%s) from this drain's start; "
-                "the next run of this DAG drains it",
+                "held work becomes eligible at %s, more than max_wait (%s) from now; it waits for the "
+                "next run of this DAG (new demand)",
                 wake.isoformat(),
                 self.max_wait,
             )

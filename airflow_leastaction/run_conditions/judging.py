@@ -126,6 +126,7 @@ def _judge_whole_interval(d, intervals: Mapping, may_wait: bool) -> Judgement:
         upstream_run_pk=j.upstream_run_pk,
         upstream_slot=j.upstream_slot,
         upstream_revision=j.upstream_revision,
+        in_flight=j.in_flight,
     )
 
 
@@ -139,7 +140,9 @@ def judge_elsewhere(
     intervals: Mapping | None = None,
 ) -> tuple[list[Judgement], WaitClock]:
     """Judge the dependencies on tasks in other DAGs; count a look when one is due and finds a run of
-    one of them in progress (see :mod:`~airflow_leastaction.run_conditions.wait_rule`).
+    one of them in progress (see :mod:`~airflow_leastaction.run_conditions.wait_rule`): for one judged on
+    the whole interval, one of its missing slots running (queued, running or up for retry); slots that
+    have not run yet are waited for within ``max_wait`` alone.
 
     ``intervals`` holds the judgements of those judged on the whole interval (:func:`judge_whole_intervals`).
     """
@@ -162,7 +165,7 @@ def judge_elsewhere(
         in_progress = []
         for d, j in zip(spec.elsewhere, out, strict=True):
             runs: LatestRuns | None = latest.get(d.upstream)
-            if not j.final and d.whole_interval:
+            if not j.final and d.whole_interval and j.in_flight:
                 in_progress.append((now, None))  # no run length to time the next look by
             elif not j.final and runs is not None and runs.latest is not None:
                 in_progress.append((runs.latest.started_at or now, runs.average))

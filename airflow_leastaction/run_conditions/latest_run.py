@@ -126,6 +126,7 @@ def judge_latest_run(
             typ,
             final=False,
             upstream_task_pk=latest.task_pk,
+            in_flight=True,
         )
     if runs is None or runs.task_pk is None:
         return Judgement(

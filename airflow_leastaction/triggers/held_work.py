@@ -17,7 +17,7 @@ class HeldWorkTrigger(BaseTrigger):
     runner of triggers hands back to the task, ``dag.test()`` included.
 
     :param wake_at: ISO-8601 instant at which to fire.
-    :param carry: what the drain needs to go on (its start and the report of its rounds so far).
+    :param carry: what the drain needs to go on (the report of its rounds so far).
     """
 
     def __init__(self, wake_at: str, carry: dict[str, Any]):

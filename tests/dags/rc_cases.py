@@ -182,6 +182,22 @@ with DAG(
         **FAST,
     )
 
+# Three looks at most, looked every poll (0.2 s) while a slot runs; a slot that has not run spends none.
+with DAG(
+    "rc_whole_day_few_looks",
+    schedule=IntervalCronTimetable("0 0 * * *"),
+    start_date=START,
+    catchup=False,
+    tags=["test", "run-conditions"],
+):
+    run_condition(
+        child(),
+        success(external_task("rc_hourly", "other-team", coverage="interval")),
+        max_looks=3,
+        max_wait=dt.timedelta(minutes=5),
+        **FAST,
+    )
+
 
 # -- the cross-DAG check starts when the task's own upstreams are done ------------------------------
 def _poke_until_released() -> bool:

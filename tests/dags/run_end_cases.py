@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from airflow.sdk import DAG, task
+from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.sensors import ParentIntervalSensor
@@ -68,3 +69,28 @@ with DAG("re_mapped_child", schedule=DAILY, start_date=START, catchup=False, tag
         return "admitted"
 
     wait >> use()
+
+
+with DAG("re_mapped_whole", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):
+
+    @task(retries=0)
+    def fail_all(x):
+        raise RuntimeError(f"map index of {x} fails on purpose")
+
+    @task
+    def skip_all(x):
+        raise AirflowSkipException(f"map index of {x} skips itself")
+
+    @task(trigger_rule="all_done")
+    def sees_wholes():
+        # Runs while the run goes on: the last map index of each recorded its task as a whole.
+        from airflow_leastaction.catalog.store import CatalogStore
+
+        store = CatalogStore()
+        found = {t: store.get_task(airflow_task("re_mapped_whole", t)) for t in ("fail_all", "skip_all")}
+        states = {t: row and row["state"] for t, row in found.items()}
+        if states != {"fail_all": "failed", "skip_all": "skipped"}:
+            raise RuntimeError(f"mapped tasks as a whole are {states} before the run ends")
+        return states
+
+    [fail_all.expand(x=[1, 2]), skip_all.expand(x=[1, 2])] >> sees_wholes()

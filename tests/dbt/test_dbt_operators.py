@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import time
 
 import pytest
 from dbt_queue_helpers import DBT_ENV, ROOT, names
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import utcnow
-from airflow_leastaction.dbt.policy import TierPolicy
+from airflow_leastaction.dbt.policy import BatchKey, TierPolicy
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.operators import DbtDrainOperator, DbtEnqueueOperator, dbt_queue_asset
@@ -142,6 +144,52 @@ class TestHeldWork:
         assert all(batches[r["batch_id"]]["claimed_at"] >= built_at + dt.timedelta(minutes=5) for r in rebuilt)
         assert queue.active_rows("field_ops") == []
 
+    def test_a_follow_up_owed_in_the_historical_tier_is_waited_for_past_max_wait_from_the_drains_start(
+        self, example_dags, sqlite_url, plans
+    ):
+        """The historical tier holds a model as long as max_wait (seconds here, as the default tiers' hour
+        and the default max_wait): a follow-up owed to a build of the drain is eligible that long after
+        the build, so past max_wait from the drain's start, yet within max_wait of the round that found it."""
+        from airflow.dag_processing.dagbag import DagBag
+
+        cases = DagBag(str(ROOT / "tests" / "dags" / "dbt_queue_cases.py"))
+        assert not cases.import_errors, cases.import_errors
+        drain = cases.get_dag("dq_drain_short_historical")
+        held = drain.get_task("drain").max_wait
+        assert held == drain.get_task("drain").tiers.tier("historical").min_interval
+        assert example_dags.get_dag("dbt_ingest_work_orders").test(logical_date=WHEN).state == "success"
+        queue = QueueStore(get_engine(sqlite_url))
+        history = "model.field_ops.agg_labor_history"
+        assert [r["tier"] for r in queue.active_rows("field_ops") if r["unique_id"] == history] == ["historical"]
+
+        during: list = []
+
+        def new_data_lands_while_the_models_are_built():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if any(r["status"] == "running" for r in queue.active_rows("field_ops")):
+                    plan = plans["A"]
+                    during.append(queue.enqueue(BatchKey("field_ops"), plan.models, plan.selector).by_outcome())
+                    return
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=new_data_lands_while_the_models_are_built, daemon=True)
+        thread.start()
+        run = drain.test(logical_date=WHEN)
+        thread.join(timeout=5)
+        assert run.state == "success"
+        assert during and history in during[0]["already_running"]  # a follow-up owed to the drain's build
+
+        report = xcom("dq_drain_short_historical", "drain")
+        assert report["rounds"] == 2  # built, waited deferred for the follow-up, built it
+        assert report["built"].count(history) == 2
+        assert queue.active_rows("field_ops") == []
+        first, rebuild = sorted(
+            (b for b in queue.batches("field_ops") if "agg_labor_history" in b["selection"]),
+            key=lambda b: b["claimed_at"],
+        )
+        assert rebuild["claimed_at"] >= first["claimed_at"] + held  # the tier's interval was honoured
+
 
 class TestRetry:
     def test_a_retry_of_the_drain_takes_its_earlier_trys_lease_and_batch_back_at_once(self, example_dags, sqlite_url):
@@ -167,6 +215,50 @@ class TestRetry:
         earlier_batch = next(b for b in queue.batches("field_ops") if b["id"] == batch.id)
         assert earlier_batch["status"] == "abandoned" and "earlier try" in earlier_batch["message"]
         assert queue.active_rows("field_ops") == []
+
+
+class TestTakeover:
+    @pytest.mark.parametrize(("owner_state", "taken_over"), [("running", False), ("success", True)])
+    def test_a_silent_owner_is_taken_over_only_when_airflow_says_its_task_instance_has_ended(
+        self, example_dags, sqlite_url, owner_state, taken_over
+    ):
+        """The drain asks Airflow (through the task runner's supervisor, as in any worker) for the state
+        of the task instance that claimed the silent owner's batch: its heartbeat alone says it is dead."""
+        from airflow.models.taskinstance import TaskInstance
+        from airflow.utils.session import create_session
+
+        worker = example_dags.get_dag("dbt_queue_worker")
+        earlier, when = dt.datetime(2026, 11, 26, 9, 0, tzinfo=dt.UTC), dt.datetime(2026, 11, 27, 9, 0, tzinfo=dt.UTC)
+        owner_run = worker.test(logical_date=earlier)  # a real drain task instance, the silent owner's
+        assert owner_run.state == "success"
+        owner_ti = f"dbt_queue_worker|{owner_run.run_id}|drain_dbt_queue|-1"
+        with create_session() as session:  # Airflow's view of it: still running, or ended
+            session.execute(
+                update(TaskInstance)
+                .where(TaskInstance.dag_id == "dbt_queue_worker", TaskInstance.run_id == owner_run.run_id)
+                .values(state=owner_state)
+            )
+        assert example_dags.get_dag("dbt_ingest_work_orders").test(logical_date=when).state == "success"
+        # The owner's lease and batch, silent for twice the worker DAG's 5-minute grace.
+        silent_since = utcnow() - dt.timedelta(minutes=10)
+        queue = QueueStore(get_engine(sqlite_url))
+        assert queue.acquire_lease("field_ops", "elsewhere:1", dt.timedelta(minutes=5), now=silent_since)
+        batch = queue.claim("field_ops", "elsewhere:1", TierPolicy(), airflow_ti=owner_ti, now=silent_since)
+        assert batch is not None
+        claimed = names(r.unique_id for r in batch.rows)
+
+        assert worker.test(logical_date=when).state == "success"
+        report = xcom("dbt_queue_worker", "drain_dbt_queue")
+        silent_batch = next(b for b in queue.batches("field_ops") if b["id"] == batch.id)
+        if taken_over:
+            assert report["owned"]
+            assert names(report["requeued"]) == claimed and names(report["built"]) == claimed
+            assert silent_batch["status"] == "abandoned"
+            assert queue.active_rows("field_ops") == []
+        else:  # Airflow says the owner's task is running: only slow to heartbeat, so left alone
+            assert not report["owned"] and report["built"] == []
+            assert silent_batch["status"] == "running"
+            assert sorted(r["status"] for r in queue.active_rows("field_ops")) == ["running"] * len(claimed)
 
 
 class TestOperatorArguments:
@@ -222,7 +314,7 @@ class TestOperatorArguments:
         self, deployed_project, report, max_wait, wakes
     ):
         op = DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), max_wait=max_wait)
-        wake = op._wake_at(report, started=WHEN)
+        wake = op._wake_at(report, found=WHEN)
         assert (wake is not None) == wakes
         if wakes:
             assert wake.isoformat() == report["next_eligible_at"]

@@ -117,3 +117,16 @@ class TestMappedParents:
         # ...recorded by the last map index, before the run ended: a downstream task of the run saw it.
         assert run.get_task_instance("sees_double_done").state == "success"
         assert run_dag("re_mapped_child", DAY).state == "success"
+
+    def test_a_mapped_task_that_fails_or_is_skipped_as_a_whole_is_recorded_by_its_last_map_index(
+        self, store, catalog_url, use_catalog, spool, run_dag
+    ):
+        use_catalog(catalog_url)
+        run = run_dag("re_mapped_whole", DAY)
+        whole = [TaskIdentity(f"re_mapped_whole.{t}", "airflow") for t in ("fail_all", "skip_all")]
+        assert slot_states(store, whole) == {
+            "re_mapped_whole.fail_all": "failed",
+            "re_mapped_whole.skip_all": "skipped",
+        }
+        # ...before the run ended: a downstream task of the run saw both.
+        assert run.get_task_instance("sees_wholes").state == "success"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import time
 
 import pytest
 from airflow.sdk import DAG, task
@@ -16,6 +18,7 @@ from airflow_leastaction.run_conditions import has_data, run_condition, success
 from airflow_leastaction.run_conditions.judging import RunView, evaluate, judge_whole_intervals
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
+from airflow_leastaction.triggers.poller import CatalogPoller
 from tests.run_conditions.conftest import day, decisions, states
 
 UTC = dt.UTC
@@ -26,8 +29,11 @@ NOW = dt.datetime(2026, 11, 21, 0, 5, tzinfo=UTC)
 POLICY = WaitPolicy(dt.timedelta(minutes=60), 30, dt.timedelta(seconds=5))
 
 
-def hourly_snapshot(hours: int):
+def hourly_snapshot(hours: int, then: str | None = None):
+    """The first ``hours`` hourly slots of the day completed; the next one in state ``then`` (None: no record)."""
     slots = [SlotSnapshot(h + 1, 7, START + dt.timedelta(hours=h), "success", 1) for h in range(hours)]
+    if then is not None:
+        slots.append(SlotSnapshot(hours + 1, 7, START + dt.timedelta(hours=hours), then, 1))
     task_row = TaskSnapshot(
         7,
         TaskIdentity("rc_hourly", "other-team"),
@@ -41,21 +47,51 @@ def hourly_snapshot(hours: int):
     return {TaskIdentity("rc_hourly", "other-team"): task_row}, slots
 
 
-def judge(hours: int, clock: WaitClock):
-    intervals = judge_whole_intervals(SPEC, hourly_snapshot(hours), START, END)
+def until(condition, deadline: float = 120.0) -> bool:
+    """Wait for ``condition`` (checked every 50 ms) for at most ``deadline`` seconds; True when it held."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def judge(hours: int, clock: WaitClock, then: str | None = None, now: dt.datetime = NOW):
+    intervals = judge_whole_intervals(SPEC, hourly_snapshot(hours, then), START, END)
     view = RunView("run", {}, {}, frozenset(), {})
-    return evaluate(SPEC, view, {}, {}, clock, POLICY, NOW, intervals)
+    return evaluate(SPEC, view, {}, {}, clock, POLICY, now, intervals)
 
 
 class TestJudging:
     def test_the_gate_waits_while_a_slot_of_the_interval_is_missing_and_names_it(self):
         outcome, clock = judge(23, WaitClock(NOW))
-        assert outcome.verdict is Verdict.WAIT and clock.looks == 1
+        assert outcome.verdict is Verdict.WAIT
         [j] = outcome.judgements
         assert j.reason == (
             "other-team/rc_hourly (SUCCESS): 1 of 24 slots from 2026-11-20 00:00 up to 2026-11-21 "
             "00:00 not complete (whole interval): 2026-11-20 23:00 (has not run)"
         )
+
+    def test_a_look_that_finds_no_missing_slot_running_is_not_counted(self):
+        # Nothing runs: looking again waits for nothing, so however often the gate looks within max_wait,
+        # it spends none of its looks and keeps waiting.
+        clock = WaitClock(NOW)
+        for n in range(POLICY.max_looks + 5):
+            outcome, clock = judge(23, clock, now=NOW + dt.timedelta(seconds=n * 6))
+            assert outcome.verdict is Verdict.WAIT and clock.looks == 0
+
+    @pytest.mark.parametrize("state", ["queued", "running", "up_for_retry"])
+    def test_a_look_that_finds_a_missing_slot_running_counts_against_the_budget(self, state):
+        outcome, clock = judge(23, WaitClock(NOW), then=state)
+        assert outcome.verdict is Verdict.WAIT and clock.looks == 1
+        assert outcome.judgements[0].reason.endswith(f"2026-11-20 23:00 ({state})")
+        outcome, _ = judge(23, WaitClock(NOW, looks=POLICY.max_looks), then=state)
+        assert outcome.verdict is Verdict.SKIP  # its looks spent: the judgement stands
+
+    def test_a_failed_slot_is_waited_for_a_repair_without_spending_looks(self):
+        outcome, clock = judge(23, WaitClock(NOW), then="failed")
+        assert outcome.verdict is Verdict.WAIT and clock.looks == 0
 
     def test_the_gate_admits_once_every_slot_of_the_interval_completed(self):
         outcome, _ = judge(24, WaitClock(NOW))
@@ -123,3 +159,26 @@ class TestRuns:
             "not complete (whole interval): 2026-11-20 23:00 (has not run) "
             "(judged at 2026-11-20T00:00:00+00:00, the run's data interval start)"
         )
+
+    def test_a_slot_that_has_not_run_spends_no_looks_and_its_late_run_is_waited_for(self, rc_catalog, run_dag):
+        """Three looks at most, a look due every poll: had the gate counted its looks at a slot that has not
+        run, it would have skipped the child within a few polls, long before the last hour lands."""
+        self._report(rc_catalog, range(23))
+
+        def polls_while_the_gate_waits() -> int:
+            # The whole-interval reads of this test's only gate, counted while it waits on them.
+            polls = [p for p in list(CatalogPoller._shared.values()) if p.read == "snapshot" and p.subscribers]
+            return max((p.ticks for p in polls), default=0)
+
+        def the_last_hour_lands_late():
+            if until(lambda: polls_while_the_gate_waits() >= 20):
+                self._report(rc_catalog, [23])
+
+        helper = threading.Thread(target=the_last_hour_lands_late, daemon=True)
+        helper.start()
+        run = run_dag("rc_whole_day_few_looks", START)
+        helper.join(timeout=5)
+        assert states(run)["child"] == "success"
+        [decision] = decisions(rc_catalog, "rc_whole_day_few_looks", "child__gate")
+        assert decision["result"] == "SATISFIED"
+        assert "all 24 slots from 2026-11-20 00:00 up to 2026-11-21 00:00 completed" in decision["reason"]
