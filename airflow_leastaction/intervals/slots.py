@@ -40,6 +40,12 @@ _MACROS = {
 
 UTC = dt.UTC
 _HASHED = re.compile(r"^[hr](\(\d+-\d+\))?(/\d+)?$", re.IGNORECASE)
+_RANGE = re.compile(r"^(\w+)-(\w+)(/\d+)?$")
+#: Each field's name in errors, and the unit croniter repeats it in when it reads the field as a whole.
+_FIELDS = (("minute", "minute"), ("hour", "hour"), ("day-of-month", "day"), ("month", "month"), ("day-of-week", "day"))
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_NAMES = ({}, {}, {}, {m: i for i, m in enumerate(_MONTHS, start=1)}, {d: i for i, d in enumerate(_WEEKDAYS)})
 #: Larger than any DST change: a slot's wall-clock time and its instant disagree by at most this much
 #: around a change, so the search for the latest slot looks this far on either side of the child.
 _SHIFT = dt.timedelta(hours=3)
@@ -74,6 +80,7 @@ def normalize_cron(cron: str) -> str:
         raise InvalidCronError(cron, "croniter cannot parse it")
     if not croniter.is_valid(text, strict=True):
         raise InvalidCronError(cron, "it names a day that never occurs in its months")
+    _reject_equal_ranges(cron, fields)
     try:
         # Some combinations parse but croniter finds no slot of them, e.g. "0 0 L * 0#1".
         croniter(text, _PROBE).get_next(dt.datetime)
@@ -83,6 +90,34 @@ def normalize_cron(cron: str) -> str:
             cron, "croniter finds no slot of it; combine day-of-month and day-of-week forms differently"
         ) from exc
     return text
+
+
+def _reject_equal_ranges(cron: str, fields: list[str]) -> None:
+    """croniter reads a range that starts and ends on one value (``3-3``, ``JUL-JUL``) as the whole field:
+    ``0 3-3 * * *`` would run every hour. Such a range names one value, so it must be written as one."""
+    for index, field in enumerate(fields):
+        for term in field.split(","):
+            match = _RANGE.match(term)
+            if not match:
+                continue
+            first, last = (_field_value(index, end) for end in match.group(1, 2))
+            if first is None or last is None:
+                continue
+            if index == 4 and (first, last) != (0, 7):  # 7 is Sunday too; 0-7 runs through the whole week
+                first, last = first % 7, last % 7
+            if first == last:
+                name, unit = _FIELDS[index]
+                step = match.group(3)
+                whole = f"* (every {unit})" if step is None else f"*{step} (a step through every {unit})"
+                raise InvalidCronError(
+                    cron,
+                    f"the {name} field's range {term} starts and ends on one value, which croniter reads as "
+                    f"{whole}; write the single value {match.group(1)}",
+                )
+
+
+def _field_value(index: int, text: str) -> int | None:
+    return int(text) if text.isdigit() else _NAMES[index].get(text.lower())
 
 
 def resolve_timezone(name: str | dt.tzinfo) -> dt.tzinfo:
