@@ -186,7 +186,11 @@ def judge_parent(
                     **sel,
                 )
             return Judgement(
-                dep, True, f"{label}: slot {slot_label} completed (revision {latest.output_revision})", **base, **sel
+                dep,
+                True,
+                f"{label}: slot {slot_label} completed (revision {latest.output_revision}); judged by its slot records",
+                **base,
+                **sel,
             )
     return _judge_without_covering_record(identity, task, check, end, tz)
 
@@ -204,18 +208,21 @@ def _judge_without_covering_record(identity, task: TaskSnapshot, check, end: dt.
             f"; judged by its watermark, as its slot records start at "
             f"{format_slot(task.first_slot, check.granularity, tz)}"
         )
-    elif check.satisfied and task.records_slots:
-        # Completed out of order (a backfill, parallel runs): a later slot moved the watermark past a
-        # slot that has not run yet.
-        slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
-        return Judgement(
-            dep,
-            False,
-            f"{identity.name}: expected slot {slot_label} has not run yet (later slots "
-            f"completed up to {format_slot(task.prev_interval_start, check.granularity, tz)}; "
-            "judged by its slot records)",
-            **base,
-        )
+    elif task.records_slots:
+        if check.satisfied:
+            # Completed out of order (a backfill, parallel runs): a later slot moved the watermark past a
+            # slot that has not run yet.
+            slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
+            return Judgement(
+                dep,
+                False,
+                f"{identity.name}: expected slot {slot_label} has not run yet (later slots "
+                f"completed up to {format_slot(task.prev_interval_start, check.granularity, tz)}; "
+                "judged by its slot records)",
+                **base,
+            )
+        # No record of the covering slot, and the watermark has not reached it either.
+        reason += "; judged by its slot records"
     if check.satisfied:
         return Judgement(dep, True, reason, **base)
     if task.state in REJECTING_STATES:

@@ -40,6 +40,12 @@ _MACROS = {
 
 UTC = dt.UTC
 _HASHED = re.compile(r"^[hr](\(\d+-\d+\))?(/\d+)?$", re.IGNORECASE)
+_RANGE = re.compile(r"^(\w+)-(\w+)(/\d+)?$")
+#: Each field's name in errors, and the unit croniter repeats it in when it reads the field as a whole.
+_FIELDS = (("minute", "minute"), ("hour", "hour"), ("day-of-month", "day"), ("month", "month"), ("day-of-week", "day"))
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_NAMES = ({}, {}, {}, {m: i for i, m in enumerate(_MONTHS, start=1)}, {d: i for i, d in enumerate(_WEEKDAYS)})
 #: Larger than any DST change: a slot's wall-clock time and its instant disagree by at most this much
 #: around a change, so the search for the latest slot looks this far on either side of the child.
 _SHIFT = dt.timedelta(hours=3)
@@ -74,6 +80,7 @@ def normalize_cron(cron: str) -> str:
         raise InvalidCronError(cron, "croniter cannot parse it")
     if not croniter.is_valid(text, strict=True):
         raise InvalidCronError(cron, "it names a day that never occurs in its months")
+    _reject_equal_ranges(cron, fields)
     try:
         # Some combinations parse but croniter finds no slot of them, e.g. "0 0 L * 0#1".
         croniter(text, _PROBE).get_next(dt.datetime)
@@ -83,6 +90,34 @@ def normalize_cron(cron: str) -> str:
             cron, "croniter finds no slot of it; combine day-of-month and day-of-week forms differently"
         ) from exc
     return text
+
+
+def _reject_equal_ranges(cron: str, fields: list[str]) -> None:
+    """croniter reads a range that starts and ends on one value (``3-3``, ``JUL-JUL``) as the whole field:
+    ``0 3-3 * * *`` would run every hour. Such a range names one value, so it must be written as one."""
+    for index, field in enumerate(fields):
+        for term in field.split(","):
+            match = _RANGE.match(term)
+            if not match:
+                continue
+            first, last = (_field_value(index, end) for end in match.group(1, 2))
+            if first is None or last is None:
+                continue
+            if index == 4 and (first, last) != (0, 7):  # 7 is Sunday too; 0-7 runs through the whole week
+                first, last = first % 7, last % 7
+            if first == last:
+                name, unit = _FIELDS[index]
+                step = match.group(3)
+                whole = f"* (every {unit})" if step is None else f"*{step} (a step through every {unit})"
+                raise InvalidCronError(
+                    cron,
+                    f"the {name} field's range {term} starts and ends on one value, which croniter reads as "
+                    f"{whole}; write the single value {match.group(1)}",
+                )
+
+
+def _field_value(index: int, text: str) -> int | None:
+    return int(text) if text.isdigit() else _NAMES[index].get(text.lower())
 
 
 def resolve_timezone(name: str | dt.tzinfo) -> dt.tzinfo:
@@ -315,9 +350,9 @@ def slots_in(
 ) -> tuple[dt.datetime, ...]:
     """Every parent slot in ``[start, end)``, oldest first, as aware UTC instants.
 
-    The slots are the ones :func:`expected_slot` names (the same reading of the cron in the parent's
-    timezone): across a clock change they are found by walking back from each slot to the latest one
-    before it.
+    The slots are the ones :func:`expected_slot` names: cron read on the parent's wall clock, each slot
+    placed at the instant Airflow's cron timetables run it (:func:`_slot_instants`), and kept when that
+    instant lies inside the interval.
     """
     start, end = _plain_utc(_aware(start, "start")), _plain_utc(_aware(end, "end"))
     return _slots_in(normalize_cron(parent_cron), resolve_timezone(timezone), start, end)
@@ -325,43 +360,23 @@ def slots_in(
 
 @lru_cache(maxsize=4096)
 def _slots_in(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) -> tuple[dt.datetime, ...]:
-    # Day by day: a day whose UTC offset holds is read forward with one croniter (fast); a day with a
-    # clock change walks back slot by slot with expected_slot, so both agree on DST by construction.
-    found: list[dt.datetime] = []
-    day_start = start
-    while day_start < end:
-        day_end = min(day_start + dt.timedelta(days=1), end)
-        if day_start.astimezone(tz).utcoffset() == day_end.astimezone(tz).utcoffset():
-            found.extend(_slots_forward(cron, tz, day_start, day_end))
-        else:
-            found.extend(_slots_backward(cron, tz, day_start, day_end))
-        day_start = day_end
-    return tuple(found)
+    if end <= start:
+        return ()
+    every_hour = _covers_every_hour(cron)
+    # Near a clock change a slot's wall-clock time and its instant disagree by up to _SHIFT: 01:30 of a
+    # fall-back day runs at its second occurrence, and a skipped 02:30 when the clock reaches 03:30. So
+    # the wall clock is read that much beyond an end of the interval that lies near a change.
+    low = _wall(start, tz) - (dt.timedelta(0) if _steady(tz, start) else _SHIFT)
+    high = _wall(end, tz) + (dt.timedelta(0) if _steady(tz, end) else _SHIFT)
+    walls = croniter(cron, low - dt.timedelta(seconds=1))
+    found: set[dt.datetime] = set()  # a skipped 02:00 runs at 03:00: one slot, however many walls
+    while (wall := walls.get_next(dt.datetime)) < high:
+        found.update(instant for instant in _slot_instants(wall, tz, every_hour) if start <= instant < end)
+    return tuple(sorted(found))
 
 
-def _slots_forward(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
-    # Only for a span without a clock change: wall-clock times and instants then map one to one.
-    slots = croniter(cron, start.astimezone(tz).replace(tzinfo=None) - dt.timedelta(seconds=1))
-    found = []
-    while True:
-        slot = slots.get_next(dt.datetime).replace(tzinfo=tz).astimezone(UTC)
-        if slot >= end:
-            return found
-        if slot >= start:
-            found.append(slot)
-
-
-def _slots_backward(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
-    found = []
-    # A microsecond before a bound is the latest instant strictly before it: slots sit on whole minutes.
-    cursor = end - dt.timedelta(microseconds=1)
-    while cursor >= start:
-        slot = expected_slot(cron, cursor, timezone=tz).astimezone(UTC)
-        if slot < start:
-            break
-        found.append(slot)
-        cursor = slot - dt.timedelta(microseconds=1)
-    return found[::-1]
+def _wall(instant: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
+    return instant.astimezone(tz).replace(tzinfo=None, fold=0)
 
 
 def _plain_utc(value: dt.datetime) -> dt.datetime:

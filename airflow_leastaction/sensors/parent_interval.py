@@ -63,8 +63,8 @@ class ParentIntervalSensor(BaseSensorOperator):
     no worker slot and no DAG-file parse. With ``start_from_trigger=False`` it checks once on a worker
     in ``execute()`` and, if not satisfied, defers to the same trigger, and a worker decides when it
     fires. Each wait is logged per parent (``orders_raw: expected slot 2026-11-28 (day), completed up to
-    2026-11-27``). On admission one SATISFIED gate decision per parent is recorded; the tasks this sensor
-    gates consume them when they succeed.
+    2026-11-27; judged by its slot records``). On admission one SATISFIED gate decision per parent is
+    recorded; the tasks this sensor gates consume them when they succeed.
 
     :param parents: catalog identities of the parents (:func:`~airflow_leastaction.refs.airflow_task`,
         :func:`~airflow_leastaction.refs.external_task`).

@@ -1,12 +1,13 @@
-"""Whole-interval coverage (``coverage="interval"``): plain cases and properties against a croniter oracle."""
+"""Whole-interval coverage (``coverage="interval"``): plain cases, and properties against an oracle that
+places each cron slot where Airflow runs it, clock changes included."""
 
 from __future__ import annotations
 
 import datetime as dt
+from functools import cache
 from zoneinfo import ZoneInfo
 
 import pytest
-from croniter import croniter
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,9 @@ from airflow_leastaction.intervals.coverage import MAX_LISTED_SLOTS, check_cover
 from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, judge_parents
 from airflow_leastaction.intervals.slots import format_slot, slots_in
 from airflow_leastaction.states import REJECTING_STATES
+from tests.intervals.test_slots_properties import ZONES as PROPERTY_ZONES
+from tests.intervals.test_slots_properties import _anchors, parent_slots
+from tests.intervals.test_slots_properties import crons as cron_grammar
 
 UTC = dt.UTC
 HOURLY_LOADS = TaskIdentity("orders_hourly", "sales", coverage="interval")
@@ -101,6 +105,18 @@ class TestWholeIntervalCoverage:
         j = judge({}, cron="0 9 * * *", tz="Europe/Paris", start=DAY, end=DAY + dt.timedelta(days=2))
         assert "2 of 2 slots" in j.reason and "2026-11-28 09:00 Europe/Paris (has not run)" in j.reason
 
+    def test_a_parent_slot_in_the_repeated_hour_of_a_clock_change_is_waited_for(self):
+        # New York falls back at 06:00 UTC on 2026-11-01; Airflow runs that day's 01:30 at 01:30 EST (06:30
+        # UTC), inside the child's interval: the previous day's slot does not complete it.
+        start = dt.datetime(2026, 11, 1, 6, tzinfo=UTC)
+        records = {dt.datetime(2026, 10, 31, 5, 30, tzinfo=UTC): "success"}
+        j = judge(records, cron="30 1 * * *", tz="America/New_York", start=start, end=start + dt.timedelta(hours=1))
+        assert not j.satisfied
+        assert j.reason.endswith("not complete (whole interval): 2026-11-01 01:30 America/New_York (has not run)")
+        records[dt.datetime(2026, 11, 1, 6, 30, tzinfo=UTC)] = "success"
+        j = judge(records, cron="30 1 * * *", tz="America/New_York", start=start, end=start + dt.timedelta(hours=1))
+        assert j.satisfied and j.upstream_slot == dt.datetime(2026, 11, 1, 6, 30, tzinfo=UTC)
+
     @pytest.mark.parametrize("end", [None, DAY])
     def test_a_child_without_an_interval_end_falls_back_to_the_covering_slot(self, end):
         j = judge({hour(0): "success"}, end=end)
@@ -150,8 +166,9 @@ crons = st.one_of(
     st.builds(
         " ".join,
         st.tuples(
-            st.sampled_from(["0", "15", "30", "*/20", "0,30", "5-50/15"]),
-            st.sampled_from(["*", "0", "6", "*/6", "9-17/4", "1,13", "23"]),
+            st.sampled_from(["0", "15", "30", "45", "*/20", "0,30", "5-50/15"]),
+            # 1 and 2 o'clock are the hours clock changes repeat or skip.
+            st.sampled_from(["*", "0", "1", "2", "6", "*/2", "*/6", "9-17/4", "1,13", "23"]),
             st.sampled_from(["*", "*", "1", "15", "*/10", "28-31"]),
             st.sampled_from(["*", "*", "*", "2", "1-6"]),
             st.sampled_from(["*", "*", "1-5", "0", "6", "MON", "sat"]),
@@ -161,56 +178,148 @@ crons = st.one_of(
 instants = st.datetimes(min_value=dt.datetime(2025, 1, 1), max_value=dt.datetime(2027, 12, 31)).map(
     lambda d: d.replace(second=0, microsecond=0, tzinfo=UTC)
 )
+#: Wall-clock time the oracle reads either side of an interval: more than any clock change moves a slot.
+WALL_MARGIN = dt.timedelta(hours=6)
 
 
 def _zone(name: str) -> dt.tzinfo:
     return UTC if name == "UTC" else ZoneInfo(name)
 
 
-def oracle_slots(cron: str, zone: str, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
-    """The parent's slots in [start, end): croniter on the parent's wall clock, read as instants."""
+def _fires_every_hour(cron: str) -> bool:
+    # Of the crons drawn above, the ones whose hour field names every hour.
+    return cron == "@hourly" or (not cron.startswith("@") and cron.split()[1] == "*")
+
+
+def oracle_slots(cron: str, zone: str, start: dt.datetime, end: dt.datetime, every_hour=None) -> list[dt.datetime]:
+    """The parent's slots in [start, end), in the rule's words: every cron slot on the parent's wall clock,
+    placed at the instant Airflow runs it (``parent_slots``), whose instant lies inside the interval."""
     tz = _zone(zone)
-    it = croniter(cron, start.astimezone(tz).replace(tzinfo=None) - dt.timedelta(seconds=1))
-    out = []
-    while True:
-        slot = it.get_next(dt.datetime).replace(tzinfo=tz).astimezone(UTC)
-        if slot >= end:
-            return out
-        out.append(slot)
+    every_hour = _fires_every_hour(cron) if every_hour is None else every_hour
+    lo, hi = (t.astimezone(tz).replace(tzinfo=None) for t in (start, end))
+    return [s for s in parent_slots(cron, tz, every_hour, lo - WALL_MARGIN, hi + WALL_MARGIN) if start <= s < end]
 
 
-def no_clock_change(zone: str, start: dt.datetime, end: dt.datetime) -> bool:
-    # DST instants belong to the interval check's own properties; here the wall clock stays put.
+@cache
+def clock_changes(zone: str) -> tuple[dt.datetime, ...]:
+    """The instants ``zone`` changes its UTC offset, from the anchors of the interval check's properties."""
     tz = _zone(zone)
-    return (start - dt.timedelta(days=2)).astimezone(tz).utcoffset() == (end + dt.timedelta(days=2)).astimezone(
-        tz
-    ).utcoffset()
+    return tuple(
+        a
+        for a in _anchors(zone)
+        if (a - dt.timedelta(minutes=1)).astimezone(tz).utcoffset() != a.astimezone(tz).utcoffset()
+    )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cron=crons, zone=st.sampled_from(ZONES), start=instants, length=st.sampled_from(LENGTHS))
-@example(cron="0 0 * * *", zone="UTC", start=DAY, length=dt.timedelta(days=1))
-@example(cron="*/20 * 28-31 * *", zone="Asia/Kolkata", start=DAY, length=dt.timedelta(days=31))
-def test_slots_in_agrees_with_croniter(cron, zone, start, length):
+@st.composite
+def near_clock_changes(draw, zones=ZONES, uniform=True):
+    """A zone and an interval start: anywhere, or up to a day before or a few hours after a clock change."""
+    zone = draw(st.sampled_from(zones))
+    changes = clock_changes(zone)
+    if not changes or (uniform and draw(st.booleans())):
+        return zone, draw(instants)
+    minutes = draw(st.one_of(st.integers(-26 * 60, 4 * 60), st.integers(-26, 4).map(lambda h: 60 * h)))
+    return zone, draw(st.sampled_from(changes)) + dt.timedelta(minutes=minutes)
+
+
+NEW_YORK_FALLS_BACK = dt.datetime(2026, 11, 1, 6, tzinfo=UTC)  # 02:00 EDT becomes 01:00 EST
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cron=crons, where=near_clock_changes(), length=st.sampled_from(LENGTHS))
+@example(cron="0 0 * * *", where=("UTC", DAY), length=dt.timedelta(days=1))
+@example(cron="*/20 * 28-31 * *", where=("Asia/Kolkata", DAY), length=dt.timedelta(days=31))
+# The repeated hour: Airflow runs 01:30 at 01:30 EST (06:30 UTC), inside a child interval of 06:00-07:00 UTC.
+@example(cron="30 1 * * *", where=("America/New_York", NEW_YORK_FALLS_BACK), length=dt.timedelta(hours=1))
+@example(
+    cron="0 * * * 1-5",
+    where=("Australia/Lord_Howe", dt.datetime(2026, 3, 29, 1, tzinfo=UTC)),
+    length=dt.timedelta(days=7),
+)  # found: the slot before a weekend that ends with a clock change
+def test_slots_in_agrees_with_the_oracle(cron, where, length):
+    zone, start = where
     end = start + length
-    assume(no_clock_change(zone, start, end))
     assert list(slots_in(cron, start, end, timezone=zone)) == oracle_slots(cron, zone, start, end)
 
 
+DST_ZONES = [z for z in [*PROPERTY_ZONES, "Australia/Lord_Howe"] if clock_changes(z)]
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cron=crons, zone=st.sampled_from(ZONES), start=instants, length=st.sampled_from(LENGTHS), data=st.data())
-def test_whole_interval_coverage_agrees_with_the_oracle(cron, zone, start, length, data):
+@given(
+    cron=cron_grammar(),
+    where=near_clock_changes(DST_ZONES, uniform=False),
+    length=st.sampled_from([dt.timedelta(hours=1), dt.timedelta(hours=3), dt.timedelta(days=1)]),
+)
+# found: an every-hour cron runs 02:01 twice when Paris falls back; the second, 01:01 UTC, was missed.
+@example(
+    cron=("1 * * * *", "hour", True),
+    where=("Europe/Paris", dt.datetime(2017, 10, 29, 1, 0, 28, 125000, tzinfo=UTC)),
+    length=dt.timedelta(hours=1),
+)
+def test_slots_in_across_clock_changes_agrees_with_the_oracle_for_any_cron(cron, where, length):
+    text, _, every_hour = cron
+    zone, start = where
+    end = start + length
+    assert list(slots_in(text, start, end, timezone=zone)) == oracle_slots(text, zone, start, end, every_hour)
+
+
+@st.composite
+def whole_interval_cases(draw, where, lengths):
+    """A parent cron and zone, a child interval, and the parent's slot records and prior watermark."""
+    cron, (zone, start), length = draw(crons), draw(where), draw(st.sampled_from(lengths))
     end = start + length
     slots = oracle_slots(cron, zone, start, end)
-    assume(slots and no_clock_change(zone, start, end))
+    assume(slots)
     before = oracle_slots(cron, zone, start - dt.timedelta(days=40), start)[-1:]
     after = oracle_slots(cron, zone, end, end + dt.timedelta(days=40))[:1]
     grid = before + slots + after
     # Records start somewhere (the listener was installed then); before it only a watermark may know.
-    cut = data.draw(st.integers(0, len(grid)))
-    states = data.draw(st.lists(st.sampled_from(STATES), min_size=len(grid), max_size=len(grid)))
+    cut = draw(st.integers(0, len(grid)))
+    states = draw(st.lists(st.sampled_from(STATES), min_size=len(grid), max_size=len(grid)))
     records = {s: state for s, state in list(zip(grid, states, strict=True))[cut:] if state is not None}
-    history = data.draw(st.one_of(st.none(), st.sampled_from(grid[:cut]))) if cut else None
+    history = draw(st.one_of(st.none(), st.sampled_from(grid[:cut]))) if cut else None
+    return cron, zone, start, end, records, history
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=whole_interval_cases(near_clock_changes(), LENGTHS))
+def test_whole_interval_coverage_agrees_with_the_oracle(case):
+    check_whole_interval_against_the_oracle(*case)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    case=whole_interval_cases(near_clock_changes([z for z in ZONES if clock_changes(z)], uniform=False), LENGTHS[:3])
+)
+# The repeated hour: the 10-31 slot does not complete a child of 06:00-07:00 UTC, whose 01:30 EST has not run.
+@example(
+    case=(
+        "30 1 * * *",
+        "America/New_York",
+        NEW_YORK_FALLS_BACK,
+        NEW_YORK_FALLS_BACK + dt.timedelta(hours=1),
+        {dt.datetime(2026, 10, 31, 5, 30, tzinfo=UTC): "success"},
+        None,
+    )
+)
+# found: an hourly parent's 01:00 EST slot (06:00 UTC), the second 01:00 of the day, was not waited for.
+@example(
+    case=(
+        "@hourly",
+        "America/New_York",
+        dt.datetime(2017, 11, 5, 6, tzinfo=UTC),
+        dt.datetime(2017, 11, 5, 7, tzinfo=UTC),
+        {dt.datetime(2017, 11, 5, 5, tzinfo=UTC): "success", dt.datetime(2017, 11, 5, 7, tzinfo=UTC): "success"},
+        None,
+    )
+)
+def test_whole_interval_coverage_across_clock_changes_agrees_with_the_oracle(case):
+    check_whole_interval_against_the_oracle(*case)
+
+
+def check_whole_interval_against_the_oracle(cron, zone, start, end, records, history):
+    slots = oracle_slots(cron, zone, start, end)
     j = judge_whole_interval(HOURLY_LOADS, *_task_and_slots(records, cron, zone, history), start, end)
 
     # The oracle, in the rule's words: every parent slot inside [start, end) is complete: its record says
@@ -244,52 +353,46 @@ def _task_and_slots(records, cron, zone, history):
     return task, slots
 
 
-CLOCK_CHANGES = [
-    dt.datetime(2026, 3, 8, 7, tzinfo=UTC),
-    dt.datetime(2026, 11, 1, 6, tzinfo=UTC),
-    dt.datetime(2026, 3, 29, 1, tzinfo=UTC),
-    dt.datetime(2026, 10, 25, 1, tzinfo=UTC),
-]
-# Lord Howe's half-hour clock changes (2026-04-04 15:00 and 2026-10-03 15:30 UTC) are left out: across them
-# an every-hour cron's slots step in real time and land off the cron's wall clock (Airflow's own stepping
-# is irregular there too). A known gap, not yet specified.
-
-
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    cron=crons,
-    zone=st.sampled_from(ZONES),
-    change=st.sampled_from(CLOCK_CHANGES),
-    before=st.integers(0, 48 * 60),
-    length=st.sampled_from(LENGTHS[:4]),
+@pytest.mark.parametrize(
+    "cron, zone, start, end, expected",
+    [
+        # New York falls back on 2026-11-01 at 06:00 UTC: 01:00-01:59 happens in EDT, then again in EST.
+        # Airflow runs 01:30 once, at its second occurrence (06:30 UTC).
+        ("30 1 * * *", "America/New_York", NEW_YORK_FALLS_BACK, NEW_YORK_FALLS_BACK + dt.timedelta(hours=1), [(6, 30)]),
+        ("30 1 * * *", "America/New_York", NEW_YORK_FALLS_BACK - dt.timedelta(hours=1), NEW_YORK_FALLS_BACK, []),
+        # Every-hour crons step in real time: both occurrences of 01:20 and 01:40 are slots.
+        (
+            "*/20 * * * *",
+            "America/New_York",
+            NEW_YORK_FALLS_BACK - dt.timedelta(minutes=30),
+            NEW_YORK_FALLS_BACK + dt.timedelta(hours=1),
+            [(5, 40), (6, 0), (6, 20), (6, 40)],
+        ),
+        # Paris springs forward on 2026-03-29 at 01:00 UTC: 02:45 is skipped and runs at 03:45 CEST (01:45 UTC).
+        (
+            "45 2 * * *",
+            "Europe/Paris",
+            dt.datetime(2026, 3, 29, 1, tzinfo=UTC),
+            dt.datetime(2026, 3, 29, 2, tzinfo=UTC),
+            [(1, 45)],
+        ),
+        # Every other hour: 02:00 is skipped and runs at 03:00 CEST (01:00 UTC), then 04:00 CEST at 02:00 UTC.
+        (
+            "0 */2 * * *",
+            "Europe/Paris",
+            dt.datetime(2026, 3, 29, 0, 30, tzinfo=UTC),
+            dt.datetime(2026, 3, 29, 3, tzinfo=UTC),
+            [(1, 0), (2, 0)],
+        ),
+    ],
 )
-@example(
-    cron="0 * * * 1-5",
-    zone="Australia/Lord_Howe",
-    change=dt.datetime(2026, 3, 29, 1, tzinfo=UTC),
-    before=0,
-    length=dt.timedelta(days=7),
-)  # found: the slot before a weekend that ends with a clock change
-def test_slots_in_across_clock_changes_are_cron_slots_in_order(cron, zone, change, before, length):
-    from airflow_leastaction.intervals.slots import normalize_cron
-
-    start = change - dt.timedelta(minutes=before)
-    end = start + length
-    tz = _zone(zone)
-    slots = list(slots_in(cron, start, end, timezone=zone))
-    assert slots == sorted(set(slots)) and all(start <= s < end for s in slots)
-    # Every slot sits on the cron's wall clock; away from the clock change they are croniter's, one for one.
-    assert all(croniter.match(normalize_cron(cron), s.astimezone(tz).replace(tzinfo=None)) for s in slots)
-    day_start = start
-    while day_start < end:
-        day_end = min(day_start + dt.timedelta(days=1), end)
-        if no_clock_change(zone, day_start + dt.timedelta(days=2), day_end - dt.timedelta(days=2)):
-            assert [s for s in slots if day_start <= s < day_end] == oracle_slots(cron, zone, day_start, day_end)
-        day_start = day_end
+def test_slots_in_places_each_slot_where_airflow_runs_it_across_a_clock_change(cron, zone, start, end, expected):
+    day = start.replace(hour=0, minute=0)
+    assert slots_in(cron, start, end, timezone=zone) == tuple(day.replace(hour=h, minute=m) for h, m in expected)
 
 
 def test_the_last_weekday_slot_before_a_weekend_with_a_clock_change_is_on_the_hour():
-    # Regression: walking back from the Monday after Lord Howe's clock change named Friday 23:30.
+    # Regression: an earlier reading named Friday 23:30, off the hour, for the weekend of a Lord Howe clock change.
     slots = slots_in(
         "0 * * * 1-5",
         dt.datetime(2026, 4, 3, 12, tzinfo=UTC),

@@ -109,7 +109,7 @@ CASES = [
         [record(7, "2026-11-20", "success")],
         "2026-11-20",
         None,
-        (True, False, "orders_raw: slot 2026-11-20 (day) completed (revision 1)"),
+        (True, False, "orders_raw: slot 2026-11-20 (day) completed (revision 1); judged by its slot records"),
         id="a covering slot that succeeded satisfies and names its revision",
     ),
     pytest.param(
@@ -165,7 +165,7 @@ CASES = [
         [record(7, "2026-11-20", "success"), record(8, "2026-11-25", "failed", 0)],
         "2026-11-20",
         None,
-        (True, False, "orders_raw: slot 2026-11-20 (day) completed (revision 1)"),
+        (True, False, "orders_raw: slot 2026-11-20 (day) completed (revision 1); judged by its slot records"),
         id="a later slot that failed does not reject a child whose covering slot completed",
     ),
     # -- fresh output (wait_for_new_output) -------------------------------------------------------------
@@ -187,7 +187,7 @@ CASES = [
         [record(7, "2026-11-20", "success", 2)],
         "2026-11-20",
         {"2026-11-20": 1},
-        (True, False, "orders_raw: slot 2026-11-20 (day) completed (revision 2)"),
+        (True, False, "orders_raw: slot 2026-11-20 (day) completed (revision 2); judged by its slot records"),
         id="a repair of a consumed slot is new output",
     ),
     # -- slot records and the watermark (partial history) ------------------------------------------------
@@ -203,6 +203,31 @@ CASES = [
             "2026-11-25; judged by its slot records)",
         ),
         id="after the first recorded slot a covering slot with no record has not run whatever the watermark says",
+    ),
+    pytest.param(
+        parent(done="2026-11-19", first=KEEPS_RECORDS),
+        [record(6, "2026-11-19", "success")],
+        "2026-11-20",
+        None,
+        (
+            False,
+            False,
+            "orders_raw: expected slot 2026-11-20 (day), completed up to 2026-11-19; judged by its slot records",
+        ),
+        id="after the first recorded slot a covering slot with no record and the watermark behind waits",
+    ),
+    pytest.param(
+        parent(done="2026-11-19", state="failed", first=KEEPS_RECORDS),
+        [record(6, "2026-11-19", "success")],
+        "2026-11-20",
+        None,
+        (
+            False,
+            True,
+            "orders_raw: expected slot 2026-11-20 (day), completed up to 2026-11-19; judged by its slot records; "
+            "parent is failed",
+        ),
+        id="a parent in error with no record of the covering slot rejects and says which source judged it",
     ),
     pytest.param(
         parent(done="2026-11-25", first="2026-11-22"),
@@ -486,8 +511,8 @@ COVERAGE_CASES = [
         (
             True,
             False,
-            "orders_hourly: slot 2026-11-28 00:00 (hour) completed (revision 1) (the child has no data "
-            "interval end; the covering slot decides)",
+            "orders_hourly: slot 2026-11-28 00:00 (hour) completed (revision 1); judged by its slot records "
+            "(the child has no data interval end; the covering slot decides)",
             "2026-11-28 00:00",
         ),
         id="without a data interval end the covering slot decides as the reason says",
@@ -502,8 +527,8 @@ COVERAGE_CASES = [
         (
             True,
             False,
-            "orders_raw: slot 2026-11-28 (day) completed (revision 1) (no parent slot inside the child's "
-            "interval; the covering slot decides)",
+            "orders_raw: slot 2026-11-28 (day) completed (revision 1); judged by its slot records (no parent "
+            "slot inside the child's interval; the covering slot decides)",
             DAY,
         ),
         id="an hourly child of a daily parent has no parent slot inside its interval: the covering slot decides",
@@ -515,7 +540,12 @@ COVERAGE_CASES = [
         DAY,
         NEXT_DAY,
         None,
-        (True, False, "orders_hourly: slot 2026-11-28 00:00 (hour) completed (revision 1)", "2026-11-28 00:00"),
+        (
+            True,
+            False,
+            "orders_hourly: slot 2026-11-28 00:00 (hour) completed (revision 1); judged by its slot records",
+            "2026-11-28 00:00",
+        ),
         id="a parent's own coverage wins over the gate's",
     ),
 ]
@@ -542,4 +572,7 @@ def test_judge_parents_defaults_to_the_covering_slot():
     task, slots = hourly(done="2026-11-28 22:00"), hours(*range(23))
     [judgement] = judge_parents([HOURLY], at(DAY), ({HOURLY: task}, slots), interval_end=at(NEXT_DAY))
     assert judgement == judge_parent(HOURLY, task, slots, at(DAY))
-    assert judgement.reason == "orders_hourly: slot 2026-11-28 00:00 (hour) completed (revision 1)"
+    assert (
+        judgement.reason
+        == "orders_hourly: slot 2026-11-28 00:00 (hour) completed (revision 1); judged by its slot records"
+    )

@@ -12,6 +12,7 @@ from airflow_leastaction.intervals.slots import (
     check_parent_interval,
     cron_granularity,
     expected_slot,
+    normalize_cron,
     parent_interval_satisfied,
     truncate,
 )
@@ -87,7 +88,8 @@ class TestCronGranularity:
             ("0 0 */31 * *", "month"),  # only the 1st
             ("59/15 * * * *", "hour"),  # croniter: only minute 59
             ("0 0 1 DEC/3 *", "year"),  # only December
-            ("0 0 * * 1-1", "day"),  # croniter reads an equal range as the whole cycle: every day
+            ("0 0 * * 0-7", "day"),  # Sunday through to Sunday: the whole week
+            ("0 0 * * SUN-7", "day"),
         ],
     )
     def test_a_field_is_fixed_when_it_names_exactly_one_value_whatever_its_spelling(self, cron, granularity):
@@ -138,6 +140,30 @@ class TestCronGranularity:
     def test_forms_without_fixed_slots_are_rejected_saying_why(self, cron, why):
         with pytest.raises(InvalidCronError, match=why):
             cron_granularity(cron)
+
+    @pytest.mark.parametrize(
+        "cron, field, single",
+        [
+            ("0 3-3 * * *", "hour", "3"),  # croniter would run it every hour
+            ("5-5 * * * *", "minute", "5"),
+            ("0 0 15-15 * *", "day-of-month", "15"),
+            ("0 0 1 JUL-JUL *", "month", "JUL"),
+            ("0 0 1 jul-Jul *", "month", "jul"),
+            ("0 0 1 7-JUL *", "month", "7"),
+            ("0 0 * * 1-1", "day-of-week", "1"),
+            ("0 0 * * MON-1", "day-of-week", "MON"),
+            ("0 0 * * 7-0", "day-of-week", "7"),  # 7 and 0 are both Sunday
+            ("0 0 * * sun-SUN", "day-of-week", "sun"),
+            ("0 03-3 * * *", "hour", "03"),
+            ("0 1,3-3 * * *", "hour", "3"),  # one term of a list
+            ("0 3-3/2 * * *", "hour", "3"),  # croniter would step through every hour: 0, 2, 4...
+        ],
+    )
+    def test_a_range_that_starts_and_ends_on_one_value_is_rejected_naming_the_field(self, cron, field, single):
+        with pytest.raises(InvalidCronError, match=rf"the {field} field's range .* starts and ends on one value") as e:
+            normalize_cron(cron)
+        assert str(e.value).startswith(f"invalid cron expression {cron!r}: ")
+        assert str(e.value).endswith(f"; write the single value {single}")
 
     @pytest.mark.parametrize("cron", ["", "not a cron", "61 * * * *", "* * * *", "0 0 32 * *", "@fortnightly"])
     def test_invalid_cron_is_rejected_naming_the_expression(self, cron):

@@ -17,7 +17,13 @@ from croniter import croniter
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from airflow_leastaction.intervals.slots import cron_granularity, expected_slot, parent_interval_satisfied
+from airflow_leastaction.exceptions import InvalidCronError
+from airflow_leastaction.intervals.slots import (
+    cron_granularity,
+    expected_slot,
+    normalize_cron,
+    parent_interval_satisfied,
+)
 
 UTC = dt.UTC
 ZONES = [
@@ -66,7 +72,7 @@ def _term(draw, lo: int, hi: int, names: list[str] | None = None):
     a = draw(st.integers(lo, hi - 1))
     if kind == "start_step":
         return f"{_spelled(draw, a, names, lo)}/{step}", set(range(a, hi + 1, step))
-    b = draw(st.integers(a + 1, hi))  # a < b: croniter reads an equal range as the whole cycle
+    b = draw(st.integers(a + 1, hi))  # a < b: a range that starts and ends on one value is rejected
     text = f"{_spelled(draw, a, names, lo)}-{_spelled(draw, b, names, lo)}"
     if kind == "range":
         return text, set(range(a, b + 1))
@@ -302,3 +308,39 @@ def test_no_two_parent_slots_share_a_granularity_unit(cron, where):
     slots = around(text, tz, every_hour, instant, NEIGHBOURHOOD[granularity])
     units = [unit(s, granularity, tz) for s in slots]
     assert len(set(units)) == len(units), list(zip(slots, units, strict=True))
+
+
+# -- ranges that start and end on one value ------------------------------------------------------------
+FIELDS = [("minute", 0, 59, None), ("hour", 0, 23, None), ("day-of-month", 1, 28, None), ("month", 1, 12, MONTHS)]
+FIELDS.append(("day-of-week", 0, 6, WEEKDAYS))
+
+
+@st.composite
+def one_value_ranges(draw):
+    """A cron with one field holding a range whose two ends name one value, however each end is spelled."""
+    index = draw(st.integers(0, 4))
+    name, lo, hi, names = FIELDS[index]
+    value = draw(st.integers(lo, hi))
+    ends = [_spelled(draw, value, names, lo) for _ in range(2)]
+    if name == "day-of-week" and value == 0:
+        ends = [draw(st.sampled_from([e, "7"])) for e in ends]  # 7 is Sunday too
+        assume(not (ends[0] != "7" and ends[1] == "7"))  # Sunday to 7 is the whole week, not one day
+    ends = [draw(st.sampled_from([e, f"0{e}"])) if e.isdigit() and len(e) == 1 else e for e in ends]
+    term = "-".join(ends) + draw(st.sampled_from(["", "", "/2", "/5"]))
+    field = draw(st.sampled_from([term, f"{term},{_spelled(draw, lo, names, lo)}", f"{hi},{term}"]))
+    fields = ["0", "0", "*", "*", "*"]
+    fields[index] = field
+    return " ".join(fields), name, ends[0]
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(case=one_value_ranges())
+def test_a_range_that_names_one_value_is_rejected_naming_its_field(case):
+    # croniter would read it as the whole field: "0 3-3 * * *" every hour, "0 0 * JUL-JUL *" every month.
+    cron, field, single = case
+    try:
+        normalize_cron(cron)
+    except InvalidCronError as e:
+        assert f"the {field} field's range " in str(e) and str(e).endswith(f"write the single value {single}")
+    else:
+        raise AssertionError(f"{cron!r} was accepted")

@@ -31,6 +31,7 @@ def test_it_serializes_to_what_it_is_rebuilt_from():
         ("0 0 * *", "expected 5 fields"),
         ("H 0 * * *", "hashed (H) and random (R) fields"),
         ("0 0 31 2 *", "never occurs"),
+        ("0 3-3 * * *", "the hour field's range 3-3 starts and ends on one value"),
     ],
 )
 def test_a_bad_cron_is_refused_when_the_dag_is_parsed_naming_the_cron(cron, fault):

@@ -187,7 +187,9 @@ class TestOutcomes:
         deadline = (dt.datetime.now(UTC) + dt.timedelta(seconds=0.3)).isoformat()
         payload = await asyncio.wait_for(first_event(make_trigger([raw], deadline=deadline)), timeout=10)
         assert payload["status"] == "timeout"
-        assert payload["reasons"] == ["orders_raw: expected slot 2026-11-28 (day), completed up to 2026-11-27"]
+        assert payload["reasons"] == [
+            "orders_raw: expected slot 2026-11-28 (day), completed up to 2026-11-27; judged by its slot records"
+        ]
 
     async def test_an_unknown_parent_keeps_waiting_and_says_so(self, store, catalog_url, use_catalog):
         use_catalog(catalog_url)

@@ -35,7 +35,9 @@ class TestDecisions:
         times = [i["decided_at"] for i in items]
         assert times == sorted(times, reverse=True)
         assert items[0]["result"] == "UNSATISFIED"
-        assert items[0]["reason"] == "crm_export: expected slot 2024-01-04 (day), completed up to 2024-01-03"
+        assert items[0]["reason"] == (
+            "crm_export: expected slot 2024-01-04 (day), completed up to 2024-01-03; judged by its slot records"
+        )
 
     def test_why_is_this_task_not_running_is_answered_on_the_page(self, client, story):
         page = client.get(P + "/decisions", params={"task_id": "load_orders", "result": "UNSATISFIED"}).text
