@@ -14,7 +14,14 @@ from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.schema import in_chunks, task, task_run
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals.judging import SlotIndex, SlotSnapshot, TaskSnapshot, merge_windows, read_window
+from airflow_leastaction.intervals.judging import (
+    SlotIndex,
+    SlotSnapshot,
+    TaskSnapshot,
+    merge_windows,
+    read_window,
+    schedule_error,
+)
 
 Wanted = dict[TaskIdentity, set[tuple[dt.datetime, dt.datetime | None]]]
 
@@ -96,7 +103,10 @@ def _windows_table(conn: Connection, rows: list[tuple[int, dt.datetime, dt.datet
 
 
 def task_windows(t: TaskSnapshot, intervals) -> list[tuple[dt.datetime, dt.datetime]]:
-    """The merged windows of slot records that judging ``t`` for ``intervals`` (``(start, end)``) reads."""
+    """The merged windows of slot records that judging ``t`` for ``intervals`` (``(start, end)``) reads: none
+    when its schedule cannot be judged (its children wait, saying why)."""
+    if schedule_error(t) is not None:
+        return []
     return merge_windows(read_window(t, ci, end) for ci, end in intervals)
 
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from airflow_leastaction.exceptions import InvalidCoverageError
 from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, _slots_of, judge_parent
+from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, _slots_of, judge_parent, schedule_error
 from airflow_leastaction.intervals.slots import format_slot, resolve_timezone, slots_in
 from airflow_leastaction.states import IN_FLIGHT_STATES, REJECTING_STATES
 
@@ -62,7 +62,7 @@ def judge_whole_interval(
     """
     consumed = consumed or {}
     fallback = None
-    if task is None:
+    if task is None or schedule_error(task) is not None:
         fallback = ""
     elif task.cron is None:
         fallback = " (ad hoc parent: no slots to enumerate; the covering run decides)"

@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
+from airflow_leastaction.exceptions import InvalidCronError, InvalidTimezoneError
 from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import (
@@ -19,6 +21,7 @@ from airflow_leastaction.intervals.slots import (
     cron_granularity,
     expected_slot,
     format_slot,
+    normalize_cron,
     resolve_timezone,
     slot_window,
 )
@@ -52,6 +55,26 @@ class SlotSnapshot:
     output_revision: int
     rows_written: int | None = None
     repair_pending: bool = False
+
+
+def schedule_error(task: TaskSnapshot) -> str | None:
+    """Why the catalog's cron or timezone of ``task`` cannot be judged, or None.
+
+    A row written by another reporter, or by an older version with looser cron rules, may hold one; its
+    children then wait with this reason instead of failing every gate that reads the catalog with them.
+    """
+    return _schedule_error(task.cron, task.timezone)
+
+
+@lru_cache(maxsize=4096)
+def _schedule_error(cron: str | None, timezone: str) -> str | None:
+    try:
+        resolve_timezone(timezone)
+        if cron is not None:
+            normalize_cron(cron)
+    except (InvalidCronError, InvalidTimezoneError) as exc:
+        return str(exc)
+    return None
 
 
 def covering_window(task: TaskSnapshot, child_interval: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
@@ -136,6 +159,10 @@ def judge_parent(
     if task is None:
         return Judgement(dep, False, f"{label}: not in the catalog (unknown parent); waiting for it to report")
     base = dict(upstream_task_pk=task.pk)
+    if (error := schedule_error(task)) is not None:
+        return Judgement(
+            dep, False, f"{label}: its schedule in the catalog cannot be judged ({error}); waiting for it", **base
+        )
     if task.cron is None:
         return _judge_ad_hoc(identity, task, slots, child_interval, consumed)
     tz = resolve_timezone(task.timezone)

@@ -259,6 +259,26 @@ class TestPartialHistory:
         assert store.snapshot([(RAW, day(3))])[0][RAW].first_slot == day(2)
 
 
+class TestASchedulesTheCatalogCannotJudge:
+    def test_a_parent_whose_catalog_cron_is_refused_waits_saying_why_and_the_others_are_judged(self, store):
+        from sqlalchemy import update
+
+        from airflow_leastaction.catalog.schema import task
+
+        good, bad = TaskIdentity("good", "p"), TaskIdentity("bad", "p")
+        store.record_success(good, day(2), meta=DAILY, run_id="g")
+        store.record_success(bad, day(2), meta=DAILY, run_id="b")
+        with store.write() as conn:  # as a version with looser cron rules wrote it
+            conn.execute(update(task).where(task.c.name == "bad").values(cron="0 0 * * 1-1"))
+        tasks, slots = store.snapshot([(good, day(2)), (bad, day(2)), (bad, day(2), day(3))])
+        judged = judge_parents([good, bad], day(2), (tasks, slots))
+        assert judged[0].satisfied
+        assert not judged[1].satisfied and not judged[1].rejected
+        assert "bad: its schedule in the catalog cannot be judged" in judged[1].reason and "1-1" in judged[1].reason
+        whole = judge_parents([bad], day(2), (tasks, slots), interval_end=day(3), coverage="interval")[0]
+        assert not whole.satisfied and "cannot be judged" in whole.reason
+
+
 class TestSnapshotWindows:
     """Each parent's slot records are read inside that parent's own windows, never the union."""
 
@@ -304,7 +324,7 @@ class TestSnapshotWindows:
         assert all(judge_parents([p], day(2), (tasks, slots))[0].satisfied for p in parents)
 
     def test_a_thousand_distinct_windows_are_read_in_one_statement(self, store):
-        # An OR chain of 1,250 windows breaks SQLite ("Expression tree is too large"); a VALUES list does not.
+        # An OR chain of 1,250 windows breaks SQLite ("Expression tree is too large"); one bound array does not.
         base = dt.datetime(2025, 1, 1, tzinfo=UTC)
         days = [base + dt.timedelta(days=2 * n) for n in range(1250)]  # a long backfill, every other day
         store.register_task(RAW, DAILY)
@@ -320,4 +340,33 @@ class TestSnapshotWindows:
         finally:
             event.remove(store.engine, "before_cursor_execute", listener)
         assert sorted(s.slot for s in slots) == days[::10]
+        assert len([s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))]) == 2
+
+    def test_twelve_thousand_windows_are_read_in_one_statement(self, store):
+        # Any number of windows travels as one bound parameter: no statement per chunk of windows.
+        parents = [TaskIdentity(f"w{i:05d}", "many") for i in range(12_000)]
+        with store.write() as conn:
+            from airflow_leastaction.catalog.schema import task
+
+            now = dt.datetime.now(UTC)
+            conn.execute(
+                task.insert(),
+                [
+                    dict(p.as_dict(), source="external", cron="0 0 * * *", timezone="UTC", updated_at=now)
+                    for p in parents
+                ],
+            )
+        for p in parents[::1000]:
+            store.record_success(p, day(2), run_id="r")
+        statements = []
+        from sqlalchemy import event
+
+        listener = lambda *args: statements.append(args[2])  # noqa: E731
+        event.listen(store.engine, "before_cursor_execute", listener)
+        try:
+            _, slots = store.snapshot([(p, day(2)) for p in parents])
+        finally:
+            event.remove(store.engine, "before_cursor_execute", listener)
+        assert sorted(s.task_pk for s in slots) == sorted(s.task_pk for s in slots if s.slot == day(2))
+        assert len(slots) == 12
         assert len([s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))]) == 2
