@@ -16,6 +16,10 @@ def _ms(x: float) -> str:
     return f"{x:,.1f}"
 
 
+def _runs(xs: list[float]) -> str:
+    return ", ".join(f"{x:.2f}" for x in xs)
+
+
 def _table(header: list[str], align: list[str], rows: list[list[str]]) -> list[str]:
     return [
         "| " + " | ".join(header) + " |",
@@ -96,20 +100,9 @@ def _triggers_spread(doc: dict) -> list[str]:
                     f"{d['release_max_s']:.2f}",
                 ]
             )
+    header = "catalog|K in all|process|waiting in it|statements per tick|CPU ms per idle tick|release median (s)"
     return _table(
-        [
-            "catalog",
-            "K in all",
-            "process",
-            "waiting in it",
-            "statements per tick",
-            "CPU ms per idle tick",
-            "release median (s)",
-            "release p99 (s)",
-            "release max (s)",
-        ],
-        ["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"],
-        rows,
+        [*header.split("|"), "release p99 (s)", "release max (s)"], ["---", "---:", "---"] + ["---:"] * 6, rows
     )
 
 
@@ -305,7 +298,6 @@ def gate(doc: dict, part: str | None) -> list[str]:
     if part == "latency":
         lat = results["latency"]
         g, r = statistics.median(lat["any_gate_s"]), statistics.median(lat["one_success_s"])
-        runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs)  # noqa: E731
         return _table(
             ["", "median", "all runs (s)"],
             ["---", "---:", "---"],
@@ -313,20 +305,20 @@ def gate(doc: dict, part: str | None) -> list[str]:
                 [
                     'ANY gate (`run_condition(child, first, slow_a, slow_b, when="ANY")`)',
                     f"{g:.2f} s",
-                    runs(lat["any_gate_s"]),
+                    _runs(lat["any_gate_s"]),
                 ],
                 *(
                     [
                         [
                             "the same gate with `start_from_trigger=False` (resumed on a worker)",
                             f"{statistics.median(w):.2f} s",
-                            runs(w),
+                            _runs(w),
                         ]
                     ]
                     if (w := lat.get("any_gate_worker_s"))
                     else []
                 ),
-                ['Airflow `trigger_rule="one_success"` on the same shape', f"{r:.2f} s", runs(lat["one_success_s"])],
+                ['Airflow `trigger_rule="one_success"` on the same shape', f"{r:.2f} s", _runs(lat["one_success_s"])],
                 ["ratio of medians gate / `one_success`", f"{g / r:.1f}x", ""],
                 [
                     "runs that did not succeed (excluded above)",
@@ -339,7 +331,6 @@ def gate(doc: dict, part: str | None) -> list[str]:
         lat = results["latency"]
         if not lat.get("sensor_release_s"):
             raise ReportError("bench_gate:sensor: the JSON has no sensor runs (run the latency part)")
-        runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs)  # noqa: E731
         poll = lat["poll_interval_s"]
         return _table(
             ["from the parent task's end to", "median", "all runs (s)"],
@@ -348,12 +339,12 @@ def gate(doc: dict, part: str | None) -> list[str]:
                 [
                     "the sensor's end (its release)",
                     f"{statistics.median(lat['sensor_release_s']):.2f} s",
-                    runs(lat["sensor_release_s"]),
+                    _runs(lat["sensor_release_s"]),
                 ],
                 [
                     "the gated task's start",
                     f"{statistics.median(lat['sensor_child_start_s']):.2f} s",
-                    runs(lat["sensor_child_start_s"]),
+                    _runs(lat["sensor_child_start_s"]),
                 ],
                 ["poll interval of the deployment", f"{poll:.2f} s", ""],
             ],

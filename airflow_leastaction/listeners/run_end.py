@@ -190,33 +190,29 @@ def record_mapped_running(ti) -> None:
     )
 
 
-@hookimpl
-def on_task_instance_running(previous_state, task_instance):
+def _whole(record, task_instance, *args) -> None:
+    """Record a mapped task as a whole; a listener never fails the task it reports on."""
     try:
-        record_mapped_running(task_instance)
+        record(task_instance, *args)
     except Exception:
         log.exception("leastaction: could not record mapped task %s as a whole", task_instance)
+
+
+@hookimpl
+def on_task_instance_running(previous_state, task_instance):
+    _whole(record_mapped_running, task_instance)
 
 
 @hookimpl
 def on_task_instance_success(previous_state, task_instance):
-    try:
-        record_mapped_whole(task_instance, "success")
-    except Exception:
-        log.exception("leastaction: could not record mapped task %s as a whole", task_instance)
+    _whole(record_mapped_whole, task_instance, "success")
 
 
 @hookimpl
 def on_task_instance_failed(previous_state, task_instance, error):
-    try:
-        record_mapped_whole(task_instance, failed_state(task_instance))
-    except Exception:
-        log.exception("leastaction: could not record mapped task %s as a whole", task_instance)
+    _whole(record_mapped_whole, task_instance, failed_state(task_instance))
 
 
 @hookimpl
 def on_task_instance_skipped(previous_state, task_instance):
-    try:
-        record_mapped_whole(task_instance, "skipped")
-    except Exception:
-        log.exception("leastaction: could not record mapped task %s as a whole", task_instance)
+    _whole(record_mapped_whole, task_instance, "skipped")
