@@ -5,11 +5,12 @@
   with a file title is saved where the page says. The user must reach the state the page describes:
   the DAG run waits, the ``catalog report`` line releases it, it succeeds, and the catalog holds the one
   SATISFIED decision of the sensor, consumed by ``enrich``.
-* Every ``airflow-leastaction`` command in the other guides parses with the command line's own parser,
-  and every Python block of every guide compiles. A block that names nothing it does not define (a
-  whole DAG file, a call with its imports) is executed, against a fresh catalog, with the files a
-  ``--8<--`` line includes in its place; fragments that use the reader's own tasks (``publish``,
-  ``PROJECT_DIR``) only compile, and so do the blocks in :data:`NEEDS_A_RUNNING_TASK`.
+* Every ``airflow-leastaction`` command in the other guides parses with the command line's own parser
+  and runs, in the page's order, in a fresh ``AIRFLOW_HOME``; every Python block of every guide
+  compiles. A block that names nothing it does not define (a whole DAG file, a call with its imports) is
+  executed, against a fresh catalog, with the files a ``--8<--`` line includes in its place; fragments
+  that use the reader's own tasks (``publish``, ``PROJECT_DIR``) only compile, and so do the blocks in
+  :data:`NEEDS_A_RUNNING_TASK`.
 """
 
 from __future__ import annotations
@@ -62,6 +63,45 @@ def test_every_cli_example_of_a_guide_parses(page):
             if "--help" in argv or "[" in " ".join(argv):  # usage synopses and help requests
                 continue
             parser.parse_args(argv)  # exits 2 (SystemExit) on an unknown command or option
+
+
+def runnable_commands(page: Path) -> list[list[str]]:
+    """The command lines of a page that run as written (usage synopses such as ``[--json]`` aside)."""
+    return [
+        argv
+        for lang, _, body in blocks(page)
+        if lang in ("bash", "console", "text")
+        for argv in cli_commands(body)
+        if "[" not in " ".join(argv)
+    ]
+
+
+#: Guides with command examples, each run in order in a fresh AIRFLOW_HOME (getting-started runs whole).
+RUN_COMMANDS = [p for p in GUIDES if p.name != "getting-started.md" and runnable_commands(p)]
+
+
+def test_the_guides_with_commands_to_run_are_found():
+    assert {p.name for p in RUN_COMMANDS} >= {"catalog.md", "operations.md", "dbt-queue.md"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", RUN_COMMANDS, ids=lambda p: p.name)
+def test_every_cli_example_of_a_guide_runs_in_a_fresh_home(page, tmp_path):
+    """Each command a guide shows runs, in the page's order, in a fresh ``AIRFLOW_HOME`` with the embedded
+    catalog, and exits 0 without a traceback."""
+    commands = runnable_commands(page)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "LEASTACTION"))}
+    env["AIRFLOW_HOME"] = str(tmp_path / "home")
+    for argv in commands:
+        done = subprocess.run(
+            [sys.executable, "-m", "airflow_leastaction.cli", *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (argv, done.stdout, done.stderr[-3000:])
 
 
 @pytest.mark.parametrize("page", GUIDES, ids=lambda p: p.name)
