@@ -23,6 +23,23 @@ def day(n: int) -> dt.datetime:
     return dt.datetime(2026, 11, n, tzinfo=UTC)
 
 
+def snapshot_reads(store, requests):
+    """``store.snapshot(requests)`` and the number of reading statements it sent (every one counted)."""
+    from sqlalchemy import event
+
+    statements = []
+
+    def listener(*args):
+        statements.append(args[2])
+
+    event.listen(store.engine, "before_cursor_execute", listener)
+    try:
+        snapshot = store.snapshot(requests)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", listener)
+    return snapshot, len([s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))])
+
+
 def judge(store, child: dt.datetime, consumed=None) -> Judgement:
     return judge_parents([RAW], child, store.snapshot([(RAW, child)]), consumed)[0]
 
@@ -113,17 +130,9 @@ class TestJudgingParentsFromTheCatalog:
         parents = [TaskIdentity(f"p{i}", "proj") for i in range(50)]
         for p in parents:
             store.record_success(p, day(3), meta=DAILY, run_id="r")
-        statements = []
-        from sqlalchemy import event
-
-        listener = lambda *args: statements.append(args[2])  # noqa: E731
-        event.listen(store.engine, "before_cursor_execute", listener)
-        try:
-            tasks, slots = store.snapshot([(p, day(3)) for p in parents])
-        finally:
-            event.remove(store.engine, "before_cursor_execute", listener)
+        (tasks, slots), reads = snapshot_reads(store, [(p, day(3)) for p in parents])
         assert len(tasks) == 50 and len(slots) == 50
-        assert len([s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))]) == 2
+        assert reads == 2
 
 
 class TestDecisionsAndConsumption:
@@ -292,20 +301,12 @@ class TestSnapshotWindows:
             store.record_success(backfill, d, meta=DAILY, run_id=f"b{d:%j}")
             store.record_success(ad_hoc, d, meta=TaskMeta(cron=None), run_id=f"a{d:%j}")
         requests = [(current, days[-1]), (backfill, days[0]), (ad_hoc, days[-3])]
-        statements = []
-        from sqlalchemy import event
-
-        listener = lambda *args: statements.append(args[2])  # noqa: E731
-        event.listen(store.engine, "before_cursor_execute", listener)
-        try:
-            tasks, slots = store.snapshot(requests)
-        finally:
-            event.remove(store.engine, "before_cursor_execute", listener)
+        (tasks, slots), reads = snapshot_reads(store, requests)
         per_task = {i.name: len(slots.for_task(t.pk)) for i, t in tasks.items()}
         # One covering day each for the cron parents; the ad hoc one reads from its child's interval on.
         assert per_task == {"current": 1, "backfilled": 1, "ad_hoc": 3}
         assert len(slots) == 5
-        assert len([s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))]) == 2
+        assert reads == 2
 
     def test_a_whole_interval_request_reads_the_parent_slots_inside_the_interval(self, store):
         hourly = TaskMeta(cron="0 * * * *")
@@ -330,17 +331,9 @@ class TestSnapshotWindows:
         store.register_task(RAW, DAILY)
         for d in days[::10]:
             store.record_success(RAW, d, run_id=f"r{d:%j}")
-        statements = []
-        from sqlalchemy import event
-
-        listener = lambda *args: statements.append(args[2])  # noqa: E731
-        event.listen(store.engine, "before_cursor_execute", listener)
-        try:
-            _, slots = store.snapshot([(RAW, d) for d in days])
-        finally:
-            event.remove(store.engine, "before_cursor_execute", listener)
+        (_, slots), reads = snapshot_reads(store, [(RAW, d) for d in days])
         assert sorted(s.slot for s in slots) == days[::10]
-        assert len([s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))]) == 2
+        assert reads == 2
 
     def test_twelve_thousand_windows_are_read_in_one_statement(self, store):
         # Any number of windows travels as one bound parameter: no statement per chunk of windows.
@@ -358,15 +351,6 @@ class TestSnapshotWindows:
             )
         for p in parents[::1000]:
             store.record_success(p, day(2), run_id="r")
-        statements = []
-        from sqlalchemy import event
-
-        listener = lambda *args: statements.append(args[2])  # noqa: E731
-        event.listen(store.engine, "before_cursor_execute", listener)
-        try:
-            _, slots = store.snapshot([(p, day(2)) for p in parents])
-        finally:
-            event.remove(store.engine, "before_cursor_execute", listener)
-        assert sorted(s.task_pk for s in slots) == sorted(s.task_pk for s in slots if s.slot == day(2))
-        assert len(slots) == 12
-        assert len([s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))]) == 2
+        (_, slots), reads = snapshot_reads(store, [(p, day(2)) for p in parents])
+        assert len(slots) == 12 and {s.slot for s in slots} == {day(2)}
+        assert reads == 2
