@@ -63,8 +63,8 @@ def child(task_id: str = "child"):
     return run()
 
 
-def dag(dag_id: str) -> DAG:
-    return DAG(dag_id, schedule=None, start_date=START, catchup=False, tags=["test", "run-conditions"])
+def dag(dag_id: str, schedule=None) -> DAG:
+    return DAG(dag_id, schedule=schedule, start_date=START, catchup=False, tags=["test", "run-conditions"])
 
 
 # -- the satisfied-by table: one upstream outcome x one dependency type ----------------------------
@@ -168,13 +168,7 @@ with dag("rc_cross_dag_short_wait"):
     run_condition(child(), success(OTHER), max_wait=dt.timedelta(seconds=2), **FAST)
 
 # A daily report on another pipeline's hourly loads: every hourly slot of the run's day must be done.
-with DAG(
-    "rc_whole_day",
-    schedule=IntervalCronTimetable("0 0 * * *"),
-    start_date=START,
-    catchup=False,
-    tags=["test", "run-conditions"],
-):
+with dag("rc_whole_day", IntervalCronTimetable("0 0 * * *")):
     run_condition(
         child(),
         success(external_task("rc_hourly", "other-team", coverage="interval")),
@@ -183,13 +177,7 @@ with DAG(
     )
 
 # Three looks at most, looked every poll (0.2 s) while a slot runs; a slot that has not run spends none.
-with DAG(
-    "rc_whole_day_few_looks",
-    schedule=IntervalCronTimetable("0 0 * * *"),
-    start_date=START,
-    catchup=False,
-    tags=["test", "run-conditions"],
-):
+with dag("rc_whole_day_few_looks", IntervalCronTimetable("0 0 * * *")):
     run_condition(
         child(),
         success(external_task("rc_hourly", "other-team", coverage="interval")),
