@@ -8,8 +8,9 @@
 * latency: a real scheduler + triggerer + workers (LocalExecutor, PostgreSQL): time from the first
   upstream's success to the gated task starting, for an ANY gate started and ended in the triggerer
   (the default), the same gate with ``start_from_trigger=False`` (deferred from and resumed on a
-  worker), and Airflow's own ``one_success`` trigger rule, on the same DAG shape (one fast upstream,
-  two slow ones).
+  worker), the same condition declared ``native=True`` (no gate: the task carries ``one_success`` and
+  records its decisions when it starts), and Airflow's own ``one_success`` trigger rule, on the same DAG
+  shape (one fast upstream, two slow ones).
 
     .venv/bin/python -m bench.bench_gate [--parts engine,writes,latency] [--runs 7] [--json PATH]
 """
@@ -177,6 +178,7 @@ LATENCY_DAGS = textwrap.dedent("""
 
     shape("bench_gate_any", gated=True)
     shape("bench_gate_any_worker", gated=True, start_from_trigger=False)
+    shape("bench_gate_any_native", gated=True, native=True)
     shape("bench_one_success", gated=False)
 
     # A ParentIntervalSensor (started and ended in the triggerer) on a task of another DAG: the child run
@@ -272,7 +274,7 @@ def latency_cluster(home: Path, airflow_url: str, catalog_url: str, extra_dags: 
 
 
 LATENCY_POLL = 0.5  # [leastaction] poll_interval of the latency deployment, seconds
-LATENCY_SHAPES = ("bench_gate_any", "bench_gate_any_worker", "bench_one_success")
+LATENCY_SHAPES = ("bench_gate_any", "bench_gate_any_worker", "bench_gate_any_native", "bench_one_success")
 SENSOR_DAGS = ("bench_sensor_parent", "bench_sensor_child")
 
 
@@ -378,6 +380,7 @@ def main(argv=None) -> int:
         results["latency"] = {
             "any_gate_s": ok["bench_gate_any"],
             "any_gate_worker_s": ok["bench_gate_any_worker"],
+            "any_native_s": ok["bench_gate_any_native"],
             "one_success_s": ok["bench_one_success"],
             "sensor_release_s": ok["bench_sensor_child"],
             "sensor_child_start_s": [
@@ -388,6 +391,7 @@ def main(argv=None) -> int:
         }
         print(
             f"latency: ANY gate {ok['bench_gate_any']}, on a worker {ok['bench_gate_any_worker']}, "
+            f"native {ok['bench_gate_any_native']}, "
             f"one_success {ok['bench_one_success']}, sensor release {ok['bench_sensor_child']}, "
             f"failed runs {len(results['latency']['failed_runs'])}",
             flush=True,

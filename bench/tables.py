@@ -318,8 +318,24 @@ def gate(doc: dict, part: str | None) -> list[str]:
                     if (w := lat.get("any_gate_worker_s"))
                     else []
                 ),
+                *(
+                    [
+                        [
+                            "the same condition with `native=True` (no gate; the task carries `one_success`)",
+                            f"{statistics.median(n):.2f} s",
+                            _runs(n),
+                        ]
+                    ]
+                    if (n := lat.get("any_native_s"))
+                    else []
+                ),
                 ['Airflow `trigger_rule="one_success"` on the same shape', f"{r:.2f} s", _runs(lat["one_success_s"])],
                 ["ratio of medians gate / `one_success`", f"{g / r:.1f}x", ""],
+                *(
+                    [["ratio of medians `native=True` / `one_success`", f"{statistics.median(n) / r:.1f}x", ""]]
+                    if (n := lat.get("any_native_s"))
+                    else []
+                ),
                 [
                     "runs that did not succeed (excluded above)",
                     str(len(lat.get("failed_runs", []))),

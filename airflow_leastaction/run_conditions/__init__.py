@@ -26,6 +26,7 @@ from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition, che
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, GateSpec
+from airflow_leastaction.run_conditions.native import make_native, native_spec, native_trigger_rule
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.run_conditions.waves import (
     Node,
@@ -99,7 +100,13 @@ def _check_coverage(dag_id: str, task_id: str, dep: Dependency) -> None:
 
 
 def run_condition(
-    task, *dependencies, when: RunCondition | str = "ALL", count: int | None = None, active: bool = True, **gate_kwargs
+    task,
+    *dependencies,
+    when: RunCondition | str = "ALL",
+    count: int | None = None,
+    active: bool = True,
+    native: bool = False,
+    **gate_kwargs,
 ):
     """Declare when ``task`` starts: its dependencies, a type each, and ALL (default), ANY or N.
 
@@ -112,15 +119,16 @@ def run_condition(
     :param count: with ``N``: how many dependencies must be satisfied.
     :param active: ``False`` marks the task inactive: it never runs and its dependencies are ignored; an
         active task may not depend on it.
+    :param native: start the task by the Airflow trigger rule that means the same condition, with no gate
+        task (ALL or ANY of SUCCESS, ALL of ALWAYS, on tasks of this DAG only; see
+        :mod:`~airflow_leastaction.run_conditions.native`): it starts as soon as Airflow's own rule would,
+        and records its decisions when it starts.
     :param gate_kwargs: passed to :class:`~airflow_leastaction.operators.run_condition.RunConditionGate`
-        (``max_wait``, ``max_looks``, ``poll_interval``, ``catalog_conn_id``, ``deferrable``...).
-    :return: the gate task.
+        (``max_wait``, ``max_looks``, ``poll_interval``, ``catalog_conn_id``, ``deferrable``...); with
+        ``native``, ``catalog_conn_id`` and ``poll_interval`` only.
+    :return: the gate task (with ``native``: the task itself).
     """
-    from airflow_leastaction.operators.run_condition import (
-        RUN_OUTCOME_TASK_ID,
-        RunConditionGate,
-    )
-    from airflow_leastaction.operators.run_outcome import RunOutcome
+    from airflow_leastaction.operators.run_condition import RunConditionGate
 
     operator = getattr(task, "operator", task)
     dag = operator.dag if operator.has_dag() else None
@@ -139,9 +147,11 @@ def run_condition(
         _check_coverage(dag_id, task_id, dep)
     check_upstreams(dag_id, task_id, [d.upstream for d in deps if d.in_run], dag.task_dict)
     gate_id = task_id + GATE_SUFFIX
-    if gate_id in dag.task_dict:
+    if gate_id in dag.task_dict or native_spec(operator) is not None:
         raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: its run condition is already declared")
     run_gate = dag.task_dict.get(DAG_GATE_TASK_ID)
+    if native:  # refused before anything is wired
+        native_trigger_rule(dag_id, GateSpec(task_id, deps, RunCondition(kind, count), active), run_gate=bool(run_gate))
     if run_gate is not None and operator.task_id in run_gate.downstream_task_ids:
         # A root the run gate holds: from now on its own gate holds it, and the run gate holds that gate.
         run_gate.downstream_task_ids.discard(operator.task_id)
@@ -160,6 +170,11 @@ def run_condition(
             f"DAG {dag_id!r} task {task_id!r}: run conditions do not apply to mapped tasks "
             f"({', '.join(mapped) or task_id}); gate the task that reduces them instead"
         )
+    if native:
+        spec = GateSpec(task_id, deps, RunCondition(kind, count), active)
+        make_native(dag, operator, spec, run_gate=run_gate is not None, options=gate_kwargs)
+        _add_run_outcome(dag, gate_kwargs)
+        return operator
     # The gate sits in the root group, so its id is the gated task's full id (group prefix included).
     gate = RunConditionGate(
         task_id=gate_id,
@@ -179,9 +194,16 @@ def run_condition(
         gate.run_gate = DAG_GATE_TASK_ID
         if not gate.upstream_task_ids:
             run_gate >> gate
+    _add_run_outcome(dag, gate_kwargs)
+    return gate
+
+
+def _add_run_outcome(dag, gate_kwargs: dict) -> None:
+    from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID
+    from airflow_leastaction.operators.run_outcome import RunOutcome
+
     if RUN_OUTCOME_TASK_ID not in dag.task_dict:
         RunOutcome(task_id=RUN_OUTCOME_TASK_ID, dag=dag, poll_interval=gate_kwargs.get("poll_interval"))
-    return gate
 
 
 def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", count: int | None = None, **gate_kwargs):
@@ -216,6 +238,14 @@ def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", coun
     kind, count = check_condition(dag_id, DAG_GATE_TASK_ID, kind, count, len(declared))
     if DAG_GATE_TASK_ID in dag.task_dict:
         raise RunConditionError(dag_id, DAG_GATE_TASK_ID, "the DAG's run condition is already declared")
+    natives = sorted(t.task_id for t in dag.tasks if native_spec(t) is not None)
+    if natives:
+        raise RunConditionError(
+            dag_id,
+            DAG_GATE_TASK_ID,
+            f"{', '.join(natives)} {'has' if len(natives) == 1 else 'have'} a native run condition, which a "
+            "trigger rule cannot hold for the run's own: declare them without native=True",
+        )
     deps = tuple(Dependency(d.upstream, t, d.consume_repairs) for d, t in zip(declared, types, strict=True))
     roots = [t for t in dag.tasks if not t.upstream_task_ids and t.task_id != RUN_OUTCOME_TASK_ID]
     gate = DagRunGate(dependencies=deps, condition=kind, count=count, dag=dag, **gate_kwargs)
@@ -255,7 +285,9 @@ def gate_specs(dag) -> dict[str, GateSpec]:
     """The run conditions declared in ``dag``, by gated task id."""
     from airflow_leastaction.operators.run_condition import RunConditionGate
 
-    return {t.gated_task_id: t.spec for t in dag.tasks if isinstance(t, RunConditionGate)}
+    specs = {t.gated_task_id: t.spec for t in dag.tasks if isinstance(t, RunConditionGate)}
+    specs.update((t.task_id, spec) for t in dag.tasks if (spec := native_spec(t)) is not None)
+    return specs
 
 
 def dag_nodes(dag) -> dict[str, Node]:
@@ -283,6 +315,9 @@ def task_node(dag, task_id: str) -> Node | None:
             spec.active,
             tuple(d.label for d in spec.elsewhere),
         )
+    spec = native_spec(task)
+    if spec is not None:
+        return Node(task_id, tuple(d.upstream for d in spec.in_run), str(spec.condition), spec.active)
     ups = (u for u in task.upstream_task_ids if not isinstance(dag.task_dict[u], _Waiting))
     return Node(task_id, tuple(sorted(ups)))
 

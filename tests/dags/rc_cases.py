@@ -63,6 +63,17 @@ def child(task_id: str = "child"):
     return run()
 
 
+def until_child_ran():
+    """An upstream that finishes only once ``child`` ran: what ANY and N start without."""
+    return PythonSensor(
+        task_id="slow",
+        python_callable=lambda: (markers() / "child").exists(),
+        mode="reschedule",
+        poke_interval=0.2,
+        timeout=30,
+    )
+
+
 def dag(dag_id: str, schedule=None) -> DAG:
     return DAG(dag_id, schedule=schedule, start_date=START, catchup=False, tags=["test", "run-conditions"])
 
@@ -93,24 +104,12 @@ for name, cond in (
 # -- ANY starts as soon as it is satisfied: `slow` finishes only after the child ran ---------------
 with dag("rc_any_starts_early"):
     fast = outcome_task("fast", "success")
-    slow = PythonSensor(
-        task_id="slow",
-        python_callable=lambda: (markers() / "child").exists(),
-        mode="reschedule",
-        poke_interval=0.2,
-        timeout=20,
-    )
+    slow = until_child_ran()
     run_condition(child(), fast, slow, when="ANY", **FAST)
 
 with dag("rc_n_starts_early"):
     ups = [outcome_task(f"u{i}", "success") for i in range(2)]
-    slow = PythonSensor(
-        task_id="slow",
-        python_callable=lambda: (markers() / "child").exists(),
-        mode="reschedule",
-        poke_interval=0.2,
-        timeout=20,
-    )
+    slow = until_child_ran()
     run_condition(child(), *ups, slow, when="N", count=2, **FAST)
 
 # -- during a run -------------------------------------------------------------------------------------
@@ -203,3 +202,44 @@ with dag("rc_cross_dag_after_long_upstream"):
 
 with dag("rc_cross_dag_in_worker"):
     run_condition(child(), success(OTHER), max_wait=dt.timedelta(seconds=2), deferrable=False, **FAST)
+
+
+# -- native conditions: each declared with a gate and native=True on the same upstreams ----------------
+#: name -> (condition, dependency type, upstream task ids)
+NATIVE_CASES = {
+    "all_ok": ("ALL", success, ("ok", "ok2")),
+    "all_one_failed": ("ALL", success, ("ok", "bad")),
+    "all_one_skipped": ("ALL", success, ("ok", "off")),
+    "any_one_ok": ("ANY", success, ("ok", "bad")),
+    "any_failed_and_skipped": ("ANY", success, ("bad", "off")),
+    "any_all_skipped": ("ANY", success, ("off", "off2")),
+    "always_all": ("ALL", always, ("ok", "bad", "off")),
+}
+
+
+with dag("rc_native_table"):
+    ups = {
+        "ok": outcome_task("ok", "success"),
+        "ok2": outcome_task("ok2", "success"),
+        "bad": outcome_task("bad", "failed"),
+        "off": outcome_task("off", "skipped"),
+        "off2": outcome_task("off2", "skipped"),
+    }
+    for name, (when, helper, names) in NATIVE_CASES.items():
+        deps = [helper(ups[n]) for n in names]
+        run_condition(child(f"gated_{name}"), *deps, when=when, **FAST)
+        run_condition(child(f"native_{name}"), *deps, when=when, native=True, poll_interval=0.2)
+
+# ANY starts on the first success: `slow` finishes only once the native child ran.
+with dag("rc_native_any_starts_early"):
+    fast = outcome_task("fast", "success")
+    slow = until_child_ran()
+    run_condition(child(), fast, slow, when="ANY", native=True)
+
+# Started against its rule: the trigger rule is widened by hand after the declaration, so Airflow starts
+# the task although no dependency succeeded; the task judges for itself and skips.
+with dag("rc_native_started_against_its_rule"):
+    started = run_condition(
+        child(), outcome_task("bad", "failed"), outcome_task("off", "skipped"), when="ANY", native=True
+    )
+    started.trigger_rule = "all_done"

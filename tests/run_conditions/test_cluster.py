@@ -59,35 +59,60 @@ def cluster(pg_admin_url, tmp_path_factory):
     drop_catalog()
 
 
+def audit_of(cluster, dag_id: str) -> tuple[list[tuple], list[tuple]]:
+    """The run's decisions (task, dependency, result) by dependency, and its consumption (task, dependency)."""
+    engine = sa.create_engine(cluster.catalog_url)
+    try:
+        with engine.connect() as conn:
+            decided = conn.execute(
+                sa.text(
+                    "SELECT task_id, dependency, result FROM la_gate_decision WHERE dag_id = :dag ORDER BY dependency"
+                ),
+                {"dag": dag_id},
+            ).fetchall()
+            eaten = conn.execute(
+                sa.text("SELECT task_id, dependency FROM la_consumption WHERE dag_id = :dag ORDER BY dependency"),
+                {"dag": dag_id},
+            ).fetchall()
+    finally:
+        engine.dispose()
+    return [tuple(r) for r in decided], [tuple(r) for r in eaten]
+
+
+def any_shape_ran(cluster, dag_id: str) -> dict:
+    """One run of an ANY shape; its task times, after checking the child started before the slow upstreams ended."""
+    cluster.wait_for_dag(dag_id)
+    cluster.unpause(dag_id)
+    latency, info = start_latency(cluster, dag_id)
+    assert latency is not None, info
+    times = info["times"]
+    assert times["child"][0] == "success"
+    assert times["child"][1] < times["slow_a"][2] and times["child"][1] < times["slow_b"][2]
+    return info
+
+
 class TestAnyOnARealDeployment:
     def test_any_waits_deferred_and_starts_before_the_slow_upstreams_finish(self, cluster):
-        cluster.wait_for_dag("bench_gate_any")
-        cluster.unpause("bench_gate_any")
-        _, info = start_latency(cluster, "bench_gate_any")
-        times = info["times"]
+        info = any_shape_ran(cluster, "bench_gate_any")
         assert "deferred" in info["seen"]  # waiting in the triggerer, not on a worker
-        assert times["child"][0] == "success"
-        assert times["child"][1] < times["slow_a"][2] and times["child"][1] < times["slow_b"][2]
-        engine = sa.create_engine(cluster.catalog_url)
-        with engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT dependency, result FROM la_gate_decision WHERE dag_id = "
-                    "'bench_gate_any' ORDER BY dependency"
-                )
-            ).fetchall()
-            eaten = (
-                conn.execute(sa.text("SELECT dependency FROM la_consumption WHERE dag_id = 'bench_gate_any'"))
-                .scalars()
-                .all()
-            )
-        engine.dispose()
-        assert [tuple(r) for r in rows] == [
-            ("task:first", "SATISFIED"),
-            ("task:slow_a", "UNSATISFIED"),
-            ("task:slow_b", "UNSATISFIED"),
+        decided, eaten = audit_of(cluster, "bench_gate_any")
+        assert decided == [
+            ("child__gate", "task:first", "SATISFIED"),
+            ("child__gate", "task:slow_a", "UNSATISFIED"),
+            ("child__gate", "task:slow_b", "UNSATISFIED"),
         ]
-        assert eaten == ["task:first"]
+        assert eaten == [("child", "task:first")]
+
+    def test_a_native_any_starts_by_its_trigger_rule_and_records_its_decisions_when_it_starts(self, cluster):
+        info = any_shape_ran(cluster, "bench_gate_any_native")
+        assert "child__gate" not in info["times"]  # no gate task: the trigger rule starts the child
+        decided, eaten = audit_of(cluster, "bench_gate_any_native")
+        # Judged when the task's own process starts it, from the states at that instant: the driver releases
+        # the slow upstreams once Airflow marks the child running, so either may have finished by then.
+        found = {dep: result for task_id, dep, result in decided if task_id == "child"}
+        assert len(decided) == 3 and found["task:first"] == "SATISFIED"
+        assert {found["task:slow_a"], found["task:slow_b"]} <= {"SATISFIED", "UNSATISFIED"}
+        assert eaten == sorted(("child", d) for d, r in found.items() if r == "SATISFIED")
 
     def test_a_failure_waits_for_the_run_then_skips_its_dependents_runs_the_alert_and_fails_the_run(self, cluster):
         cluster.wait_for_dag("rc_cluster_failure")
