@@ -110,6 +110,9 @@ class NativeAdmission:
         while True:
             try:
                 outcome, admission = self._settle(context, mode)
+                if outcome is None:
+                    log.info("%s resumes: admitted when this attempt started", self.spec.task_id)
+                    return
                 break
             except Exception as exc:
                 from airflow_leastaction.catalog.engine import is_outage
@@ -138,7 +141,7 @@ class NativeAdmission:
             f"trigger rule?): {outcome.summary()}"
         )
 
-    def _settle(self, context, mode: str) -> tuple[GateOutcome, Any]:
+    def _settle(self, context, mode: str) -> tuple[GateOutcome | None, Any]:
         from airflow_leastaction.admission import settle
         from airflow_leastaction.airflow_context import attempt_key
         from airflow_leastaction.catalog.store import CatalogStore
@@ -150,10 +153,15 @@ class NativeAdmission:
 
         ti = context["ti"]
         dag_id, run_id = ti.dag_id, ti.run_id
+        key = attempt_key(context, dag_id, self.spec.task_id)
+        store = CatalogStore(conn_id=self.catalog_conn_id)
+        if store.decisions_for(key):
+            # Airflow runs pre-execute again each time the attempt resumes (from a deferral, or a reschedule
+            # of a sensor): the attempt was admitted when it started, and its decisions stand.
+            return None, None
         judged_at = _judged_at(context)
         states = task_states(dag_id, run_id)
         upstream, waiting = run_structure(context["dag"])
-        store = CatalogStore(conn_id=self.catalog_conn_id)
         ids = {d.upstream: airflow_task(dag_id, d.upstream) for d in self.spec.in_run}
         found = store.slot_records([(i, judged_at.instant) for i in ids.values()])
         records = {t: found[(i, judged_at.instant)] for t, i in ids.items() if (i, judged_at.instant) in found}
@@ -163,7 +171,6 @@ class NativeAdmission:
         outcome = noted(outcome, judged_at)
         if outcome.verdict is Verdict.WAIT and mode == "enforce":
             return outcome, None
-        key = attempt_key(context, dag_id, self.spec.task_id)
         return outcome, settle(store, key, outcome, downstream_slot=judged_at.instant, mode=mode)
 
 

@@ -243,3 +243,17 @@ with dag("rc_native_started_against_its_rule"):
         child(), outcome_task("bad", "failed"), outcome_task("off", "skipped"), when="ANY", native=True
     )
     started.trigger_rule = "all_done"
+
+
+def third_poke() -> bool:
+    """True on the third poke: a sensor that resumes twice within one attempt."""
+    pokes = markers() / "pokes"
+    count = len(pokes.read_text()) if pokes.exists() else 0
+    pokes.write_text("x" * (count + 1))
+    return count + 1 >= 3
+
+
+# A native condition on a sensor that reschedules: Airflow runs pre-execute again on each poke.
+with dag("rc_native_sensor_resumes"):
+    poking = PythonSensor(task_id="child", python_callable=third_poke, mode="reschedule", poke_interval=0.2, timeout=30)
+    run_condition(poking, outcome_task("up", "success"), native=True)

@@ -179,3 +179,13 @@ class TestOnlyWhatATriggerRuleExpressesIsNative:
             run_condition(c, a, b, when="ANY", native=True)
         assert dag_nodes(dag)["c"] == Node("c", ("a", "b"), "ANY", True)
         assert [d.key for d in gate_specs(dag)["c"].dependencies] == ["task:a", "task:b"]
+
+
+class TestResumes:
+    def test_an_attempt_that_resumes_keeps_the_decisions_it_started_with(self, run_dag, rc_catalog, markers):
+        run = run_dag("rc_native_sensor_resumes", day(3))
+        assert states(run)["child"] == "success"
+        assert (markers / "pokes").read_text() == "xxx"  # started, then resumed twice
+        rows = decisions(rc_catalog, "rc_native_sensor_resumes", "child")
+        assert [(r["dependency"], r["result"], r["attempt"]) for r in rows] == [("task:up", "SATISFIED", 1)]
+        assert [c["decision_id"] for c in consumed(rc_catalog, "rc_native_sensor_resumes")] == [rows[0]["id"]]
