@@ -66,6 +66,8 @@ def native_trigger_rule(dag_id: str, spec: GateSpec, *, run_gate: bool = False) 
     elsewhere = [d.label for d in spec.elsewhere]
     if elsewhere:
         raise refuse(f"{', '.join(elsewhere)} {'is' if len(elsewhere) == 1 else 'are'} not in this DAG")
+    if not spec.dependencies:
+        raise refuse("it has no dependencies")
     types = sorted({d.type.value for d in spec.dependencies})
     if len(types) != 1:
         raise refuse(f"its dependencies mix the types {', '.join(types)}")

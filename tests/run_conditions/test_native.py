@@ -120,6 +120,7 @@ class TestOnlyWhatATriggerRuleExpressesIsNative:
                 "other.t is not in this DAG",
             ),
             (lambda a, b, c: run_condition(c, a, active=False, native=True), "an inactive task has no trigger rule"),
+            (lambda a, b, c: run_condition(c, native=True), "it has no dependencies"),
         ],
     )
     def test_a_condition_no_trigger_rule_expresses_is_refused_at_parse_time_naming_why(self, declare, why):
