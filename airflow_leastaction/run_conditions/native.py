@@ -102,8 +102,11 @@ class NativeAdmission:
         self.previous = previous
 
     def __call__(self, context) -> None:
-        if self.previous is not None:
+        self._admit(context)  # raises unless admitted
+        if self.previous is not None:  # the task's own pre-execute hook, if it had one
             self.previous(context)
+
+    def _admit(self, context) -> None:
         from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
         from airflow_leastaction.admission import gate_mode

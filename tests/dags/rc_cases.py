@@ -239,10 +239,21 @@ with dag("rc_native_any_starts_early"):
 # Started against its rule: the trigger rule is widened by hand after the declaration, so Airflow starts
 # the task although no dependency succeeded; the task judges for itself and skips.
 with dag("rc_native_started_against_its_rule"):
+
+    @task(task_id="child", pre_execute=lambda context: own_hook_ran())
+    def never():
+        mark("child")
+
     started = run_condition(
-        child(), outcome_task("bad", "failed"), outcome_task("off", "skipped"), when="ANY", native=True
+        never(), outcome_task("bad", "failed"), outcome_task("off", "skipped"), when="ANY", native=True
     )
     started.trigger_rule = "all_done"
+
+
+def own_hook_ran() -> None:
+    """The task's own pre-execute hook: one more mark per call."""
+    path = markers() / "own_hook"
+    path.write_text((path.read_text() if path.exists() else "") + "x")
 
 
 def third_poke() -> bool:
@@ -255,5 +266,12 @@ def third_poke() -> bool:
 
 # A native condition on a sensor that reschedules: Airflow runs pre-execute again on each poke.
 with dag("rc_native_sensor_resumes"):
-    poking = PythonSensor(task_id="child", python_callable=third_poke, mode="reschedule", poke_interval=0.2, timeout=30)
+    poking = PythonSensor(
+        task_id="child",
+        python_callable=third_poke,
+        mode="reschedule",
+        poke_interval=0.2,
+        timeout=30,
+        pre_execute=lambda context: own_hook_ran(),
+    )
     run_condition(poking, outcome_task("up", "success"), native=True)

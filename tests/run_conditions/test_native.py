@@ -86,9 +86,10 @@ class TestNativeAny:
         assert {r["dependency"]: r["result"] for r in rows} == {"task:fast": "SATISFIED", "task:slow": "UNSATISFIED"}
         assert "waiting for it to finish" in next(r["reason"] for r in rows if r["dependency"] == "task:slow")
 
-    def test_a_task_started_against_its_rule_judges_for_itself_and_skips(self, run_dag, rc_catalog):
+    def test_a_task_started_against_its_rule_judges_for_itself_and_skips(self, run_dag, rc_catalog, markers):
         run = run_dag("rc_native_started_against_its_rule", day(3))
         assert states(run)["child"] == "skipped"
+        assert not (markers / "own_hook").exists()  # skipped before the task's own pre-execute hook
         rows = decisions(rc_catalog, "rc_native_started_against_its_rule", "child")
         assert results(rows) == {("task:bad", "UNSATISFIED"), ("task:off", "UNSATISFIED")}
         assert consumed(rc_catalog, "rc_native_started_against_its_rule") == []
@@ -187,6 +188,7 @@ class TestResumes:
         run = run_dag("rc_native_sensor_resumes", day(3))
         assert states(run)["child"] == "success"
         assert (markers / "pokes").read_text() == "xxx"  # started, then resumed twice
+        assert (markers / "own_hook").read_text() == "xxx"  # the task's own hook still runs, each time
         rows = decisions(rc_catalog, "rc_native_sensor_resumes", "child")
         assert [(r["dependency"], r["result"], r["attempt"]) for r in rows] == [("task:up", "SATISFIED", 1)]
         assert [c["decision_id"] for c in consumed(rc_catalog, "rc_native_sensor_resumes")] == [rows[0]["id"]]
