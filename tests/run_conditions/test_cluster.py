@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import sqlalchemy as sa
 
-from bench.bench_gate import latency_cluster, start_latency, task_times
+from bench.gate_latency import latency_cluster, start_latency, task_times
 from harness.airflow_cluster import fresh_pg_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
