@@ -275,3 +275,7 @@ with dag("rc_native_sensor_resumes"):
         pre_execute=lambda context: own_hook_ran(),
     )
     run_condition(poking, outcome_task("up", "success"), native=True)
+
+# A native condition through a catalog outage (tests/integration/test_catalog_outage_runs.py).
+with dag("rc_native_outage"):
+    run_condition(child(), outcome_task("up", "success"), native=True, poll_interval=0.2)

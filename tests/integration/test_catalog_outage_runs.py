@@ -130,3 +130,63 @@ def test_a_stopped_server_is_an_outage_and_schema_errors_and_bugs_are_not(server
         assert is_outage(refused.value)
     finally:
         server.start()
+
+
+def spooled(spool, task_id: str) -> bool:
+    return any(f".{task_id}" in p.read_text() for p in spool.glob(f"pending-*{SPOOL_SUFFIX}"))
+
+
+def native_decisions(url) -> list[tuple]:
+    with CatalogStore(get_engine(url)).engine.connect() as conn:
+        return [
+            tuple(r)
+            for r in conn.execute(
+                select(gate_decision.c.task_id, gate_decision.c.dependency, gate_decision.c.result).where(
+                    gate_decision.c.dag_id == "rc_native_outage"
+                )
+            )
+        ]
+
+
+def test_a_native_condition_waits_for_the_catalog_before_its_task_runs(
+    server, use_catalog, run_dag, tmp_path, monkeypatch
+):
+    spool = tmp_path / "spool"
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(spool))
+    monkeypatch.setenv("RC_MARKERS", str(tmp_path / "markers"))
+    url = server.create_database("la_outage_native")
+    get_engine(url, migrate=True)
+    use_catalog(url)
+    server.stop()
+    ran_during_outage = []
+
+    def recover():
+        # The child's start was spooled (the listener runs before pre-execute), so its hook is waiting now.
+        time.sleep(1.0)
+        ran_during_outage.append((tmp_path / "markers" / "child").exists())
+        server.start()
+
+    recovered = when(lambda: spooled(spool, "child"), recover)
+    run = run_dag("rc_native_outage", SLOT)
+    recovered.join(5)
+    assert not recovered.is_alive()
+    assert ran_during_outage == [False]  # the task's own code waited for its admission to be recorded
+    assert {ti.task_id: ti.state for ti in run.get_task_instances()}["child"] == "success"
+    assert native_decisions(url) == [("child", "task:up", "SATISFIED")]
+
+
+def test_a_native_condition_runs_unrecorded_under_relaxed_gates_while_the_catalog_is_down(
+    server, use_catalog, run_dag, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(tmp_path / "spool"))
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__GATES", "warn")
+    monkeypatch.setenv("RC_MARKERS", str(tmp_path / "markers"))
+    url = server.create_database("la_outage_native_warn")
+    get_engine(url, migrate=True)
+    use_catalog(url)
+    server.stop()
+    run = run_dag("rc_native_outage", SLOT)
+    assert {ti.task_id: ti.state for ti in run.get_task_instances()}["child"] == "success"
+    assert (tmp_path / "markers" / "child").exists()
+    server.start()
+    assert native_decisions(url) == []
