@@ -57,71 +57,41 @@ def gate(doc: dict, part: str | None) -> list[str]:
     if part == "latency":
         lat = results["latency"]
         g, r = statistics.median(lat["any_gate_s"]), statistics.median(lat["one_success_s"])
-        return _table(
-            ["", "median", "all runs (s)"],
-            ["---", "---:", "---"],
+        rows = [_median_row('ANY gate (`run_condition(child, first, slow_a, slow_b, when="ANY")`)', lat["any_gate_s"])]
+        if worker := lat.get("any_gate_worker_s"):
+            rows.append(_median_row("the same gate with `start_from_trigger=False` (resumed on a worker)", worker))
+        if native := lat.get("any_native_s"):
+            label = "the same condition with `native=True` (no gate; the task carries `one_success`)"
+            rows.append(_median_row(label, native))
+        rows.append(_median_row('Airflow `trigger_rule="one_success"` on the same shape', lat["one_success_s"]))
+        rows.append(["ratio of medians gate / `one_success`", f"{g / r:.1f}x", ""])
+        if native:
+            rows.append(["ratio of medians `native=True` / `one_success`", f"{statistics.median(native) / r:.1f}x", ""])
+        failed = lat.get("failed_runs", [])
+        rows.append(
             [
-                [
-                    'ANY gate (`run_condition(child, first, slow_a, slow_b, when="ANY")`)',
-                    f"{g:.2f} s",
-                    _runs(lat["any_gate_s"]),
-                ],
-                *(
-                    [
-                        [
-                            "the same gate with `start_from_trigger=False` (resumed on a worker)",
-                            f"{statistics.median(w):.2f} s",
-                            _runs(w),
-                        ]
-                    ]
-                    if (w := lat.get("any_gate_worker_s"))
-                    else []
-                ),
-                *(
-                    [
-                        [
-                            "the same condition with `native=True` (no gate; the task carries `one_success`)",
-                            f"{statistics.median(n):.2f} s",
-                            _runs(n),
-                        ]
-                    ]
-                    if (n := lat.get("any_native_s"))
-                    else []
-                ),
-                ['Airflow `trigger_rule="one_success"` on the same shape', f"{r:.2f} s", _runs(lat["one_success_s"])],
-                ["ratio of medians gate / `one_success`", f"{g / r:.1f}x", ""],
-                *(
-                    [["ratio of medians `native=True` / `one_success`", f"{statistics.median(n) / r:.1f}x", ""]]
-                    if (n := lat.get("any_native_s"))
-                    else []
-                ),
-                [
-                    "runs that did not succeed (excluded above)",
-                    str(len(lat.get("failed_runs", []))),
-                    "; ".join(f"{f['run_id']}: {f['state']}" for f in lat.get("failed_runs", [])),
-                ],
-            ],
+                "runs that did not succeed (excluded above)",
+                str(len(failed)),
+                "; ".join(f"{f['run_id']}: {f['state']}" for f in failed),
+            ]
         )
+        return _table(["", "median", "all runs (s)"], ["---", "---:", "---"], rows)
     if part == "sensor":
         lat = results["latency"]
         if not lat.get("sensor_release_s"):
             raise ReportError("bench_gate:sensor: the JSON has no sensor runs (run the latency part)")
-        poll = lat["poll_interval_s"]
         return _table(
             ["from the parent task's end to", "median", "all runs (s)"],
             ["---", "---:", "---"],
             [
-                [
-                    "the sensor's end (its release)",
-                    f"{statistics.median(lat['sensor_release_s']):.2f} s",
-                    _runs(lat["sensor_release_s"]),
-                ],
-                [
-                    "the gated task's start",
-                    f"{statistics.median(lat['sensor_child_start_s']):.2f} s",
-                    _runs(lat["sensor_child_start_s"]),
-                ],
-                ["poll interval of the deployment", f"{poll:.2f} s", ""],
+                _median_row("the sensor's end (its release)", lat["sensor_release_s"]),
+                _median_row("the gated task's start", lat["sensor_child_start_s"]),
+                ["poll interval of the deployment", f"{lat['poll_interval_s']:.2f} s", ""],
             ],
         )
     raise ReportError(f"bench_gate has no table {part!r}")
+
+
+def _median_row(label: str, samples: list[float]) -> list[str]:
+    """A latency row: its label, the median of its runs, and every run."""
+    return [label, f"{statistics.median(samples):.2f} s", _runs(samples)]
