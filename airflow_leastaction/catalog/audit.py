@@ -10,10 +10,11 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, exists, func, insert, literal, null, select, union_all
+from sqlalchemy import and_, bindparam, exists, func, insert, select, type_coerce, union_all
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
+from airflow_leastaction.catalog.bound_rows import bound_rows
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task_run, utcnow
 from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.gate import DecisionResult, Judgement
@@ -52,14 +53,11 @@ class AuditRecords:
         BYPASSED with that reason; a satisfied one is SATISFIED all the same, and is consumed.
         """
         now = at or utcnow()
-        rows = [_decision_row(attempt, j, downstream_slot, now, bypass_reason) for j in judgements]
+        rows = [_decision_values(j, bypass_reason) for j in judgements]
         if not rows:
             return []
-        # One INSERT ... VALUES (...), (...) RETURNING id for the whole attempt (SQLAlchemy's "insertmanyvalues"):
-        # an attempt costs one statement whatever its number of dependencies. RETURNING promises no row order,
-        # but one INSERT numbers its rows in the order given, so the ids sorted are in ``judgements`` order.
         with self.transactions.write() as conn:
-            return sorted(conn.execute(insert(gate_decision).returning(gate_decision.c.id), rows).scalars())
+            return sorted(conn.execute(*_decisions_insert(conn, attempt, downstream_slot, now, rows)).scalars())
 
     def _consume(
         self,
@@ -78,35 +76,23 @@ class AuditRecords:
         it in the same run (a ``ParentIntervalSensor``, a run-condition gate), the SATISFIED decisions of
         that gate's latest attempt.
         """
-        d = gate_decision.c
-        same_ti = (
-            d.dag_id == who.dag_id,
-            d.run_id == who.run_id,
-            d.map_index == who.map_index,
-            d.result == DecisionResult.SATISFIED.value,
-        )
-        attempts = [(who.task_id, who.attempt)] if consume_own else []
-        if gate_task_ids:
-            # The gates' latest attempts first (one small grouped read on the attempt index): as a subquery
-            # joined in, planners without fresh statistics re-ran it once per decision.
-            attempts += conn.execute(
-                select(d.task_id, func.max(d.attempt))
-                .where(
-                    d.dag_id == who.dag_id,
-                    d.run_id == who.run_id,
-                    d.map_index == who.map_index,
-                    d.task_id.in_(list(gate_task_ids)),
-                )
-                .group_by(d.task_id)
-            ).all()
-        if not attempts:
+        gates = list(dict.fromkeys(gate_task_ids))
+        if not consume_own and not gates:
             return 0
-        # One branch per attempt, each keyed on the whole attempt index: an OR of attempts let planners pick
-        # the (result, time) index instead and scan every SATISFIED decision ever recorded.
-        branches = [select(gate_decision).where(*same_ti, d.task_id == t, d.attempt == n) for t, n in attempts]
-        sources = branches[0] if len(branches) == 1 else union_all(*branches)
+        params = {
+            "c_dag_id": who.dag_id,
+            "c_task_id": who.task_id,
+            "c_run_id": who.run_id,
+            "c_map_index": who.map_index,
+            "c_attempt": who.attempt,
+            "c_downstream_task_pk": task_pk,
+            "c_downstream_slot": slot,
+            "c_consumed_at": now,
+            "c_satisfied": DecisionResult.SATISFIED.value,
+        }
+        params.update({f"c_gate_{i}": gate for i, gate in enumerate(gates)})
         # INSERT ... SELECT: the decisions never travel through Python, one statement whatever their number.
-        return conn.execute(_consumption_from(sources.subquery(), who, task_pk, slot, now)).rowcount
+        return conn.execute(_consumption_statement(conn.dialect, consume_own, len(gates)), params).rowcount
 
     def _consumed_by(self, conn: Connection, who: AttemptKey) -> bool:
         """Has the attempt ``who`` already recorded consumption (a replayed success must not repeat it)?"""
@@ -260,53 +246,112 @@ def is_stale(current_revision) -> ColumnElement:
     return and_(c.upstream_revision < current_revision, ~caught_up)
 
 
-def _decision_row(attempt: AttemptKey, j: Judgement, downstream_slot, now, bypass_reason):
+def _decision_values(j: Judgement, bypass_reason: str | None) -> tuple:
+    """What one decision row holds of its judgement, in :data:`_JUDGED` order."""
     if bypass_reason is not None and not j.satisfied:
         result, reason = DecisionResult.BYPASSED.value, f"{bypass_reason}: {j.reason}"
     else:
         result = (DecisionResult.SATISFIED if j.satisfied else DecisionResult.UNSATISFIED).value
         reason = j.reason
-    return dict(
-        dag_id=attempt.dag_id,
-        task_id=attempt.task_id,
-        run_id=attempt.run_id,
-        map_index=attempt.map_index,
-        attempt=attempt.attempt,
-        downstream_slot=downstream_slot,
-        dependency=j.dependency,
-        dependency_type=j.dependency_type.value,
-        upstream_task_pk=j.upstream_task_pk,
-        upstream_run_pk=j.upstream_run_pk,
-        upstream_slot=j.upstream_slot,
-        upstream_revision=j.upstream_revision,
-        result=result,
-        reason=reason,
-        decided_at=now,
+    return (
+        j.dependency,
+        j.dependency_type.value,
+        j.upstream_task_pk,
+        j.upstream_run_pk,
+        j.upstream_slot,
+        j.upstream_revision,
+        result,
+        reason,
     )
+
+
+#: The decision columns that differ from one dependency to the next (the rest is the attempt's).
+_JUDGED = (
+    "dependency",
+    "dependency_type",
+    "upstream_task_pk",
+    "upstream_run_pk",
+    "upstream_slot",
+    "upstream_revision",
+    "result",
+    "reason",
+)
+
+
+def _decisions_insert(conn: Connection, attempt: AttemptKey, downstream_slot, now, rows: list[tuple]):
+    """One ``INSERT ... SELECT ... RETURNING id`` of an attempt's decisions, whatever their number, and
+    its parameters: the attempt's own columns bound once, the judged ones as bound rows (one parameter per
+    column at most). The statement is built once per dialect. Rows are inserted in the order given (ORDER
+    BY their position), so their ids, sorted, are in that order."""
+    statement, judged = _decisions_statement(conn.dialect)
+    own = {
+        "d_dag_id": attempt.dag_id,
+        "d_task_id": attempt.task_id,
+        "d_run_id": attempt.run_id,
+        "d_map_index": attempt.map_index,
+        "d_attempt": attempt.attempt,
+        "d_downstream_slot": downstream_slot,
+        "d_decided_at": now,
+    }
+    return statement, {**own, **judged.params(rows)}
+
+
+_DECISIONS: dict[tuple, tuple] = {}
+
+
+def _decisions_statement(dialect):
+    key = (type(dialect), dialect.name)
+    if key not in _DECISIONS:
+        d = gate_decision.c
+        judged = bound_rows(dialect, "j", [(name, d[name].type) for name in _JUDGED])
+        own = [*_OWN, "downstream_slot", "decided_at"]
+        # type_coerce, not CAST: SQLite's CAST(... AS DATETIME) would turn the stored text into a number.
+        values = [type_coerce(bindparam(f"d_{name}"), d[name].type) for name in own]
+        source = select(*values, *judged.columns).select_from(judged.table).order_by(judged.order)
+        statement = insert(gate_decision).from_select([*own, *_JUDGED], source).returning(d.id)
+        _DECISIONS[key] = (statement, judged)
+    return _DECISIONS[key]
+
+
+#: The columns that name the attempt.
+_OWN = ("dag_id", "task_id", "run_id", "map_index", "attempt")
 
 
 #: The columns a consumption record copies from the decision it consumes, after ``decision_id``.
 _COPIED = ("dependency", "upstream_task_pk", "upstream_run_pk", "upstream_slot", "upstream_revision")
 
 
-def _consumption_from(decisions, who: AttemptKey, task_pk: int | None, slot, now):
-    """INSERT of one consumption record by ``who`` per row of ``decisions`` (a subquery of decisions)."""
+_CONSUMPTIONS: dict[tuple, object] = {}
 
-    def const(value, type_):
-        # A bare NULL takes the target column's type in INSERT ... SELECT on PostgreSQL and SQLite alike.
-        return null() if value is None else literal(value, type_)
 
-    own = {
-        "dag_id": literal(who.dag_id),
-        "task_id": literal(who.task_id),
-        "run_id": literal(who.run_id),
-        "map_index": literal(who.map_index),
-        "attempt": literal(who.attempt),
-        "downstream_task_pk": const(task_pk, consumption.c.downstream_task_pk.type),
-        "downstream_slot": const(slot, consumption.c.downstream_slot.type),
-        "consumed_at": literal(now, consumption.c.consumed_at.type),
-    }
-    columns = ["decision_id", *own, *_COPIED]
-    return insert(consumption).from_select(
-        columns, select(decisions.c.id, *own.values(), *(decisions.c[name] for name in _COPIED))
-    )
+def _consumption_statement(dialect, own_attempt: bool, gates: int):
+    """INSERT of one consumption record per SATISFIED decision of the consuming attempt itself (when
+    ``own_attempt``) and of the latest attempt of each of ``gates`` gate tasks of the same task instance's
+    run; built once per dialect and shape, the values bound (see :meth:`AuditRecords._consume`)."""
+    key = (type(dialect), dialect.name, own_attempt, gates)
+    if key not in _CONSUMPTIONS:
+        d, c = gate_decision.c, consumption.c
+        same_ti = (
+            d.dag_id == bindparam("c_dag_id"),
+            d.run_id == bindparam("c_run_id"),
+            d.map_index == bindparam("c_map_index"),
+        )
+        # One branch per source attempt, each keyed on the whole attempt index: an OR of attempts let
+        # planners pick the (result, time) index instead and scan every SATISFIED decision ever recorded.
+        # A gate's latest attempt is an uncorrelated scalar subquery, evaluated once per statement.
+        sources = [(bindparam("c_task_id"), bindparam("c_attempt"))] if own_attempt else []
+        for i in range(gates):
+            gate = bindparam(f"c_gate_{i}")
+            sources.append((gate, select(func.max(d.attempt)).where(*same_ti, d.task_id == gate).scalar_subquery()))
+        branches = [
+            select(gate_decision).where(*same_ti, d.result == bindparam("c_satisfied"), d.task_id == t, d.attempt == n)
+            for t, n in sources
+        ]
+        decisions = (branches[0] if len(branches) == 1 else union_all(*branches)).subquery()
+        own = ["dag_id", "task_id", "run_id", "map_index", "attempt", "downstream_task_pk", "downstream_slot"]
+        own.append("consumed_at")
+        # type_coerce, not CAST: SQLite's CAST(... AS DATETIME) would turn the stored text into a number.
+        values = [type_coerce(bindparam(f"c_{name}"), c[name].type) for name in own]
+        source = select(decisions.c.id, *values, *(decisions.c[name] for name in _COPIED))
+        _CONSUMPTIONS[key] = insert(consumption).from_select(["decision_id", *own, *_COPIED], source)
+    return _CONSUMPTIONS[key]

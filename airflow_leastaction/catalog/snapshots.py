@@ -4,14 +4,12 @@ own windows, read in two statements for any number of waiting gates (see :meth:`
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from sqlalchemy import BigInteger, DateTime, String, and_, bindparam, cast, func, select
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Connection
 
+from airflow_leastaction.catalog.bound_rows import bound_rows
 from airflow_leastaction.catalog.schema import in_chunks, task, task_run
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import (
@@ -46,7 +44,9 @@ def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted
     rows = sorted((t.pk, start, end) for ident, t in tasks.items() for start, end in task_windows(t, wanted[ident]))
     if not rows:
         return slots
-    windows, params = _windows_table(conn, rows)
+    slot_type = task_run.c.slot.type
+    w = bound_rows(conn.dialect, "w", [("pk", task_run.c.task_pk.type), ("s", slot_type), ("e", slot_type)])
+    pk, start, end = w.columns
     query = select(
         task_run.c.id,
         task_run.c.task_pk,
@@ -55,51 +55,12 @@ def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted
         task_run.c.output_revision,
         task_run.c.rows_written,
         task_run.c.repair_pending,
-    ).join_from(
-        windows.table,
-        task_run,
-        and_(task_run.c.task_pk == windows.pk, task_run.c.slot >= windows.start, task_run.c.slot < windows.end),
-    )
+    ).join_from(w.table, task_run, and_(task_run.c.task_pk == pk, task_run.c.slot >= start, task_run.c.slot < end))
     slots.extend(
         SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written, r.repair_pending)
-        for r in conn.execute(query, params)
+        for r in conn.execute(query, w.params(rows))
     )
     return slots
-
-
-@dataclass(frozen=True)
-class _Windows:
-    table: object
-    pk: object
-    start: object
-    end: object
-
-
-def _windows_table(conn: Connection, rows: list[tuple[int, dt.datetime, dt.datetime]]):
-    """The windows as a table bound in one or three parameters, so the statement compiles once whatever the
-    number of windows (a VALUES list of 10,000 windows took SQLAlchemy seconds to compile): a JSON array
-    unpacked by ``json_each`` on SQLite, three arrays unpacked by ``unnest`` on PostgreSQL."""
-    dialect = conn.dialect
-    if dialect.name == "sqlite":
-        # The slots compare as the text the column stores, so the JSON carries that text.
-        to_text = task_run.c.slot.type.dialect_impl(dialect).bind_processor(dialect)
-        w = func.json_each(bindparam("windows", type_=String)).table_valued("value").alias("w")
-        params = {"windows": json.dumps([[pk, to_text(start), to_text(end)] for pk, start, end in rows])}
-        field = [func.json_extract(w.c.value, f"$[{i}]") for i in range(3)]
-        return _Windows(w, *field), params
-    if dialect.name == "postgresql":
-        w = (
-            func.unnest(
-                cast(bindparam("pks"), ARRAY(BigInteger)),
-                cast(bindparam("starts"), ARRAY(DateTime(timezone=True))),
-                cast(bindparam("ends"), ARRAY(DateTime(timezone=True))),
-            )
-            .table_valued("pk", "s", "e")
-            .render_derived(name="w")
-        )
-        pks, starts, ends = (list(c) for c in zip(*rows, strict=True))
-        return _Windows(w, w.c.pk, w.c.s, w.c.e), {"pks": pks, "starts": starts, "ends": ends}
-    raise NotImplementedError(f"the catalog supports SQLite and PostgreSQL, not {dialect.name}")
 
 
 def task_windows(t: TaskSnapshot, intervals) -> list[tuple[dt.datetime, dt.datetime]]:

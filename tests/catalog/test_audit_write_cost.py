@@ -67,9 +67,9 @@ def test_consuming_100_decisions_adds_a_constant_number_of_statements_to_the_suc
 
 
 def test_consumption_reads_only_the_consuming_attempts_decisions_not_the_audit_history(sqlite_url):
-    """Each source attempt is looked up on the whole attempt index. With an OR of attempts SQLite chose
-    the (result, time) index and scanned every SATISFIED decision ever recorded, so a success got slower
-    as the audit trail grew."""
+    """Each source attempt is looked up on the whole attempt index, and the gate's latest attempt on its
+    prefix. With an OR of attempts SQLite chose the (result, time) index and scanned every SATISFIED
+    decision ever recorded, so a success got slower as the audit trail grew."""
     from sqlalchemy import event
 
     from airflow_leastaction.catalog.engine import get_engine
@@ -98,8 +98,15 @@ def test_consumption_reads_only_the_consuming_attempts_decisions_not_the_audit_h
     with store.engine.connect() as conn:
         plan = [row[-1] for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
     lookups = [step for step in plan if "la_gate_decision" in step]
-    assert len(lookups) == 2, plan
-    assert all("USING INDEX ix_la_gate_decision_attempt (dag_id=? AND task_id=? AND run_id=?" in s for s in lookups)
+    assert all(
+        "INDEX ix_la_gate_decision_attempt (dag_id=? AND task_id=? AND run_id=? AND map_index=?" in s for s in lookups
+    )
+    whole = "AND map_index=? AND attempt=?)"
+    # The two source attempts (the consumer's own, its gate's) on the whole index; the gate's latest
+    # attempt number (one scalar subquery) on the index without its last column.
+    assert [s.endswith(whole) for s in lookups].count(True) == 2, plan
+    assert [s.endswith("AND map_index=?)") for s in lookups].count(True) == 1, plan
+    assert len(lookups) == 3, plan
     with store.engine.connect() as conn:
         consumed = conn.execute(select(func.count()).select_from(consumption).where(consumption.c.run_id == run))
         assert consumed.scalar() == 4  # the SATISFIED half of each attempt's four

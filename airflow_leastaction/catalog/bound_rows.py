@@ -1,0 +1,84 @@
+"""Many rows bound as a table in a few parameters, so a statement compiles once whatever their number.
+
+A VALUES list of N rows is N x columns bound parameters: SQLAlchemy compiles (and the driver renders)
+that statement anew for every N, which cost seconds at 10,000 windows and most of a 100-dependency
+attempt's audit write. Bound this way the rows are one JSON array unpacked by ``json_each`` on SQLite,
+or one array per column unpacked by ``unnest`` on PostgreSQL, and the statement's text is the same for
+any number of rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from sqlalchemy import BigInteger, DateTime, Integer, String, Text, bindparam, cast, func
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeEngine
+
+#: PostgreSQL array element type per column type (what ``unnest`` yields).
+_PG_ARRAY = {"int": Integer, "bigint": BigInteger, "text": Text, "timestamptz": DateTime(timezone=True)}
+
+
+class BoundRows:
+    """Rows of ``columns`` as a selectable: ``table`` to select from, ``columns`` in the order given and
+    ``order`` (the rows' position) to keep them in that order; :meth:`params` binds a list of rows to it.
+    Built once per dialect, table name and columns (:func:`bound_rows`), like the statements using it."""
+
+    def __init__(self, dialect: Dialect, name: str, columns: Sequence[tuple[str, TypeEngine]]):
+        self.name = name
+        self.names = [c for c, _ in columns]
+        # Each value as binding it to its column would send it (UTC text on SQLite; a naive datetime refused).
+        self._procs = [type_.dialect_impl(dialect).bind_processor(dialect) for _, type_ in columns]
+        self._sqlite = dialect.name == "sqlite"
+        if self._sqlite:
+            w = func.json_each(bindparam(f"{name}_rows", type_=String)).table_valued("value", "key").alias(name)
+            self.table, self.order = w, w.c.key
+            self.columns = tuple(func.json_extract(w.c.value, f"$[{i}]") for i in range(len(self.names)))
+        elif dialect.name == "postgresql":
+            arrays = [cast(bindparam(f"{name}_{c}"), ARRAY(_PG_ARRAY[_pg_kind(t)])) for c, t in columns]
+            w = func.unnest(*arrays).table_valued(*self.names, with_ordinality="ord").render_derived(name=name)
+            self.table, self.order = w, w.c.ord
+            self.columns = tuple(w.c[c] for c in self.names)
+        else:
+            raise NotImplementedError(f"the catalog supports SQLite and PostgreSQL, not {dialect.name}")
+
+    def params(self, rows: Sequence[tuple]) -> dict:
+        """The parameters binding ``rows`` (tuples in the columns' order; None for NULL)."""
+        procs = self._procs
+        encoded = [[v if p is None or v is None else p(v) for v, p in zip(row, procs, strict=True)] for row in rows]
+        if self._sqlite:
+            return {f"{self.name}_rows": json.dumps(encoded)}
+        values = list(zip(*encoded, strict=True)) if encoded else [() for _ in self.names]
+        return {f"{self.name}_{c}": list(v) for c, v in zip(self.names, values, strict=True)}
+
+
+_BUILT: dict[tuple, BoundRows] = {}
+
+
+def bound_rows(dialect: Dialect, name: str, columns: Sequence[tuple[str, TypeEngine]]) -> BoundRows:
+    """The :class:`BoundRows` of ``columns`` named ``name`` for ``dialect``.
+
+    ``columns`` pairs a column name with the catalog column type its values are stored as (for example
+    ``task_run.c.slot.type``): on SQLite each value goes into the JSON as the text or number that type
+    stores, so comparing with or inserting into such a column is what binding the value there would be.
+    """
+    key = (type(dialect), dialect.name, name, tuple((c, id(t)) for c, t in columns))
+    built = _BUILT.get(key)
+    if built is None:
+        built = _BUILT[key] = BoundRows(dialect, name, columns)
+    return built
+
+
+def _pg_kind(type_: TypeEngine) -> str:
+    impl = getattr(type_, "impl", type_)
+    if isinstance(impl, DateTime):
+        return "timestamptz"
+    if isinstance(impl, BigInteger):
+        return "bigint"
+    if isinstance(impl, Integer):
+        return "int"
+    if isinstance(impl, String | Text):
+        return "text"
+    raise TypeError(f"no array type for a bound column of type {type_!r}")
