@@ -31,6 +31,33 @@ class TaskIdentity:
         if not self.name.strip() or not self.project.strip():
             raise ValueError(f"task identity needs a name and a project, got {self!r}")
 
+    def __hash__(self) -> int:
+        # Gates look identities up in dicts thousands of times a tick; the generated hash re-hashed the four
+        # fields every time. Kept out of pickles (a string's hash differs between processes).
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = self.__dict__["_hash"] = hash((self.name, self.project, self.account, self.partition))
+            return value
+
+    def __eq__(self, other) -> bool:
+        # As the generated one (the four key fields; ``coverage`` is not compared), without building tuples.
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.project == other.project
+            and self.account == other.account
+            and self.partition == other.partition
+        )
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
+
     @cached_property
     def key(self) -> str:
         """A stable text form, used as the dependency label in gate decisions."""
@@ -60,10 +87,9 @@ class TaskIdentity:
         A missing (NULL) account or partition reads as empty, as the catalog writes them.
         """
 
-        def read(column: str):
-            return row[column] if isinstance(row, Mapping) else getattr(row, column)
-
-        return cls(read("name"), read("project"), read("account") or "", read("partition") or "")
+        if isinstance(row, Mapping):
+            return cls(row["name"], row["project"], row["account"] or "", row["partition"] or "")
+        return cls(row.name, row.project, row.account or "", row.partition or "")
 
 
 def airflow_task_name(dag_id: str, task_id: str) -> str:

@@ -119,8 +119,10 @@ async def shared_trigger(parents, child, url):
     from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 
     trigger = ParentIntervalTrigger([p.as_dict() for p in parents], DAY.isoformat(), poll_interval=POLL)
-    async for _ in trigger.run():
-        return time.monotonic()
+    fired = None
+    async for _ in trigger.run():  # to its end, as Airflow's trigger runner reads a trigger
+        fired = time.monotonic()
+    return fired
 
 
 async def per_trigger_polling(parents, child, url):
