@@ -94,11 +94,26 @@ def _states(cluster, dag_id: str, run_id: str) -> dict:
     return {ti["task_id"]: ti["state"] for ti in cluster.task_instances(dag_id, run_id)}
 
 
+def trigger_waits(cluster, dag_id: str, run_id: str, task_id: str, said: str) -> bool:
+    """The task's trigger runs and has judged once: its log in the triggerer says ``said``. A deferred
+    state is not enough: the triggerer picks a new trigger up on its next loop, up to seconds later, so an
+    upstream released then would be timed from before anything waited on it."""
+    folder = cluster.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
+    return any(said in log.read_text(errors="replace") for log in folder.glob("attempt=*.log.trigger.*.log"))
+
+
 def waiting_for_first(cluster, dag_id: str, run_id: str, seen: set) -> bool:
-    """``first`` runs and the child waits on it: the gate deferred (gated shape), or nothing to wait for."""
+    """``first`` runs and the child waits on it: the gate's trigger judged once (gated shape), or nothing
+    to wait for."""
     states = _states(cluster, dag_id, run_id)
     seen.add(states.get("child__gate"))
-    return states.get("first") == "running" and states.get("child__gate", "deferred") == "deferred"
+    if states.get("first") != "running":
+        return False
+    if "child__gate" not in states:
+        return True
+    return states["child__gate"] == "deferred" and trigger_waits(
+        cluster, dag_id, run_id, "child__gate", "child__gate waiting:"
+    )
 
 
 def child_started(cluster, dag_id: str, run_id: str, seen: set) -> bool:
@@ -165,6 +180,7 @@ def sensor_latency(cluster, n: int) -> tuple[float | None, dict]:
         return (
             _states(cluster, "bench_sensor_child", child["dag_run_id"]).get("wait") == "deferred"
             and _states(cluster, "bench_sensor_parent", parent["dag_run_id"]).get("load") == "running"
+            and trigger_waits(cluster, "bench_sensor_child", child["dag_run_id"], "wait", "not admitted yet")
         )
 
     cluster.wait_until(waiting, 300, "bench_sensor_child: the sensor waiting on a running parent", 0.3)
