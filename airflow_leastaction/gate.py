@@ -149,7 +149,14 @@ class Judgement:
     in_flight: bool = False
 
     def as_event(self) -> dict:
-        """A JSON-safe form, for trigger events and XCom."""
+        """A JSON-safe form, for trigger events and XCom (a new dict each call; built once per judgement,
+        as thousands of gates waiting on one parent are handed the same judgement)."""
+        built = self.__dict__.get("_event")
+        if built is None:
+            built = self.__dict__["_event"] = self._event_form()
+        return dict(built)
+
+    def _event_form(self) -> dict:
         return {
             "dependency": self.dependency,
             "satisfied": self.satisfied,

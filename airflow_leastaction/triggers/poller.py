@@ -191,10 +191,12 @@ class CatalogPoller:
         fresh = (changed | {i for sub in new for i in self._identities(sub)}) & self._watching.keys()
         if fresh:
             view = self._view
-            requests = {
-                i: [r for sub in self._watching[i].values() for r in sub.requests if view.identity(r) == i]
-                for i in fresh
-            }
+            requests: dict[TaskIdentity, list] = {i: [] for i in fresh}
+            subs = {key: sub for i in fresh for key, sub in self._watching[i].items()}
+            for sub in subs.values():  # each subscriber's requests once, whatever its number of fresh tasks
+                for r in sub.requests:
+                    if (reqs := requests.get(view.identity(r))) is not None:
+                        reqs.append(r)
             present = {i: tasks[i] for i in fresh if i in tasks}
             data = await asyncio.to_thread(self._details, store, present, requests) if present else {}
             view.update(fresh & self._watching.keys(), present, data)  # not what was left meanwhile
