@@ -109,7 +109,8 @@ def write_cost(backend: str, deps: int, attempts: int) -> dict:
         def count(*_args):
             sent[0] += 1
 
-        gated(-1), plain(-1)  # warm up
+        gated(-1)  # warm up
+        plain(-1)
         # The two take turns attempt by attempt, so a change in the machine's speed (its disk's flushes
         # above all) reaches both alike: timed one after the other, their ratio moved by 1.7x between runs.
         out, sent_by = ([], []), [0, 0]

@@ -296,6 +296,9 @@ def _decisions_insert(conn: Connection, attempt: AttemptKey, downstream_slot, no
     return statement, {**own, **judged.params(rows)}
 
 
+#: The columns that name the attempt.
+_OWN = ("dag_id", "task_id", "run_id", "map_index", "attempt")
+
 _DECISIONS: dict[tuple, tuple] = {}
 
 
@@ -311,10 +314,6 @@ def _decisions_statement(dialect):
         statement = insert(gate_decision).from_select([*own, *_JUDGED], source).returning(d.id)
         _DECISIONS[key] = (statement, judged)
     return _DECISIONS[key]
-
-
-#: The columns that name the attempt.
-_OWN = ("dag_id", "task_id", "run_id", "map_index", "attempt")
 
 
 #: The columns a consumption record copies from the decision it consumes, after ``decision_id``.
@@ -348,8 +347,7 @@ def _consumption_statement(dialect, own_attempt: bool, gates: int):
             for t, n in sources
         ]
         decisions = (branches[0] if len(branches) == 1 else union_all(*branches)).subquery()
-        own = ["dag_id", "task_id", "run_id", "map_index", "attempt", "downstream_task_pk", "downstream_slot"]
-        own.append("consumed_at")
+        own = [*_OWN, "downstream_task_pk", "downstream_slot", "consumed_at"]
         # type_coerce, not CAST: SQLite's CAST(... AS DATETIME) would turn the stored text into a number.
         values = [type_coerce(bindparam(f"c_{name}"), c[name].type) for name in own]
         source = select(decisions.c.id, *values, *(decisions.c[name] for name in _COPIED))

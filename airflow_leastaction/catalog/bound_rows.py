@@ -17,9 +17,6 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
-#: PostgreSQL array element type per column type (what ``unnest`` yields).
-_PG_ARRAY = {"int": Integer, "bigint": BigInteger, "text": Text, "timestamptz": DateTime(timezone=True)}
-
 
 class BoundRows:
     """Rows of ``columns`` as a selectable: ``table`` to select from, ``columns`` in the order given and
@@ -37,7 +34,7 @@ class BoundRows:
             self.table, self.order = w, w.c.key
             self.columns = tuple(func.json_extract(w.c.value, f"$[{i}]") for i in range(len(self.names)))
         elif dialect.name == "postgresql":
-            arrays = [cast(bindparam(f"{name}_{c}"), ARRAY(_PG_ARRAY[_pg_kind(t)])) for c, t in columns]
+            arrays = [cast(bindparam(f"{name}_{c}"), ARRAY(_pg_element(t))) for c, t in columns]
             w = func.unnest(*arrays).table_valued(*self.names, with_ordinality="ord").render_derived(name=name)
             self.table, self.order = w, w.c.ord
             self.columns = tuple(w.c[c] for c in self.names)
@@ -71,14 +68,15 @@ def bound_rows(dialect: Dialect, name: str, columns: Sequence[tuple[str, TypeEng
     return built
 
 
-def _pg_kind(type_: TypeEngine) -> str:
+def _pg_element(type_: TypeEngine) -> TypeEngine:
+    """The PostgreSQL array element type that ``unnest`` yields for a column of ``type_``."""
     impl = getattr(type_, "impl", type_)
     if isinstance(impl, DateTime):
-        return "timestamptz"
+        return DateTime(timezone=True)
     if isinstance(impl, BigInteger):
-        return "bigint"
+        return BigInteger()
     if isinstance(impl, Integer):
-        return "int"
+        return Integer()
     if isinstance(impl, String | Text):
-        return "text"
+        return Text()
     raise TypeError(f"no array type for a bound column of type {type_!r}")
