@@ -16,9 +16,7 @@ from airflow_leastaction.intervals.judging import (
     SlotIndex,
     SlotSnapshot,
     TaskSnapshot,
-    merge_windows,
-    read_window,
-    schedule_error,
+    read_windows,
 )
 
 Wanted = dict[TaskIdentity, set[tuple[dt.datetime, dt.datetime | None]]]
@@ -56,19 +54,14 @@ def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted
         task_run.c.rows_written,
         task_run.c.repair_pending,
     ).join_from(w.table, task_run, and_(task_run.c.task_pk == pk, task_run.c.slot >= start, task_run.c.slot < end))
-    slots.extend(
-        SlotSnapshot(r.id, r.task_pk, r.slot, r.state, r.output_revision, r.rows_written, r.repair_pending)
-        for r in conn.execute(query, w.params(rows))
-    )
+    slots.extend(map(SlotSnapshot._make, conn.execute(query, w.params(rows))))  # the columns in its field order
     return slots
 
 
-def task_windows(t: TaskSnapshot, intervals) -> list[tuple[dt.datetime, dt.datetime]]:
+def task_windows(t: TaskSnapshot, intervals) -> tuple[tuple[dt.datetime, dt.datetime], ...]:
     """The merged windows of slot records that judging ``t`` for ``intervals`` (``(start, end)``) reads: none
     when its schedule cannot be judged (its children wait, saying why)."""
-    if schedule_error(t) is not None:
-        return []
-    return merge_windows(read_window(t, ci, end) for ci, end in intervals)
+    return read_windows(t, intervals)
 
 
 def task_columns():
@@ -80,11 +73,11 @@ def task_columns():
     return (c.id, c.name, c.project, c.account, c.partition, c.cron, c.timezone, c.state, c.prev_interval_start, first)
 
 
-def task_snapshot(row) -> TaskSnapshot:
-    """A row of :func:`task_columns` as a snapshot."""
+def task_snapshot(row, identity: TaskIdentity | None = None) -> TaskSnapshot:
+    """A row of :func:`task_columns` as a snapshot (``identity``: the row's, when the caller has it)."""
     return TaskSnapshot(
         row.id,
-        TaskIdentity.from_row(row),
+        identity or TaskIdentity.from_row(row),
         row.cron,
         row.timezone,
         row.state,

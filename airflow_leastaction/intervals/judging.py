@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
+from typing import NamedTuple
 
 from airflow_leastaction.exceptions import InvalidCronError, InvalidTimezoneError
 from airflow_leastaction.gate import Judgement
@@ -30,8 +31,13 @@ from airflow_leastaction.states import IN_FLIGHT_STATES, REJECTING_STATES
 FAR_FUTURE = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 
 
-@dataclass(frozen=True)
-class TaskSnapshot:
+class TaskSnapshot(NamedTuple):
+    """A catalog task row as gates judge it.
+
+    Snapshots are named tuples: a triggerer holds one per watched parent and slot record, tens of
+    thousands of them, and tuples of plain values are built fast and left alone by the garbage collector.
+    """
+
     pk: int
     identity: TaskIdentity
     cron: str | None
@@ -46,8 +52,9 @@ class TaskSnapshot:
     first_slot: dt.datetime | None = None
 
 
-@dataclass(frozen=True)
-class SlotSnapshot:
+class SlotSnapshot(NamedTuple):
+    """One slot record of a parent, as gates judge it (the column order of the snapshot's read)."""
+
     pk: int
     task_pk: int
     slot: dt.datetime
@@ -79,10 +86,14 @@ def _schedule_error(cron: str | None, timezone: str) -> str | None:
 
 def covering_window(task: TaskSnapshot, child_interval: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
     """The [start, end) UTC window of parent slots that cover ``child_interval``."""
-    tz = resolve_timezone(task.timezone)
-    if task.cron is None:
+    return _covering_window(task.cron, task.timezone, child_interval)
+
+
+def _covering_window(cron: str | None, timezone: str, child_interval: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    tz = resolve_timezone(timezone)
+    if cron is None:
         return child_interval, FAR_FUTURE
-    return slot_window(expected_slot(task.cron, child_interval, timezone=tz), cron_granularity(task.cron), tz)
+    return slot_window(expected_slot(cron, child_interval, timezone=tz), cron_granularity(cron), tz)
 
 
 def read_window(
@@ -90,10 +101,29 @@ def read_window(
 ) -> tuple[dt.datetime, dt.datetime]:
     """The [start, end) UTC window of slot records a judgement of ``task`` reads: the covering window,
     stretched to ``interval_end`` for a parent judged on the child's whole interval."""
-    start, end = covering_window(task, child_interval)
-    if interval_end is not None and task.cron is not None:
+    return _read_window(task.cron, task.timezone, child_interval, interval_end)
+
+
+def _read_window(cron, timezone, child_interval, interval_end):
+    start, end = _covering_window(cron, timezone, child_interval)
+    if interval_end is not None and cron is not None:
         end = max(end, interval_end)
     return start, end
+
+
+def read_windows(task: TaskSnapshot, intervals) -> tuple[tuple[dt.datetime, dt.datetime], ...]:
+    """The merged windows of slot records that judging ``task`` for ``intervals`` (``(start, end)`` pairs,
+    ``end`` None but for a whole-interval judgement) reads: none when its schedule cannot be judged (its
+    children wait, saying why). Computed once per schedule and set of intervals (parents on one schedule
+    waited on for the same intervals share it)."""
+    return _read_windows(task.cron, task.timezone, frozenset(intervals))
+
+
+@lru_cache(maxsize=4096)
+def _read_windows(cron, timezone, intervals: frozenset) -> tuple[tuple[dt.datetime, dt.datetime], ...]:
+    if _schedule_error(cron, timezone) is not None:
+        return ()
+    return tuple(merge_windows(_read_window(cron, timezone, ci, end) for ci, end in intervals))
 
 
 def merge_windows(windows) -> list[tuple[dt.datetime, dt.datetime]]:
@@ -116,6 +146,13 @@ class SlotIndex(list):
 
     _by_task: dict[int, list[SlotSnapshot]] | None = None
     _judged: dict | None = None
+
+    @classmethod
+    def grouped(cls, by_task: dict[int, list[SlotSnapshot]]) -> SlotIndex:
+        """An index of records already grouped by task, each group in slot order (taken as they are)."""
+        index = cls(chain.from_iterable(by_task.values()))
+        index._by_task = by_task
+        return index
 
     def for_task(self, task_pk: int) -> list[SlotSnapshot]:
         if self._by_task is None:
@@ -305,30 +342,30 @@ def judge_parents(
     A parent's own ``coverage`` wins over ``coverage`` (default ``slot``); ``interval`` judges the
     parent slots inside ``[child_interval, interval_end)``.
     """
-    from airflow_leastaction.intervals.coverage import judge_whole_interval  # it builds on judge_parent
-
     tasks, slots = snapshot
-    consumed = consumed or {}
     memo = slots.memo() if isinstance(slots, SlotIndex) else None
     out = []
     for p in parents:
-        mine = consumed.get(p.key)
+        mine = consumed.get(p.key) if consumed else None
         whole = (p.coverage or coverage) == "interval"
-
-        def judge(p=p, mine=mine, whole=whole):
-            if whole:
-                return judge_whole_interval(p, tasks.get(p), slots, child_interval, interval_end, consumed=mine)
-            return judge_parent(p, tasks.get(p), slots, child_interval, consumed=mine)
-
         if memo is None or mine:
-            out.append(judge())
+            out.append(_judge(p, tasks, slots, child_interval, interval_end, whole, mine))
             continue
         # Many gates wait on the same parent and interval: judge each pair once per snapshot.
         key = (p, child_interval, interval_end if whole else None)
-        if key not in memo:
-            memo[key] = judge()
-        out.append(memo[key])
+        judged = memo.get(key)
+        if judged is None:
+            judged = memo[key] = _judge(p, tasks, slots, child_interval, interval_end, whole, None)
+        out.append(judged)
     return out
+
+
+def _judge(p, tasks, slots, child_interval, interval_end, whole: bool, consumed) -> Judgement:
+    from airflow_leastaction.intervals.coverage import judge_whole_interval  # it builds on judge_parent
+
+    if whole:
+        return judge_whole_interval(p, tasks.get(p), slots, child_interval, interval_end, consumed=consumed)
+    return judge_parent(p, tasks.get(p), slots, child_interval, consumed=consumed)
 
 
 __all__ = [
@@ -337,6 +374,7 @@ __all__ = [
     "SlotIndex",
     "covering_window",
     "read_window",
+    "read_windows",
     "merge_windows",
     "judge_parent",
     "judge_parents",
