@@ -1,8 +1,8 @@
 """What a triggerer's poller keeps of the catalog between ticks, per read kind, and what it hands each
 subscriber: what the store's full read of that subscriber's own requests returns
 (:meth:`CatalogStore.snapshot`, :meth:`~CatalogStore.slot_records`, :meth:`~CatalogStore.latest_runs`);
-a snapshot may also hold slot records of its parents outside its own windows (read for other
-subscribers), which judging never looks at.
+a snapshot may also hold the rows of tasks other subscribers watch and slot records of its parents
+outside its own windows (read for other subscribers), which judging never looks at.
 
 Each view caches, per watched task, the data its subscribers read. :meth:`View.read` reads it afresh for
 some tasks (those that changed, or that a new subscription watches) in one statement, given their task
@@ -11,7 +11,9 @@ rows from the tick query (:func:`airflow_leastaction.catalog.changes.changed_tas
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from operator import attrgetter
+from types import MappingProxyType
 
 from airflow_leastaction.catalog.run_reads import latest_runs_by_pk, slot_records_by_pk
 from airflow_leastaction.catalog.snapshots import read_slots, wanted_windows
@@ -31,6 +33,10 @@ class View:
 
     def identity(self, request) -> TaskIdentity:
         return request[0]
+
+    def keyed(self, request, identity: TaskIdentity):
+        """``request`` naming its task by ``identity`` (an equal one)."""
+        return (identity, *request[1:])
 
     def read(self, conn, tasks: Tasks, requests: dict[TaskIdentity, list]) -> dict[TaskIdentity, object]:
         """Per task of ``tasks`` (those in the catalog among the ones re-read), its data for ``requests``."""
@@ -57,14 +63,16 @@ class View:
 class SnapshotView(View):
     """Parents' task rows and their slot records inside the windows their subscribers judge.
 
-    A subscriber is handed its own parents' rows and one index of every slot record kept (judging reads
-    only its parents' records, in the windows it needs). Every subscriber of the same cache state is
-    handed the same index, built once, so a (parent, interval) pair many gates wait on is judged once
-    (:class:`SlotIndex`) and a tick that wakes thousands of gates indexes the records once, not per gate."""
+    Every subscriber of one cache state is handed the same snapshot, built once per state: the rows of
+    every watched task (a read-only view; judging looks up its own parents only) and one index of every
+    slot record kept (judging reads only its parents' records, in the windows it needs). So a tick that
+    wakes thousands of gates builds nothing per gate, and a (parent, interval) pair many gates wait on is
+    judged once (:class:`SlotIndex`). A state is never changed once handed out: a tick's update replaces it.
+    """
 
     def __init__(self):
         super().__init__()
-        self._index: SlotIndex | None = None
+        self._snapshot: tuple[Mapping[TaskIdentity, TaskSnapshot], SlotIndex] | None = None
 
     def read(self, conn, tasks, requests):
         wanted = wanted_windows(r for reqs in requests.values() for r in reqs)
@@ -72,21 +80,29 @@ class SnapshotView(View):
         by_pk: dict[int, list] = {t.pk: [] for t in tasks.values()}
         for s in slots:
             by_pk[s.task_pk].append(s)
+        for records in by_pk.values():
+            if len(records) > 1:
+                records.sort(key=attrgetter("slot"))
         return {i: by_pk[t.pk] for i, t in tasks.items()}
 
     def update(self, identities, tasks, data) -> None:
+        self.tasks, self.data = dict(self.tasks), dict(self.data)  # the state handed out stays as it was
         super().update(identities, tasks, data)
-        self._index = None  # its records and judgements belong to the data before
+        self._snapshot = None
 
     def forget(self, ident: TaskIdentity) -> None:
+        # In place: a state handed out keeps only tasks their subscribers still watch, and nobody watches
+        # this one any more; the next state is built without it.
         super().forget(ident)
-        self._index = None
+        self._snapshot = None
 
     def build(self, requests):
-        if self._index is None:
-            self._index = SlotIndex(s for records in self.data.values() for s in records or ())
-        tasks = {i: self.tasks[i] for i in {r[0] for r in requests} if i in self.tasks}
-        return tasks, self._index
+        if self._snapshot is None:
+            self._snapshot = (
+                MappingProxyType(self.tasks),
+                SlotIndex.grouped({self.tasks[i].pk: records for i, records in self.data.items() if records}),
+            )
+        return self._snapshot
 
 
 class SlotRecordsView(View):
@@ -113,6 +129,9 @@ class LatestRunsView(View):
 
     def identity(self, request) -> TaskIdentity:
         return request
+
+    def keyed(self, request, identity: TaskIdentity):
+        return identity
 
     def read(self, conn, tasks, requests):
         by_pk = latest_runs_by_pk(conn, [t.pk for t in tasks.values()]) if tasks else {}

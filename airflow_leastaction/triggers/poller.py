@@ -6,8 +6,8 @@ task per event loop, catalog, poll interval and read kind asks the catalog once 
 changed since its last tick (:func:`airflow_leastaction.catalog.changes.changed_tasks`: one statement,
 one row of NULLs when nothing changed). Only the tasks that changed, and the tasks of subscriptions
 that are new, are read again (one more statement), in a worker thread so the event loop never blocks;
-each subscriber whose tasks changed is handed what the store's full read of its own requests would
-return (:mod:`~airflow_leastaction.triggers.poll_views`). The others keep their snapshot: a subscriber
+each subscriber whose tasks changed is handed a value that holds what the store's full read of its own
+requests would return (:mod:`~airflow_leastaction.triggers.poll_views`). The others keep their snapshot: a subscriber
 awaiting :meth:`Subscription.next` gets the same object again each tick (run-condition gates also read
 Airflow's task states each tick), one awaiting :meth:`Subscription.next_change` (the interval gates,
 through :func:`next_until`) is not woken at all.
@@ -48,12 +48,19 @@ class Subscription:
 
     def __init__(self, requests: list[Request]):
         self.requests = requests
+        #: Its distinct requests per task they read, as the poller keeps them (:meth:`CatalogPoller.subscribe`).
+        self.keys: dict[TaskIdentity, list] = {}
         self._ready = asyncio.Event()
         self._latest = None
         self._error: BaseException | None = None
         self.served = False  # read in full once (a new subscription is, on the next tick)
         #: Woken every tick (``next``) or only when its snapshot changed (``next_change``).
         self.every_tick = True
+
+    @property
+    def identities(self):
+        """The distinct tasks its requests read."""
+        return self.keys.keys()
 
     def deliver(self, snapshot, error: BaseException | None) -> None:
         self._latest, self._error = snapshot, error
@@ -114,6 +121,13 @@ class CatalogPoller:
         self._subs: dict[int, Subscription] = {}
         self._new: dict[int, Subscription] = {}  # not read in full yet
         self._watching: dict[TaskIdentity, dict[int, Subscription]] = {}
+        # Per watched task, its subscribers' distinct requests (with how many subscribers make each): kept as
+        # subscribers come and go, so a tick never walks every subscriber's requests.
+        self._requests: dict[TaskIdentity, dict[Request, int]] = {}
+        # Each watched task's one identity object, by its key: a changed row finds it in one lookup (none:
+        # nobody here watches it), and the poller's own dicts hold one object per task, so a lookup finds
+        # its key by identity instead of comparing fields.
+        self._by_key: dict[tuple[str, str, str, str], TaskIdentity] = {}
         self._view: View = VIEWS[read]()
         self._since: int | None = None  # the change counter as the last tick read it
         self._gates: str | None = None  # the deployment's gate mode as the last tick saw it
@@ -135,29 +149,51 @@ class CatalogPoller:
     def subscribers(self) -> int:
         return len(self._subs)
 
-    def _identities(self, sub: Subscription) -> set[TaskIdentity]:
-        return {self._view.identity(r) for r in sub.requests}
-
     @asynccontextmanager
     async def subscribe(self, requests: list[Request]):
+        view, by_key = self._view, self._by_key
         sub = Subscription(list(requests))
+        for r in dict.fromkeys(sub.requests):
+            ident = view.identity(r)
+            key = (ident.name, ident.project, ident.account, ident.partition)
+            own = by_key.get(key)
+            if own is None:  # a plain identity: a parent helper's coverage is the subscriber's, not the task's
+                own = by_key[key] = TaskIdentity(*key)
+                self._watching[own] = {}
+            r = view.keyed(r, own)
+            sub.keys.setdefault(own, []).append(r)
+            counts = self._requests.setdefault(own, {})
+            counts[r] = counts.get(r, 0) + 1
         self._subs[id(sub)] = self._new[id(sub)] = sub
-        idents = self._identities(sub)
-        for ident in idents:
-            self._watching.setdefault(ident, {})[id(sub)] = sub
+        for ident in sub.keys:
+            self._watching[ident][id(sub)] = sub
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"leastaction-poller {self.url}")
         try:
             yield sub
         finally:
-            self._subs.pop(id(sub), None)
-            self._new.pop(id(sub), None)
-            for ident in idents:
-                watchers = self._watching.get(ident, {})
-                watchers.pop(id(sub), None)
-                if not watchers:  # nobody reads this task any more: neither polled nor kept
-                    self._watching.pop(ident, None)
-                    self._view.forget(ident)
+            self._unsubscribe(sub)
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        self._subs.pop(id(sub), None)
+        self._new.pop(id(sub), None)
+        watching, requests = self._watching, self._requests
+        for ident, keys in sub.keys.items():
+            watchers = watching.get(ident)
+            if watchers is None or watchers.pop(id(sub), None) is None:
+                continue
+            if watchers:  # others still read it: only this subscriber's requests go
+                counts = requests[ident]
+                for r in keys:
+                    if counts[r] > 1:
+                        counts[r] -= 1
+                    else:
+                        del counts[r]
+            else:  # nobody reads this task any more: neither polled nor kept
+                del watching[ident]
+                requests.pop(ident, None)
+                self._by_key.pop((ident.name, ident.project, ident.account, ident.partition), None)
+                self._view.forget(ident)
 
     def _delay(self, failures: int) -> float:
         """Seconds to the next poll: the interval, doubled per failed poll in a row up to a cap, so an
@@ -178,28 +214,24 @@ class CatalogPoller:
         """Ask which tasks changed since the last tick (one statement); re-read only those and the tasks
         of new subscriptions (one more); hand the subscribers whose tasks changed their new snapshot."""
         new = list(self._new.values())
-        names = {i.name for sub in new for i in self._identities(sub)}
-        rows, high = await asyncio.to_thread(self._changes, store, self._since, names)
+        new_idents = {i for sub in new for i in sub.identities}
+        rows, high = await asyncio.to_thread(self._changes, store, self._since, {i.name for i in new_idents})
+        by_key, since = self._by_key, self._since
         tasks: dict[TaskIdentity, object] = {}
         changed: set[TaskIdentity] = set()
         for row in rows:
-            snap = task_snapshot(row)
-            if snap.identity in self._watching:
-                tasks[snap.identity] = snap
-                if self._since is not None and row.change_seq > self._since:
-                    changed.add(snap.identity)
-        fresh = (changed | {i for sub in new for i in self._identities(sub)}) & self._watching.keys()
+            ident = by_key.get((row.name, row.project, row.account or "", row.partition or ""))
+            if ident is None:  # a task nobody here watches: not even its snapshot is built
+                continue
+            tasks[ident] = task_snapshot(row, ident)
+            if since is not None and row.change_seq > since:
+                changed.add(ident)
+        fresh = (changed | new_idents) & self._watching.keys()
         if fresh:
-            view = self._view
-            requests: dict[TaskIdentity, list] = {i: [] for i in fresh}
-            subs = {key: sub for i in fresh for key, sub in self._watching[i].items()}
-            for sub in subs.values():  # each subscriber's requests once, whatever its number of fresh tasks
-                for r in sub.requests:
-                    if (reqs := requests.get(view.identity(r))) is not None:
-                        reqs.append(r)
+            requests = {i: list(self._requests.get(i, ())) for i in fresh}
             present = {i: tasks[i] for i in fresh if i in tasks}
             data = await asyncio.to_thread(self._details, store, present, requests) if present else {}
-            view.update(fresh & self._watching.keys(), present, data)  # not what was left meanwhile
+            self._view.update(fresh & self._watching.keys(), present, data)  # not what was left meanwhile
         self._since = high
         self._deliver(new, changed)
 
