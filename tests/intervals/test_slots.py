@@ -330,6 +330,20 @@ class TestParentIntervalSatisfied:
         assert "expected slot 2026-11-28 Europe/Paris (day)" in check.reason
         assert "completed up to 2026-11-27 Europe/Paris" in check.reason
 
+    def test_the_two_instants_of_a_repeated_hour_get_their_own_answers_in_either_order(self):
+        # 01:30 in New York on 2026-11-01 happens twice (EDT, then EST): equal as aware times in their own
+        # zone, an hour apart as instants. The answer is remembered per instant, never per wall clock.
+        first = dt.datetime(2026, 11, 1, 1, 30, tzinfo=NEW_YORK)
+        second = first.replace(fold=1)
+        completed = utc(2026, 11, 1, 5)  # the hourly parent finished 05:00 UTC, i.e. 01:00 EDT
+        for order in ((first, second), (second, first)):
+            answers = {
+                child.fold: check_parent_interval("0 * * * *", completed, child, parent_name="hourly")
+                for child in order
+            }
+            assert answers[0].satisfied is True and answers[0].expected_slot == utc(2026, 11, 1, 5)
+            assert answers[1].satisfied is False and answers[1].expected_slot == utc(2026, 11, 1, 6)
+
 
 class TestTruncate:
     @pytest.mark.parametrize(
