@@ -243,8 +243,9 @@ class ParentIntervalTrigger(BaseTrigger):
             while True:
                 event = None
                 try:
-                    snapshot = await next_until(sub, wait.deadline)
-                    await wait.prepare()
+                    snapshot = await (sub.next_change() if wait.deadline is None else next_until(sub, wait.deadline))
+                    if wait.prepare is not _nothing:
+                        await wait.prepare()
                 except DeadlineReached:
                     # A deadline may pass before the first read answers (a short timeout, a slow catalog).
                     event = await conclude(wire.TIMEOUT, judgements, reasons or [NOTHING_READ_YET])
@@ -256,6 +257,9 @@ class ParentIntervalTrigger(BaseTrigger):
                     outcome = decide(ALL, judgements)
                     if outcome.verdict is Verdict.ADMIT:
                         event = await conclude(wire.ADMITTED, judgements, [])
+                        if event is not None:  # fired at once: thousands may be released by one tick
+                            yield event
+                            return
                     reasons = outcome.waiting_reasons
                     state = tuple(reasons)
                 if event is None and state != last_state:  # once per change, whatever the poll interval

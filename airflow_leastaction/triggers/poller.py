@@ -50,7 +50,10 @@ class Subscription:
         self.requests = requests
         #: Its distinct requests per task they read, as the poller keeps them (:meth:`CatalogPoller.subscribe`).
         self.keys: dict[TaskIdentity, list] = {}
-        self._ready = asyncio.Event()
+        # A delivery not taken yet, and the future of a wait for one: what an asyncio.Event does, without
+        # the Event's deque per waiting trigger (ten thousand of them wait in one triggerer).
+        self._ready = False
+        self._waiter: asyncio.Future | None = None
         self._latest = None
         self._error: BaseException | None = None
         self.served = False  # read in full once (a new subscription is, on the next tick)
@@ -64,7 +67,10 @@ class Subscription:
 
     def deliver(self, snapshot, error: BaseException | None) -> None:
         self._latest, self._error = snapshot, error
-        self._ready.set()
+        self._ready = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def next(self):
         """The snapshot of the next tick (the same object when nothing it reads changed); raises the
@@ -80,8 +86,13 @@ class Subscription:
         return await self._next()
 
     async def _next(self):
-        await self._ready.wait()
-        self._ready.clear()
+        if not self._ready:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        self._ready = False
         if self._error is not None:
             raise self._error
         return self._latest
@@ -120,6 +131,10 @@ class CatalogPoller:
         self.ticks = 0
         self._subs: dict[int, Subscription] = {}
         self._new: dict[int, Subscription] = {}  # not read in full yet
+        # Subscribers gone since the last tick, whose requests the next tick takes off the books: a trigger
+        # leaves right after it fires, and ten thousand released by one tick would otherwise each pay for
+        # their bookkeeping before the next one fires. Held until then, so no new subscriber gets one's id.
+        self._leaving: list[Subscription] = []
         self._watching: dict[TaskIdentity, dict[int, Subscription]] = {}
         # Per watched task, its subscribers' distinct requests (with how many subscribers make each): kept as
         # subscribers come and go, so a tick never walks every subscriber's requests.
@@ -172,11 +187,17 @@ class CatalogPoller:
         try:
             yield sub
         finally:
+            # Nothing is delivered to it any more; its requests leave the books on the next tick.
+            if self._subs.pop(id(sub), None) is not None:
+                self._new.pop(id(sub), None)
+                self._leaving.append(sub)
+
+    def _drop_leaving(self) -> None:
+        leaving, self._leaving = self._leaving, []
+        for sub in leaving:
             self._unsubscribe(sub)
 
     def _unsubscribe(self, sub: Subscription) -> None:
-        self._subs.pop(id(sub), None)
-        self._new.pop(id(sub), None)
         watching, requests = self._watching, self._requests
         for ident, keys in sub.keys.items():
             watchers = watching.get(ident)
@@ -213,6 +234,7 @@ class CatalogPoller:
     async def _tick(self, store: CatalogStore) -> None:
         """Ask which tasks changed since the last tick (one statement); re-read only those and the tasks
         of new subscriptions (one more); hand the subscribers whose tasks changed their new snapshot."""
+        self._drop_leaving()
         new = list(self._new.values())
         new_idents = {i for sub in new for i in sub.identities}
         rows, high = await asyncio.to_thread(self._changes, store, self._since, {i.name for i in new_idents})

@@ -45,6 +45,19 @@ async def ticked(poller: CatalogPoller, count: int) -> None:
         await asyncio.sleep(0.005)
 
 
+def recorded_rereads(monkeypatch) -> list[set]:
+    """The tasks each tick re-reads (the poller's second statement), one set per read, as they happen."""
+    reread: list[set] = []
+    original = CatalogPoller._details
+
+    def details(poller, store_, tasks, requests):
+        reread.append(set(requests))
+        return original(poller, store_, tasks, requests)
+
+    monkeypatch.setattr(CatalogPoller, "_details", details)
+    return reread
+
+
 @pytest.mark.parametrize("read", ["snapshot", "slot_records", "latest_runs"])
 async def test_an_idle_tick_sends_exactly_one_statement(store, catalog_url, read):
     parents = [TaskIdentity(f"idle_{i}", "other-team") for i in range(30)]
@@ -68,14 +81,7 @@ async def test_a_change_to_one_parent_rereads_only_that_parent_and_wakes_only_it
     changed, quiet = TaskIdentity("changes", "other-team"), TaskIdentity("stays", "other-team")
     for p in (changed, quiet):
         store.record_success(p, day(0), meta=DAILY, run_id="r0")
-    reread: list[set] = []
-    original = CatalogPoller._details
-
-    def details(poller, store_, tasks, requests):
-        reread.append(set(requests))
-        return original(poller, store_, tasks, requests)
-
-    monkeypatch.setattr(CatalogPoller, "_details", details)
+    reread = recorded_rereads(monkeypatch)
     poller = CatalogPoller.shared(catalog_url, POLL)
     async with AsyncExitStack() as stack:
         on_changed = [await stack.enter_async_context(poller.subscribe([(changed, day(1))])) for _ in range(3)]
@@ -94,6 +100,36 @@ async def test_a_change_to_one_parent_rereads_only_that_parent_and_wakes_only_it
     assert reread == [{changed, quiet}, {changed}]
     assert all(n != first[id(s)] for n, s in zip(news, on_changed, strict=True))
     assert all(max(s.slot for s in n[1]) == day(1) for n in news)
+
+
+async def test_a_subscriber_that_left_is_handed_nothing_and_its_task_is_not_read_after_the_next_tick(
+    store, catalog_url, monkeypatch
+):
+    """Leaving costs the trigger nothing when it fires (its bookkeeping waits for the next tick), yet a left
+    subscriber is never woken again, and a task nobody watches any more is not re-read once that tick ran;
+    one still watched by another subscriber is."""
+    gone, kept = TaskIdentity("left_behind", "other-team"), TaskIdentity("still_watched", "other-team")
+    for p in (gone, kept):
+        store.record_success(p, day(0), meta=DAILY, run_id="r0")
+    reread = recorded_rereads(monkeypatch)
+    poller = CatalogPoller(catalog_url, QUIET)
+    async with poller.subscribe([(kept, day(1))]) as staying:
+        await asyncio.wait_for(staying.next_change(), HANG)  # the poller's own loop ticks once, then sleeps
+        leaving_context = poller.subscribe([(gone, day(1)), (kept, day(1))])
+        leaving = await leaving_context.__aenter__()
+        await poller._tick(store)
+        assert reread == [{kept}, {gone, kept}]
+        assert staying._latest is not None and leaving._latest is not None
+        await leaving_context.__aexit__(None, None, None)
+        assert poller.subscribers == 1
+        handed = leaving._latest
+        await asyncio.to_thread(store.record_success, gone, day(1), run_id="r1")
+        await asyncio.to_thread(store.record_success, kept, day(1), run_id="r1")
+        await poller._tick(store)  # takes the leaver off the books first: only the kept task is re-read
+        assert reread == [{kept}, {gone, kept}, {kept}]
+        assert leaving._latest is handed  # nothing delivered after it left
+        assert max(s.slot for s in staying._latest[1] if s.task_pk == staying._latest[0][kept].pk) == day(1)
+    poller._task.cancel()
 
 
 def _full_read(store: CatalogStore, read: str, requests):
