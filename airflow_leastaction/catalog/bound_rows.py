@@ -41,10 +41,17 @@ class BoundRows:
         else:
             raise NotImplementedError(f"the catalog supports SQLite and PostgreSQL, not {dialect.name}")
 
-    def params(self, rows: Sequence[tuple]) -> dict:
-        """The parameters binding ``rows`` (tuples in the columns' order; None for NULL)."""
-        procs = self._procs
-        encoded = [[v if p is None or v is None else p(v) for v, p in zip(row, procs, strict=True)] for row in rows]
+    def encode(self, row: tuple) -> tuple:
+        """``row`` as :meth:`params` binds it: a caller binding many rows that share values (the windows of
+        parents on one schedule) encodes each distinct one once and passes ``encoded=True``."""
+        return tuple(v if p is None or v is None else p(v) for v, p in zip(row, self._procs, strict=True))
+
+    def params(self, rows: Sequence[tuple], *, encoded: bool = False) -> dict:
+        """The parameters binding ``rows`` (tuples in the columns' order; None for NULL), ``encoded`` already
+        (:meth:`encode`) or not."""
+        if not encoded:
+            rows = [self.encode(row) for row in rows]
+        encoded = rows
         if self._sqlite:
             return {f"{self.name}_rows": json.dumps(encoded)}
         values = list(zip(*encoded, strict=True)) if encoded else [() for _ in self.names]

@@ -39,11 +39,20 @@ def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted
     """The slot records of ``tasks`` inside each one's windows of ``wanted``: one statement for any
     number of (parent, window) pairs, none when there is no window."""
     slots = SlotIndex()
-    rows = sorted((t.pk, start, end) for ident, t in tasks.items() for start, end in task_windows(t, wanted[ident]))
-    if not rows:
-        return slots
     slot_type = task_run.c.slot.type
     w = bound_rows(conn.dialect, "w", [("pk", task_run.c.task_pk.type), ("s", slot_type), ("e", slot_type)])
+    # Parents on one schedule waited on for the same intervals share one windows tuple (read_windows):
+    # its bounds are encoded once, not once per parent.
+    encoded: dict[int, tuple] = {}
+    rows = []
+    for ident, t in sorted(tasks.items(), key=lambda item: item[1].pk):
+        windows = task_windows(t, wanted[ident])
+        bounds = encoded.get(id(windows))
+        if bounds is None or bounds[0] is not windows:  # the tuple is held here, so its id stays its own
+            bounds = encoded[id(windows)] = (windows, [w.encode((None, s, e))[1:] for s, e in windows])
+        rows.extend((t.pk, *b) for b in bounds[1])
+    if not rows:
+        return slots
     pk, start, end = w.columns
     query = select(
         task_run.c.id,
@@ -54,7 +63,9 @@ def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted
         task_run.c.rows_written,
         task_run.c.repair_pending,
     ).join_from(w.table, task_run, and_(task_run.c.task_pk == pk, task_run.c.slot >= start, task_run.c.slot < end))
-    slots.extend(map(SlotSnapshot._make, conn.execute(query, w.params(rows))))  # the columns in its field order
+    slots.extend(
+        map(SlotSnapshot._make, conn.execute(query, w.params(rows, encoded=True)))
+    )  # the columns in its field order
     return slots
 
 
