@@ -165,8 +165,7 @@ class ParentIntervalTrigger(BaseTrigger):
         end = dt.datetime.fromisoformat(self.interval_end) if self.interval_end else None
         deadline = dt.datetime.fromisoformat(self.deadline) if self.deadline else None
         wait = _Wait(parents, child, end, wire.decode_consumed(self.consumed), deadline)
-        async for event in self._watch(url, wait, self._for_worker):
-            yield event
+        yield await self._watch(url, wait, self._for_worker)
 
     async def _run_in_triggerer(self, parents: list[TaskIdentity], url: str) -> AsyncIterator[TriggerEvent]:
         context = trigger_context(self)
@@ -204,8 +203,7 @@ class ParentIntervalTrigger(BaseTrigger):
                 return TaskFailedEvent()
             return await self._for_worker(status, judgements, reasons)
 
-        async for event in self._watch(url, wait, conclude):
-            yield event
+        yield await self._watch(url, wait, conclude)
 
     def _declare_and_read_consumed(self, url: str, dag_id: str, slot: dt.datetime) -> dict:
         """Declare the consumers' parents; read what they consumed of them already (``wait_for_new_output``)."""
@@ -232,14 +230,16 @@ class ParentIntervalTrigger(BaseTrigger):
         event = self._event(status, judgements, reasons if status in (wire.TIMEOUT, wire.RELAXED) else None)
         return TriggerEvent({**event, "mode": gate_mode()} if status == wire.RELAXED else event)
 
-    async def _watch(self, url: str, wait: _Wait, conclude: Conclude) -> AsyncIterator[TriggerEvent]:
-        """Judge on each shared poll until ``conclude`` gives an event, then fire it."""
+    async def _watch(self, url: str, wait: _Wait, conclude: Conclude) -> TriggerEvent:
+        """Judge on each shared poll until ``conclude`` gives an event, and return it (a coroutine, not a
+        generator: ten thousand gates released by one tick each return through one frame)."""
         poller = CatalogPoller.shared(url, self.poll_interval)
         last_state: tuple | None = None
         reasons: list[str] = []
         judgements: list = []
         requests = snapshot_requests(wait.parents, [p.coverage for p in wait.parents], wait.child, wait.end)
-        async with poller.subscribe(requests) as sub:
+        sub = poller.join(requests)
+        try:
             while True:
                 event = None
                 try:
@@ -257,9 +257,8 @@ class ParentIntervalTrigger(BaseTrigger):
                     outcome = decide(ALL, judgements)
                     if outcome.verdict is Verdict.ADMIT:
                         event = await conclude(wire.ADMITTED, judgements, [])
-                        if event is not None:  # fired at once: thousands may be released by one tick
-                            yield event
-                            return
+                        if event is not None:
+                            return event
                     reasons = outcome.waiting_reasons
                     state = tuple(reasons)
                 if event is None and state != last_state:  # once per change, whatever the poll interval
@@ -272,8 +271,9 @@ class ParentIntervalTrigger(BaseTrigger):
                 if event is None and self.on_parent_failure == "fail" and any(j.rejected for j in judgements):
                     event = await conclude(wire.FAILED, judgements, reasons)
                 if event is not None:
-                    yield event
-                    return
+                    return event
+        finally:
+            poller.leave(sub)
 
     def _event(self, status: str, judgements, reasons: list[str] | None = None) -> dict[str, Any]:
         return {

@@ -38,8 +38,9 @@ class View:
         """``request`` naming its task by ``identity`` (an equal one)."""
         return (identity, *request[1:])
 
-    def read(self, conn, tasks: Tasks, requests: dict[TaskIdentity, list]) -> dict[TaskIdentity, object]:
-        """Per task of ``tasks`` (those in the catalog among the ones re-read), its data for ``requests``."""
+    def read(self, conn, tasks: Tasks, requests: dict[TaskIdentity, frozenset]) -> dict[TaskIdentity, object]:
+        """Per task of ``tasks`` (those in the catalog among the ones re-read), its data for ``requests`` (per
+        task re-read, its subscribers' distinct requests: the same object as long as they do not change)."""
         raise NotImplementedError
 
     def build(self, requests: list):
@@ -73,9 +74,18 @@ class SnapshotView(View):
     def __init__(self):
         super().__init__()
         self._snapshot: tuple[Mapping[TaskIdentity, TaskSnapshot], SlotIndex] | None = None
+        # Per task, its requests (as last handed in) and the intervals they ask for: the same frozenset of
+        # intervals tick after tick, whose hash the read windows' cache keeps (read_windows).
+        self._intervals: dict[TaskIdentity, tuple[frozenset, frozenset]] = {}
+
+    def _wanted(self, ident: TaskIdentity, requests: frozenset) -> frozenset:
+        known = self._intervals.get(ident)
+        if known is None or known[0] is not requests:
+            known = self._intervals[ident] = (requests, frozenset(wanted_windows(requests).get(ident, ())))
+        return known[1]
 
     def read(self, conn, tasks, requests):
-        wanted = wanted_windows(r for reqs in requests.values() for r in reqs)
+        wanted = {i: self._wanted(i, reqs) for i, reqs in requests.items() if reqs}
         slots = read_slots(conn, {i: t for i, t in tasks.items() if i in wanted}, wanted)
         by_pk: dict[int, list] = {t.pk: [] for t in tasks.values()}
         for s in slots:
@@ -94,6 +104,7 @@ class SnapshotView(View):
         # In place: a state handed out keeps only tasks their subscribers still watch, and nobody watches
         # this one any more; the next state is built without it.
         super().forget(ident)
+        self._intervals.pop(ident, None)
         self._snapshot = None
 
     def build(self, requests):

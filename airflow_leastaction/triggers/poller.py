@@ -139,6 +139,10 @@ class CatalogPoller:
         # Per watched task, its subscribers' distinct requests (with how many subscribers make each): kept as
         # subscribers come and go, so a tick never walks every subscriber's requests.
         self._requests: dict[TaskIdentity, dict[Request, int]] = {}
+        # Per watched task, its distinct requests as one frozenset, made again only when they change: a tick
+        # re-reading 10,000 tasks hands the view the same objects, whose hashes (and what the view derives
+        # from them) are kept.
+        self._distinct: dict[TaskIdentity, frozenset] = {}
         # Each watched task's one identity object, by its key: a changed row finds it in one lookup (none:
         # nobody here watches it), and the poller's own dicts hold one object per task, so a lookup finds
         # its key by identity instead of comparing fields.
@@ -166,6 +170,16 @@ class CatalogPoller:
 
     @asynccontextmanager
     async def subscribe(self, requests: list[Request]):
+        """A subscription to ``requests`` for the time of the ``async with`` block (:meth:`join`, :meth:`leave`)."""
+        sub = self.join(requests)
+        try:
+            yield sub
+        finally:
+            self.leave(sub)
+
+    def join(self, requests: list[Request]) -> Subscription:
+        """Subscribe to ``requests``: read in full on the next tick, then woken as :class:`Subscription` says.
+        Every ``join`` needs its :meth:`leave`."""
         view, by_key = self._view, self._by_key
         sub = Subscription(list(requests))
         for r in dict.fromkeys(sub.requests):
@@ -178,19 +192,21 @@ class CatalogPoller:
             r = view.keyed(r, own)
             sub.keys.setdefault(own, []).append(r)
             counts = self._requests.setdefault(own, {})
+            if r not in counts:
+                self._distinct.pop(own, None)
             counts[r] = counts.get(r, 0) + 1
         self._subs[id(sub)] = self._new[id(sub)] = sub
         for ident in sub.keys:
             self._watching[ident][id(sub)] = sub
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"leastaction-poller {self.url}")
-        try:
-            yield sub
-        finally:
-            # Nothing is delivered to it any more; its requests leave the books on the next tick.
-            if self._subs.pop(id(sub), None) is not None:
-                self._new.pop(id(sub), None)
-                self._leaving.append(sub)
+        return sub
+
+    def leave(self, sub: Subscription) -> None:
+        """End ``sub``: nothing is delivered to it any more; its requests leave the books on the next tick."""
+        if self._subs.pop(id(sub), None) is not None:
+            self._new.pop(id(sub), None)
+            self._leaving.append(sub)
 
     def _drop_leaving(self) -> None:
         leaving, self._leaving = self._leaving, []
@@ -210,11 +226,20 @@ class CatalogPoller:
                         counts[r] -= 1
                     else:
                         del counts[r]
+                        self._distinct.pop(ident, None)
             else:  # nobody reads this task any more: neither polled nor kept
                 del watching[ident]
                 requests.pop(ident, None)
+                self._distinct.pop(ident, None)
                 self._by_key.pop((ident.name, ident.project, ident.account, ident.partition), None)
                 self._view.forget(ident)
+
+    def _request_set(self, ident: TaskIdentity) -> frozenset:
+        """The distinct requests of ``ident``'s subscribers (the same object until they change)."""
+        distinct = self._distinct.get(ident)
+        if distinct is None:
+            distinct = self._distinct[ident] = frozenset(self._requests.get(ident, ()))
+        return distinct
 
     def _delay(self, failures: int) -> float:
         """Seconds to the next poll: the interval, doubled per failed poll in a row up to a cap, so an
@@ -250,7 +275,7 @@ class CatalogPoller:
                 changed.add(ident)
         fresh = (changed | new_idents) & self._watching.keys()
         if fresh:
-            requests = {i: list(self._requests.get(i, ())) for i in fresh}
+            requests = {i: self._request_set(i) for i in fresh}
             present = {i: tasks[i] for i in fresh if i in tasks}
             data = await asyncio.to_thread(self._details, store, present, requests) if present else {}
             self._view.update(fresh & self._watching.keys(), present, data)  # not what was left meanwhile
