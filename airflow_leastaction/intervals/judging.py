@@ -351,8 +351,11 @@ def judge_parents(
         if memo is None or mine:
             out.append(_judge(p, tasks, slots, child_interval, interval_end, whole, mine))
             continue
-        # Many gates wait on the same parent and interval: judge each pair once per snapshot.
-        key = (p, child_interval, interval_end if whole else None)
+        # Many gates wait on the same parent and interval: judge each pair once per snapshot. The key holds
+        # plain values: hashed and compared in C, and left alone by the garbage collector. ``fold`` tells the
+        # two instants of a repeated DST hour apart (equal, and hashed alike, in their own zone).
+        end = interval_end if whole else None
+        key = (p.name, p.project, p.account, p.partition, child_interval, child_interval.fold, end, end and end.fold)
         judged = memo.get(key)
         if judged is None:
             judged = memo[key] = _judge(p, tasks, slots, child_interval, interval_end, whole, None)

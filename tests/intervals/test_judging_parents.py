@@ -65,3 +65,20 @@ def test_slots_before_the_first_record_are_judged_by_the_watermark_and_after_it_
         assert j.reason.endswith("judged by its slot records)")
     if child in records and records[child] in IN_FLIGHT_STATES:
         assert "is running" in j.reason
+
+
+def test_gates_on_the_two_instants_of_a_repeated_hour_get_their_own_judgement_from_one_snapshot():
+    # 01:30 in New York on 2026-11-01 happens twice (EDT, then EST): equal, and hashed alike, as aware times
+    # in their own zone, an hour apart as instants. Gates judged against one snapshot share judgements per
+    # (parent, interval); the two must not share one.
+    from zoneinfo import ZoneInfo
+
+    from airflow_leastaction.intervals.judging import SlotIndex, judge_parents
+
+    hourly = TaskSnapshot(1, RAW, "0 * * * *", "UTC", "success", dt.datetime(2026, 11, 1, 5, tzinfo=UTC), True)
+    records = SlotIndex([SlotSnapshot(1, 1, dt.datetime(2026, 11, 1, 5, tzinfo=UTC), "success", 1)])
+    snapshot = ({RAW: hourly}, records)
+    first = dt.datetime(2026, 11, 1, 1, 30, tzinfo=ZoneInfo("America/New_York"))
+    second = first.replace(fold=1)
+    assert [j.satisfied for j in judge_parents([RAW], first, snapshot)] == [True]  # 05:00 UTC completed
+    assert [j.satisfied for j in judge_parents([RAW], second, snapshot)] == [False]  # 06:00 UTC has not run
