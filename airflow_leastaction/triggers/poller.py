@@ -262,17 +262,7 @@ class CatalogPoller:
         self._drop_leaving()
         new = list(self._new.values())
         new_idents = {i for sub in new for i in sub.identities}
-        rows, high = await asyncio.to_thread(self._changes, store, self._since, {i.name for i in new_idents})
-        by_key, since = self._by_key, self._since
-        tasks: dict[TaskIdentity, object] = {}
-        changed: set[TaskIdentity] = set()
-        for row in rows:
-            ident = by_key.get((row.name, row.project, row.account or "", row.partition or ""))
-            if ident is None:  # a task nobody here watches: not even its snapshot is built
-                continue
-            tasks[ident] = task_snapshot(row, ident)
-            if since is not None and row.change_seq > since:
-                changed.add(ident)
+        tasks, changed, high = await asyncio.to_thread(self._changes, store, self._since, {i.name for i in new_idents})
         fresh = (changed | new_idents) & self._watching.keys()
         if fresh:
             requests = {i: self._request_set(i) for i in fresh}
@@ -283,7 +273,8 @@ class CatalogPoller:
         self._deliver(new, changed)
 
     def _deliver(self, new: list[Subscription], changed: set[TaskIdentity]) -> None:
-        woken = {id(sub): sub for sub in new}
+        read_now = {id(sub): sub for sub in new}  # the new subscriptions this tick read in full
+        woken = dict(read_now)
         for ident in changed:
             woken.update(self._watching.get(ident, {}))
         gates = setting("gates", "enforce")
@@ -291,7 +282,8 @@ class CatalogPoller:
             woken.update(self._subs)
         self._gates = gates
         for key, sub in woken.items():
-            if key in self._subs and (sub.served or key in self._new):  # not one that came mid-tick
+            # Not one that joined mid-tick: its tasks may not have been read yet; the next tick reads them.
+            if key in self._subs and (sub.served or key in read_now):
                 sub.served = True
                 self._new.pop(key, None)
                 sub.deliver(self._view.build(sub.requests), None)
@@ -300,8 +292,23 @@ class CatalogPoller:
                 sub.deliver(sub._latest, None)
 
     def _changes(self, store: CatalogStore, since: int | None, names: set[str]):
+        """The tick's first statement: the watched tasks among those read, as snapshots, those of them
+        that changed since ``since``, and the change counter. Rows become snapshots here, as they are
+        read, so a release of thousands of parents keeps no database row past its tick."""
         with store.poll_read() as conn:
-            return changed_tasks(conn, task_columns(), since, names)
+            rows, high = changed_tasks(conn, task_columns(), since, names)
+        by_key = self._by_key
+        tasks: dict[TaskIdentity, object] = {}
+        changed: set[TaskIdentity] = set()
+        while rows:
+            row = rows.pop()
+            ident = by_key.get((row.name, row.project, row.account or "", row.partition or ""))
+            if ident is None:  # a task nobody here watches: not even its snapshot is built
+                continue
+            tasks[ident] = task_snapshot(row, ident)
+            if since is not None and row.change_seq > since:
+                changed.add(ident)
+        return tasks, changed, high
 
     def _details(self, store: CatalogStore, tasks: dict, requests: dict):
         with store.poll_read() as conn:

@@ -132,6 +132,41 @@ async def test_a_subscriber_that_left_is_handed_nothing_and_its_task_is_not_read
     poller._task.cancel()
 
 
+async def test_a_subscriber_joining_during_a_tick_is_read_in_full_on_the_next_one_not_served_half_read(
+    store, catalog_url, monkeypatch
+):
+    """A gate joins while a tick reads; one of its parents changed (so that tick wakes its watchers), the
+    other is new to the poller. That tick must not serve it (it never read the new parent); the next tick
+    reads it in full, so it never waits on a parent it was told is not in the catalog."""
+    watched, unread = TaskIdentity("watched", "other-team"), TaskIdentity("not_read_yet", "other-team")
+    for p in (watched, unread):
+        store.record_success(p, day(0), meta=DAILY, run_id="r0")
+    poller = CatalogPoller(catalog_url, QUIET)
+    reading, resume = threading.Event(), threading.Event()
+    original = CatalogPoller._changes
+
+    def changes(poller_, store_, since, names):
+        out = original(poller_, store_, since, names)
+        reading.set()
+        resume.wait(HANG)
+        return out
+
+    async with poller.subscribe([(watched, day(1))]) as first:
+        await asyncio.wait_for(first.next_change(), HANG)  # the poller's own loop ticks once, then sleeps
+        await asyncio.to_thread(store.record_success, watched, day(1), run_id="r1")
+        monkeypatch.setattr(CatalogPoller, "_changes", changes)
+        tick = asyncio.create_task(poller._tick(store))
+        await asyncio.to_thread(reading.wait, HANG)
+        async with poller.subscribe([(watched, day(1)), (unread, day(1))]) as joined:
+            resume.set()
+            await tick
+            assert joined._latest is None  # woken by nothing: its full read is the next tick's
+            await poller._tick(store)
+            tasks, _ = joined._latest
+            assert {watched, unread} <= set(tasks)
+    poller._task.cancel()
+
+
 def _full_read(store: CatalogStore, read: str, requests):
     value = getattr(store, read)(requests)
     return _comparable(read, value)
