@@ -237,8 +237,7 @@ class ParentIntervalTrigger(BaseTrigger):
         last_state: tuple | None = None
         reasons: list[str] = []
         judgements: list = []
-        requests = snapshot_requests(wait.parents, [p.coverage for p in wait.parents], wait.child, wait.end)
-        sub = poller.join(requests)
+        sub = poller.join(snapshot_requests(wait.parents, [p.coverage for p in wait.parents], wait.child, wait.end))
         try:
             while True:
                 event = None
@@ -260,7 +259,7 @@ class ParentIntervalTrigger(BaseTrigger):
                         if event is not None:
                             return event
                     reasons = outcome.waiting_reasons
-                    state = tuple(reasons)
+                    state, outcome = tuple(reasons), None  # not held while waiting
                 if event is None and state != last_state:  # once per change, whatever the poll interval
                     self.log.info("not admitted yet: %s", "; ".join(reasons))
                     last_state = state
