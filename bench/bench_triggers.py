@@ -188,11 +188,43 @@ async def measure(kind: str, url: str, families, warm, pool_size: int, release) 
                 "cpu_ms": round((time.process_time() - cpu0) * 1000, 2),
             }
         )
-    done_at = await release()
-    released = await asyncio.wait_for(asyncio.gather(*tasks), timeout=1800)
+    full = FullCollections()
+    gc.callbacks.append(full)
+    try:
+        done_at = await release()
+        released = await asyncio.wait_for(asyncio.gather(*tasks), timeout=1800)
+    finally:
+        gc.callbacks.remove(full)
     sa.event.remove(engine, "before_cursor_execute", counter)
     latencies = sorted(round(max(0.0, r - done_at), 4) for r in released)
-    return {"ticks": ticks, "bytes_per_trigger": round(memory, 1), "release_s": latencies}
+    return {
+        "ticks": ticks,
+        "bytes_per_trigger": round(memory, 1),
+        "release_s": latencies,
+        "full_gc_s": full.between(done_at, max(released)),
+    }
+
+
+class FullCollections:
+    """The full (generation 2) passes of Python's garbage collector in this process, as (start, end) on the
+    monotonic clock: one walks every tracked object, every waiting trigger's among them, and when it lands
+    between a commit and the last release it is part of the release time measured."""
+
+    def __init__(self):
+        self.passes: list[tuple[float, float]] = []
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._start = time.monotonic()
+        else:
+            self.passes.append((self._start, time.monotonic()))
+
+    def between(self, start: float, end: float) -> list[float]:
+        """The seconds each pass spent inside [start, end]."""
+        return [round(min(b, end) - max(a, start), 4) for a, b in self.passes if b > start and a < end]
 
 
 def derived(run: dict) -> dict:
@@ -206,6 +238,7 @@ def derived(run: dict) -> dict:
         "release_median_s": statistics.median(lat),
         "release_p99_s": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
         "release_max_s": lat[-1],
+        "full_gc_s": sum(run.get("full_gc_s", ())),
     }
 
 
@@ -386,7 +419,7 @@ def format_row(backend, k, shared, base) -> str:
     return (
         f"| {backend} | {k} | {cell('statements_per_tick', '.1f')} | {cell('cpu_ms_per_tick', '.1f')} | "
         f"{cell('kib_per_trigger', '.1f')} | {cell('release_median_s', '.2f')} | "
-        f"{cell('release_p99_s', '.2f')} |"
+        f"{cell('release_p99_s', '.2f')} | full GC {shared['full_gc_s']:.2f} s |"
     )
 
 

@@ -38,6 +38,7 @@ def triggers(doc: dict, part: str | None) -> list[str]:
                 cell(s, b, "release_median_s", ".2f"),
                 cell(s, b, "release_p99_s", ".2f"),
                 cell(s, b, "release_max_s", ".2f"),
+                f"{s['full_gc_s']:.2f} / {b['full_gc_s']:.2f}" if b else f"{s['full_gc_s']:.2f} / not run",
             ]
         )
     pool = doc["inputs"]["thread_pool_size"]
@@ -54,8 +55,9 @@ def triggers(doc: dict, part: str | None) -> list[str]:
                 "release median (s)",
                 "release p99 (s)",
                 "release max (s)",
+                "full GC in release (s)",
             ],
-            ["---", "---:", "---", "---", "---", "---", "---", "---"],
+            ["---", "---:", "---", "---", "---", "---", "---", "---", "---"],
             rows,
         ),
     ]
@@ -81,11 +83,14 @@ def _triggers_spread(doc: dict) -> list[str]:
                     f"{d['release_median_s']:.2f}",
                     f"{d['release_p99_s']:.2f}",
                     f"{d['release_max_s']:.2f}",
+                    f"{d['full_gc_s']:.2f}",
                 ]
             )
     header = "catalog|K in all|process|waiting in it|statements per tick|CPU ms per idle tick|release median (s)"
     return _table(
-        [*header.split("|"), "release p99 (s)", "release max (s)"], ["---", "---:", "---"] + ["---:"] * 6, rows
+        [*header.split("|"), "release p99 (s)", "release max (s)", "full GC in release (s)"],
+        ["---", "---:", "---"] + ["---:"] * 7,
+        rows,
     )
 
 
