@@ -53,10 +53,23 @@ def pg_settings(admin_url: str | None = None) -> dict[str, str]:
 def fresh_database(backend: str, workdir: Path | None = None) -> tuple[str, callable]:
     """A new, empty catalog database URL on ``backend`` and a ``drop()`` that removes it."""
     if backend == "sqlite":
+        import shutil
         import tempfile
 
         folder = workdir or Path(tempfile.mkdtemp(prefix="la-bench-"))
-        return f"sqlite:///{folder}/catalog-{uuid.uuid4().hex[:8]}.db", lambda: None
+        path = folder / f"catalog-{uuid.uuid4().hex[:8]}.db"
+
+        def remove():
+            from airflow_leastaction.catalog.engine import dispose_all
+
+            dispose_all()
+            if workdir is None:
+                shutil.rmtree(folder, ignore_errors=True)
+            else:
+                for leftover in folder.glob(f"{path.name}*"):  # the database and its journal files
+                    leftover.unlink(missing_ok=True)
+
+        return f"sqlite:///{path}", remove
     admin = bench_pg_admin_url()
     name = f"la_bench_{uuid.uuid4().hex[:8]}"
     engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
