@@ -12,6 +12,7 @@ import datetime as dt
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -152,10 +153,14 @@ def trigger_holders(cluster) -> Counter:
 TRIGGERERS = ("triggerer-1", "triggerer-2")
 
 
-def started_sensors(cluster, name: str) -> int:
-    """How many of the failover sensors' triggers the triggerer ``name`` started, from its own log."""
-    log = cluster.component(name).log_path.read_text(errors="replace")
-    return log.count("Start from trigger enabled for task wait_")
+#: A triggerer's log line for each failover sensor (``wait_000``...) it starts; the example DAGs' sensors
+#: (``wait_for_...``) are not theirs.
+STARTED = re.compile(r"^(\S+) .*Start from trigger enabled for task wait_\d{3}\b", re.MULTILINE)
+
+
+def started_sensors(cluster, name: str) -> list[str]:
+    """When the triggerer ``name`` started each failover sensor's trigger, from its own log (ISO times)."""
+    return STARTED.findall(cluster.component(name).log_path.read_text(errors="replace"))
 
 
 def heartbeats(cluster) -> dict[int, dt.datetime]:
@@ -203,11 +208,19 @@ class TestTriggererFailover:
             f"{GATES} deferred sensors assigned to triggerers",
         )
         marks["all_deferred"] = time.monotonic()
+        # A trigger is assigned in the metadata database before its triggerer logs its start: wait for the
+        # logs to show every sensor started (twice if one moved), so they name the triggerer that holds them.
+        cluster.wait_until(
+            lambda: sum(len(started_sensors(cluster, name)) for name in TRIGGERERS) >= GATES,
+            FAILOVER_TIMEOUT,
+            f"the triggerers' logs to show {GATES} sensors started",
+        )
         killed_at = metadata(cluster, "SELECT now()")[0][0]
         # Airflow gives a triggerer every unassigned trigger it has room for, and the scheduler creates the
         # sensors' triggers at once (they start in the triggerer), so one triggerer may hold them all: kill
-        # the one that started most of them, as its log says.
-        killed = max(TRIGGERERS, key=lambda name: started_sensors(cluster, name))
+        # the one that started a sensor last, as its log says (a trigger that moved was started again by
+        # the triggerer that took it).
+        killed = max(TRIGGERERS, key=lambda name: max(started_sensors(cluster, name), default=""))
         cluster.kill(killed)
         holders_then = set(before)
 

@@ -9,6 +9,7 @@ from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.model import Dependency
 from airflow_leastaction.run_conditions.wait_rule import WaitClock
+from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
 from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
 from tests.run_conditions.conftest import day
@@ -79,7 +80,14 @@ class TestWaiting:
         store.record_running(OTHER, day(2), meta=meta, run_id="o2")
 
         async def finish_later():
-            await asyncio.sleep(0.5)
+            # Once the gate has looked at the running upstream: every poll it reads has ticked twice (a
+            # fixed delay raced the polls' first catalog connection on a busy machine).
+            loop = id(asyncio.get_running_loop())
+            while (
+                not (polls := [p for key, p in list(CatalogPoller._shared.items()) if key[0] == loop and p.subscribers])
+                or min(p.ticks for p in polls) < 2
+            ):
+                await asyncio.sleep(0.01)
             await asyncio.to_thread(store.record_success, OTHER, day(2), meta=meta, run_id="o2")
 
         finisher = asyncio.create_task(finish_later())
