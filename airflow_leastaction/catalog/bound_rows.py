@@ -49,12 +49,10 @@ class BoundRows:
     def params(self, rows: Sequence[tuple], *, encoded: bool = False) -> dict:
         """The parameters binding ``rows`` (tuples in the columns' order; None for NULL), ``encoded`` already
         (:meth:`encode`) or not."""
-        if not encoded:
-            rows = [self.encode(row) for row in rows]
-        encoded = rows
+        encoded_rows = rows if encoded else [self.encode(row) for row in rows]
         if self._sqlite:
-            return {f"{self.name}_rows": json.dumps(encoded)}
-        values = list(zip(*encoded, strict=True)) if encoded else [() for _ in self.names]
+            return {f"{self.name}_rows": json.dumps(encoded_rows)}
+        values = list(zip(*encoded_rows, strict=True)) if encoded_rows else [() for _ in self.names]
         return {f"{self.name}_{c}": list(v) for c, v in zip(self.names, values, strict=True)}
 
 
