@@ -9,8 +9,10 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_leastaction.triggers.trigger_log import ClassLog
 
-class HeldWorkTrigger(BaseTrigger):
+
+class HeldWorkTrigger(ClassLog, BaseTrigger):
     """Fire at ``wake_at`` (when work a tier held back becomes eligible), handing ``carry`` back.
 
     The drain's state travels in the event rather than in the deferral's kwargs: the event is what every

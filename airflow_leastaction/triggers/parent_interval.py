@@ -30,6 +30,7 @@ from airflow_leastaction.intervals.run_slot import noted
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
 from airflow_leastaction.triggers.task_end import record_success_from_trigger, settle_from_trigger, store_at
+from airflow_leastaction.triggers.trigger_log import ClassLog
 
 #: What the watch loop concludes with: a status of :mod:`~airflow_leastaction.triggers.wire`, the last
 #: judgements and reasons; the answer is the event to fire, or None to keep waiting.
@@ -55,11 +56,14 @@ class _Wait:
     prepare: Callable[[], Awaitable[None]] = field(default=_nothing)
 
 
+#: The state logged once for any number of failed polls in a row, whatever their errors say.
+UNREACHABLE = ("catalog unreachable",)
+
 #: The reason a wait reports when its deadline passed before any catalog read answered.
 NOTHING_READ_YET = "the deadline passed before the catalog answered a first read"
 
 
-class ParentIntervalTrigger(BaseTrigger):
+class ParentIntervalTrigger(ClassLog, BaseTrigger):
     """Wait until every parent has finished the interval that covers the child's.
 
     All instances in one triggerer share one catalog poll per tick (see
@@ -234,7 +238,7 @@ class ParentIntervalTrigger(BaseTrigger):
         """Judge on each shared poll until ``conclude`` gives an event, and return it (a coroutine, not a
         generator: ten thousand gates released by one tick each return through one frame)."""
         poller = CatalogPoller.shared(url, self.poll_interval)
-        last_state: tuple | None = None
+        last_state: list | tuple | None = None
         reasons: list[str] = []
         judgements: list = []
         sub = poller.join(snapshot_requests(wait.parents, [p.coverage for p in wait.parents], wait.child, wait.end))
@@ -250,7 +254,7 @@ class ParentIntervalTrigger(BaseTrigger):
                     event = await conclude(wire.TIMEOUT, judgements, reasons or [NOTHING_READ_YET])
                 except Exception as exc:  # the catalog is down: keep waiting, judge nothing
                     reasons, judgements = [f"catalog unreachable: {exc}"], []
-                    state: tuple = ("catalog unreachable",)
+                    state: list | tuple = UNREACHABLE
                 else:
                     judgements = judge_parents(wait.parents, wait.child, snapshot, wait.consumed, interval_end=wait.end)
                     outcome = decide(ALL, judgements)
@@ -259,7 +263,7 @@ class ParentIntervalTrigger(BaseTrigger):
                         if event is not None:
                             return event
                     reasons = outcome.waiting_reasons
-                    state, outcome = tuple(reasons), None  # not held while waiting
+                    state, outcome = reasons, None  # not held while waiting
                 if event is None and state != last_state:  # once per change, whatever the poll interval
                     self.log.info("not admitted yet: %s", "; ".join(reasons))
                     last_state = state

@@ -44,14 +44,20 @@ OUTAGE_BACKOFF_INTERVALS = 12
 
 class Subscription:
     """A trigger's view of the poller: await :meth:`next` for each tick's snapshot, or
-    :meth:`next_change` for the next one that differs."""
+    :meth:`next_change` for the next one that differs.
 
-    def __init__(self, requests: list[Request]):
+    Ten thousand of these wait in one triggerer, and every full garbage collection walks what they hold:
+    slots instead of an instance dict, the poller's own request tuples (shared with every subscriber of the
+    same request) instead of copies, and a wait that is one future, not a chain of coroutines.
+    """
+
+    __slots__ = ("requests", "_ready", "_waiter", "_latest", "_error", "served", "every_tick")
+
+    def __init__(self, requests: tuple):
+        #: Its distinct requests, each the poller's one object for that request (:meth:`CatalogPoller.join`).
         self.requests = requests
-        #: Its distinct requests per task they read, as the poller keeps them (:meth:`CatalogPoller.subscribe`).
-        self.keys: dict[TaskIdentity, list] = {}
         # A delivery not taken yet, and the future of a wait for one: what an asyncio.Event does, without
-        # the Event's deque per waiting trigger (ten thousand of them wait in one triggerer).
+        # the Event's deque per waiting trigger.
         self._ready = False
         self._waiter: asyncio.Future | None = None
         self._latest = None
@@ -60,42 +66,42 @@ class Subscription:
         #: Woken every tick (``next``) or only when its snapshot changed (``next_change``).
         self.every_tick = True
 
-    @property
-    def identities(self):
-        """The distinct tasks its requests read."""
-        return self.keys.keys()
-
     def deliver(self, snapshot, error: BaseException | None) -> None:
         self._latest, self._error = snapshot, error
-        self._ready = True
         waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if waiter is not None and not waiter.done():  # handed over now: nothing left to take
+            self._waiter = None
+            if error is None:
+                waiter.set_result(snapshot)
+            else:
+                waiter.set_exception(error)
+        else:
+            self._ready = True
 
-    async def next(self):
+    def next(self) -> asyncio.Future:
         """The snapshot of the next tick (the same object when nothing it reads changed); raises the
         poll's error if it failed."""
         self.every_tick = True
-        return await self._next()
+        return self._next()
 
-    async def next_change(self):
+    def next_change(self) -> asyncio.Future:
         """The next snapshot that may differ from the last one returned: the first one, one after a
         change to a task its requests name, after a failed poll (raised) or after the deployment's gate
         mode changed. Idle ticks never wake it."""
         self.every_tick = False
-        return await self._next()
+        return self._next()
 
-    async def _next(self):
-        if not self._ready:
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        self._ready = False
-        if self._error is not None:
-            raise self._error
-        return self._latest
+    def _next(self) -> asyncio.Future:
+        waiter = asyncio.get_running_loop().create_future()
+        if self._ready:  # delivered while nobody waited
+            self._ready = False
+            if self._error is None:
+                waiter.set_result(self._latest)
+            else:
+                waiter.set_exception(self._error)
+        else:
+            self._waiter = waiter  # a wait cancelled meanwhile (a deadline) leaves the next delivery ready
+        return waiter
 
 
 class DeadlineReached(Exception):
@@ -143,6 +149,8 @@ class CatalogPoller:
         # re-reading 10,000 tasks hands the view the same objects, whose hashes (and what the view derives
         # from them) are kept.
         self._distinct: dict[TaskIdentity, frozenset] = {}
+        # Each distinct request's one tuple, shared by every subscriber that makes it.
+        self._canonical: dict[Request, Request] = {}
         # Each watched task's one identity object, by its key: a changed row finds it in one lookup (none:
         # nobody here watches it), and the poller's own dicts hold one object per task, so a lookup finds
         # its key by identity instead of comparing fields.
@@ -180,10 +188,10 @@ class CatalogPoller:
     def join(self, requests: list[Request]) -> Subscription:
         """Subscribe to ``requests``: read in full on the next tick, then woken as :class:`Subscription` says.
         Every ``join`` needs its :meth:`leave`."""
-        view, by_key = self._view, self._by_key
-        # The subscriber's distinct requests, each naming its task by the poller's one identity object: a
-        # waiting trigger holds no copy of its own (ten thousand of them wait in one triggerer).
-        sub = Subscription([])
+        view, by_key, canonical = self._view, self._by_key, self._canonical
+        # The subscriber's distinct requests, each the poller's one object for it, naming its task by the
+        # poller's one identity object: a waiting trigger holds no copy of its own.
+        mine = []
         for r in dict.fromkeys(requests):
             ident = view.identity(r)
             key = (ident.name, ident.project, ident.account, ident.partition)
@@ -192,18 +200,24 @@ class CatalogPoller:
                 own = by_key[key] = TaskIdentity(*key)
                 self._watching[own] = {}
             r = view.keyed(r, own)
-            sub.requests.append(r)
-            sub.keys.setdefault(own, []).append(r)
+            r = canonical.setdefault(r, r)
+            mine.append(r)
             counts = self._requests.setdefault(own, {})
             if r not in counts:
                 self._distinct.pop(own, None)
             counts[r] = counts.get(r, 0) + 1
+        sub = Subscription(tuple(mine))
         self._subs[id(sub)] = self._new[id(sub)] = sub
-        for ident in sub.keys:
+        for ident in self._identities(sub):
             self._watching[ident][id(sub)] = sub
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"leastaction-poller {self.url}")
         return sub
+
+    def _identities(self, sub: Subscription) -> dict[TaskIdentity, None]:
+        """The distinct tasks ``sub``'s requests read (the poller's identity objects), in order."""
+        identity = self._view.identity
+        return dict.fromkeys(identity(r) for r in sub.requests)
 
     def leave(self, sub: Subscription) -> None:
         """End ``sub``: nothing is delivered to it any more; its requests leave the books on the next tick."""
@@ -217,25 +231,28 @@ class CatalogPoller:
             self._unsubscribe(sub)
 
     def _unsubscribe(self, sub: Subscription) -> None:
-        watching, requests = self._watching, self._requests
-        for ident, keys in sub.keys.items():
-            watchers = watching.get(ident)
-            if watchers is None or watchers.pop(id(sub), None) is None:
+        watching, requests, identity = self._watching, self._requests, self._view.identity
+        for r in sub.requests:
+            counts = requests.get(identity(r))
+            made = counts.get(r) if counts is not None else None
+            if made is None:
                 continue
-            if watchers:  # others still read it: only this subscriber's requests go
-                counts = requests[ident]
-                for r in keys:
-                    if counts[r] > 1:
-                        counts[r] -= 1
-                    else:
-                        del counts[r]
-                        self._distinct.pop(ident, None)
-            else:  # nobody reads this task any more: neither polled nor kept
-                del watching[ident]
-                requests.pop(ident, None)
-                self._distinct.pop(ident, None)
-                self._by_key.pop((ident.name, ident.project, ident.account, ident.partition), None)
-                self._view.forget(ident)
+            if made > 1:
+                counts[r] = made - 1
+            else:  # nobody else makes it
+                del counts[r]
+                self._canonical.pop(r, None)
+                self._distinct.pop(identity(r), None)
+        for ident in self._identities(sub):
+            watchers = watching.get(ident)
+            if watchers is None or watchers.pop(id(sub), None) is None or watchers:
+                continue
+            # nobody reads this task any more: neither polled nor kept
+            del watching[ident]
+            requests.pop(ident, None)
+            self._distinct.pop(ident, None)
+            self._by_key.pop((ident.name, ident.project, ident.account, ident.partition), None)
+            self._view.forget(ident)
 
     def _request_set(self, ident: TaskIdentity) -> frozenset:
         """The distinct requests of ``ident``'s subscribers (the same object until they change)."""
@@ -264,7 +281,7 @@ class CatalogPoller:
         of new subscriptions (one more); hand the subscribers whose tasks changed their new snapshot."""
         self._drop_leaving()
         new = list(self._new.values())
-        new_idents = {i for sub in new for i in sub.identities}
+        new_idents = {i for sub in new for i in self._identities(sub)}
         tasks, changed, high = await asyncio.to_thread(self._changes, store, self._since, {i.name for i in new_idents})
         fresh = (changed | new_idents) & self._watching.keys()
         if fresh:

@@ -32,6 +32,7 @@ from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, 
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
+from airflow_leastaction.triggers.trigger_log import ClassLog
 
 
 async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:
@@ -58,7 +59,7 @@ def _classpath(obj) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
-class RunConditionTrigger(BaseTrigger):
+class RunConditionTrigger(ClassLog, BaseTrigger):
     """Wait until a gated task's run condition is met (``ADMIT``) or can never be (``SKIP``).
 
     Same-run upstream states come from Airflow through the supervisor each tick; catalog reads (slot

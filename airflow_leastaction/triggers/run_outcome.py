@@ -12,9 +12,10 @@ from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summ
 from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import _classpath, run_states
+from airflow_leastaction.triggers.trigger_log import ClassLog
 
 
-class RunOutcomeTrigger(BaseTrigger):
+class RunOutcomeTrigger(ClassLog, BaseTrigger):
     """Wait until every other task of the run has finished.
 
     Deferred to by a worker, it fires ``finished`` with their states and the worker concludes. Started in

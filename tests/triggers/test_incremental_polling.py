@@ -88,7 +88,7 @@ async def test_a_change_to_one_parent_rereads_only_that_parent_and_wakes_only_it
         on_quiet = [await stack.enter_async_context(poller.subscribe([(quiet, day(1))])) for _ in range(3)]
         first = {id(s): await asyncio.wait_for(s.next_change(), HANG) for s in on_changed + on_quiet}
         assert reread == [{changed, quiet}]  # the new subscriptions' full read
-        waiting = {id(s): asyncio.create_task(s.next_change()) for s in on_changed + on_quiet}
+        waiting = {id(s): asyncio.ensure_future(s.next_change()) for s in on_changed + on_quiet}
         await ticked(poller, 3)
         assert not any(t.done() for t in waiting.values())  # idle ticks wake nobody
         await asyncio.to_thread(store.record_success, changed, day(1), run_id="r1")
