@@ -5,10 +5,16 @@ that statement anew for every N, which cost seconds at 10,000 windows and most o
 attempt's audit write. Bound this way the rows are one JSON array unpacked by ``json_each`` on SQLite,
 or one array per column unpacked by ``unnest`` on PostgreSQL, and the statement's text is the same for
 any number of rows.
+
+On PostgreSQL each column's array is bound as one array literal (text, cast to the column's array type
+in the statement): psycopg2 adapts a Python list element by element (a timestamp array of 10,000 took
+about 0.07 s to adapt and as long again for the server to parse its casts), the literal is one string.
+It is still a bound parameter: every element is quoted and escaped as the array input syntax wants.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Sequence
 
@@ -34,7 +40,7 @@ class BoundRows:
             self.table, self.order = w, w.c.key
             self.columns = tuple(func.json_extract(w.c.value, f"$[{i}]") for i in range(len(self.names)))
         elif dialect.name == "postgresql":
-            arrays = [cast(bindparam(f"{name}_{c}"), ARRAY(_pg_element(t))) for c, t in columns]
+            arrays = [cast(bindparam(f"{name}_{c}", type_=Text), ARRAY(_pg_element(t))) for c, t in columns]
             w = func.unnest(*arrays).table_valued(*self.names, with_ordinality="ord").render_derived(name=name)
             self.table, self.order = w, w.c.ord
             self.columns = tuple(w.c[c] for c in self.names)
@@ -44,7 +50,8 @@ class BoundRows:
     def encode(self, row: tuple) -> tuple:
         """``row`` as :meth:`params` binds it: a caller binding many rows that share values (the windows of
         parents on one schedule) encodes each distinct one once and passes ``encoded=True``."""
-        return tuple(v if p is None or v is None else p(v) for v, p in zip(row, self._procs, strict=True))
+        values = (v if p is None or v is None else p(v) for v, p in zip(row, self._procs, strict=True))
+        return tuple(values) if self._sqlite else tuple(map(_pg_array_element, values))
 
     def params(self, rows: Sequence[tuple], *, encoded: bool = False) -> dict:
         """The parameters binding ``rows`` (tuples in the columns' order; None for NULL), ``encoded`` already
@@ -53,7 +60,15 @@ class BoundRows:
         if self._sqlite:
             return {f"{self.name}_rows": json.dumps(encoded_rows)}
         values = list(zip(*encoded_rows, strict=True)) if encoded_rows else [() for _ in self.names]
-        return {f"{self.name}_{c}": list(v) for c, v in zip(self.names, values, strict=True)}
+        return {f"{self.name}_{c}": "{" + ",".join(v) + "}" for c, v in zip(self.names, values, strict=True)}
+
+
+def _pg_array_element(value) -> str:
+    """``value`` (as its column's bind processor left it) as one element of a PostgreSQL array literal."""
+    if value is None:
+        return "NULL"
+    text = value.isoformat() if isinstance(value, dt.datetime) else str(value)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 _BUILT: dict[tuple, BoundRows] = {}

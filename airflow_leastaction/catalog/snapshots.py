@@ -50,7 +50,8 @@ def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted
         bounds = encoded.get(id(windows))
         if bounds is None or bounds[0] is not windows:  # the tuple is held here, so its id stays its own
             bounds = encoded[id(windows)] = (windows, [w.encode((None, s, e))[1:] for s, e in windows])
-        rows.extend((t.pk, *b) for b in bounds[1])
+        pk = w.encode((t.pk, None, None))[0]
+        rows.extend((pk, *b) for b in bounds[1])
     if not rows:
         return slots
     pk, start, end = w.columns
