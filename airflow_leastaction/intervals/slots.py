@@ -314,6 +314,13 @@ def parent_interval_satisfied(
 @lru_cache(maxsize=65536)
 def slot_window(slot: dt.datetime, granularity: str, tz: dt.tzinfo) -> tuple[dt.datetime, dt.datetime]:
     """The [start, end) instants, in UTC, of the granularity unit that holds ``slot``."""
+    # Kept per instant, unit and zone: every parent on one schedule has the same window for one child
+    # interval. Keyed in UTC: two instants of a repeated DST hour are equal in their own zone.
+    return _slot_window(slot.astimezone(UTC), granularity, tz)
+
+
+@lru_cache(maxsize=65536)
+def _slot_window(slot: dt.datetime, granularity: str, tz: dt.tzinfo) -> tuple[dt.datetime, dt.datetime]:
     start_local = truncate(slot, granularity, tz).astimezone(tz)
     if granularity == "minute":
         end = start_local + dt.timedelta(minutes=1)
