@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -57,8 +55,6 @@ def engine_rate(k: int, seconds: float = 1.0) -> dict:
 
 # -- writes -------------------------------------------------------------------------------------------
 def catalog(backend: str):
-    if backend == "sqlite":
-        return f"sqlite:///{tempfile.mkdtemp(prefix='la-bench-gate-')}/catalog.db", lambda: None
     from bench.common import fresh_database
 
     return fresh_database(backend)  # PostgreSQL: the durable benchmark server
@@ -137,7 +133,7 @@ def write_cost(backend: str, deps: int, attempts: int) -> dict:
 
 
 def main(argv=None) -> int:
-    from bench.common import environment, write_json
+    from bench.common import environment, temporary_airflow_home, write_json
     from bench.gate_latency import LATENCY_POLL, latency
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -147,7 +143,7 @@ def main(argv=None) -> int:
     parser.add_argument("--backends", default="sqlite,postgres", help="catalogs of the writes part")
     parser.add_argument("--json", help="write inputs, environment and every raw sample here")
     args = parser.parse_args(argv)
-    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="la-bench-home-"))
+    temporary_airflow_home()
     parts, backends = args.parts.split(","), args.backends.split(",")
     env = environment(set(backends) | ({"postgres"} if "latency" in parts else set()))
     results: dict = {}

@@ -19,7 +19,6 @@ import json
 import multiprocessing as mp
 import os
 import sys
-import tempfile
 import time
 
 import sqlalchemy as sa
@@ -182,7 +181,7 @@ def derived(r: dict) -> dict:
 
 def main(argv=None) -> int:
     from airflow_leastaction.catalog.retention import DEFAULT_BATCH_SIZE
-    from bench.common import environment, write_json
+    from bench.common import environment, temporary_airflow_home, write_json
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="old gate decisions to prune")
@@ -192,7 +191,7 @@ def main(argv=None) -> int:
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--json", help="write inputs, environment and every raw sample here")
     args = parser.parse_args(argv)
-    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="la-bench-home-"))
+    temporary_airflow_home()
     backends = args.backends.split(",")
     env = environment(backends)
     results = []

@@ -19,7 +19,6 @@ import gc
 import os
 import statistics
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -251,7 +250,7 @@ def derived(run: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    from bench.common import environment, write_json
+    from bench.common import environment, temporary_airflow_home, write_json
     from bench.trigger_runs import run_one, run_processes
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -273,7 +272,7 @@ def main(argv=None) -> int:
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--json", help="write inputs, environment and every raw sample here")
     args = parser.parse_args(argv)
-    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="la-bench-home-"))
+    temporary_airflow_home()
     backends = args.backends.split(",")
     env = environment(backends)
     inputs = {

@@ -7,13 +7,16 @@ docs/performance.md can be generated from it (``bench/report.py``) and checked b
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import json
 import os
 import platform
+import shutil
 import sqlite3
 import statistics
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -24,6 +27,15 @@ ROOT = Path(__file__).resolve().parent.parent
 PG_URL_ENV = "LEASTACTION_BENCH_PG_URL"
 #: The settings recorded with every PostgreSQL figure (a skeptic asks for these first).
 PG_SETTINGS = ("server_version", "fsync", "synchronous_commit", "full_page_writes", "wal_level", "shared_buffers")
+
+
+def temporary_airflow_home() -> None:
+    """Point ``AIRFLOW_HOME`` at a directory of this run, removed when it exits (unless one is set)."""
+    if "AIRFLOW_HOME" in os.environ:
+        return
+    home = tempfile.mkdtemp(prefix="la-bench-home-")
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    os.environ["AIRFLOW_HOME"] = home
 
 
 def bench_pg_admin_url() -> str:
@@ -53,9 +65,6 @@ def pg_settings(admin_url: str | None = None) -> dict[str, str]:
 def fresh_database(backend: str, workdir: Path | None = None) -> tuple[str, callable]:
     """A new, empty catalog database URL on ``backend`` and a ``drop()`` that removes it."""
     if backend == "sqlite":
-        import shutil
-        import tempfile
-
         folder = workdir or Path(tempfile.mkdtemp(prefix="la-bench-"))
         path = folder / f"catalog-{uuid.uuid4().hex[:8]}.db"
 

@@ -46,7 +46,7 @@ def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted
     encoded: dict[int, tuple] = {}
     rows = []
     for ident, t in sorted(tasks.items(), key=lambda item: item[1].pk):
-        windows = task_windows(t, wanted[ident])
+        windows = read_windows(t, wanted[ident])
         bounds = encoded.get(id(windows))
         if bounds is None or bounds[0] is not windows:  # the tuple is held here, so its id stays its own
             bounds = encoded[id(windows)] = (windows, [w.encode((None, s, e))[1:] for s, e in windows])
@@ -68,12 +68,6 @@ def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted
         map(SlotSnapshot._make, conn.execute(query, w.params(rows, encoded=True)))
     )  # the columns in its field order
     return slots
-
-
-def task_windows(t: TaskSnapshot, intervals) -> tuple[tuple[dt.datetime, dt.datetime], ...]:
-    """The merged windows of slot records that judging ``t`` for ``intervals`` (``(start, end)``) reads: none
-    when its schedule cannot be judged (its children wait, saying why)."""
-    return read_windows(t, intervals)
 
 
 def task_columns():

@@ -20,9 +20,10 @@ from sqlalchemy import event, select, text
 from airflow_leastaction.catalog.changes import changed_tasks
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.schema import task
-from airflow_leastaction.catalog.snapshots import task_windows, wanted_windows
+from airflow_leastaction.catalog.snapshots import wanted_windows
 from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals.judging import read_windows
 from airflow_leastaction.triggers.poller import CatalogPoller
 from tests.statement_count import StatementCounter
 
@@ -181,7 +182,7 @@ def _comparable(read: str, value, requests=None):
     if requests is not None:
         wanted = wanted_windows(requests)
         tasks = {i: tasks[i] for i in wanted if i in tasks}
-        windows = {t.pk: task_windows(t, wanted[i]) for i, t in tasks.items()}
+        windows = {t.pk: read_windows(t, wanted[i]) for i, t in tasks.items()}
         slots = [s for s in slots if any(a <= s.slot < b for a, b in windows.get(s.task_pk, ()))]
     return tasks, sorted(slots, key=lambda s: (s.task_pk, s.slot))
 
