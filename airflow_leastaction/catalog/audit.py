@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, bindparam, exists, func, insert, select, type_coerce, union_all
+from sqlalchemy import and_, bindparam, exists, func, insert, or_, select, type_coerce, union_all
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -235,13 +235,23 @@ def is_stale(current_revision) -> ColumnElement:
     c = consumption.c
     since = consumption.alias("since")
     s = since.c
-    caught_up = exists().where(
-        s.dag_id == c.dag_id,
-        s.task_id == c.task_id,
-        s.downstream_slot.is_not_distinct_from(c.downstream_slot),
-        s.dependency == c.dependency,
-        s.upstream_run_pk == c.upstream_run_pk,
-        s.upstream_revision >= current_revision,
+
+    def consumed_since(same_slot) -> ColumnElement:
+        return exists().where(
+            s.dag_id == c.dag_id,
+            s.task_id == c.task_id,
+            same_slot,
+            s.dependency == c.dependency,
+            s.upstream_run_pk == c.upstream_run_pk,
+            s.upstream_revision >= current_revision,
+        )
+
+    # "The same downstream slot, or both none", written as two lookups: each compares the slot with = or
+    # IS NULL, which the (DAG, task, downstream slot) index answers; IS NOT DISTINCT FROM is not indexable
+    # on PostgreSQL, and the lookup read every record of the consumer's history instead.
+    caught_up = or_(
+        consumed_since(s.downstream_slot == c.downstream_slot),
+        and_(c.downstream_slot.is_(None), consumed_since(s.downstream_slot.is_(None))),
     )
     return and_(c.upstream_revision < current_revision, ~caught_up)
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+import sqlalchemy as sa
 
+from airflow_leastaction.catalog.schema import consumption
 from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
 from airflow_leastaction.cli import main
 from airflow_leastaction.gate import DependencyType, Judgement
@@ -116,6 +118,32 @@ class TestDecisionsAndConsumption:
         assert "rc_audit.report" in out and "revision 1, current revision 2" in out
         [row] = store.stale_consumers()
         assert (row["consumed_revision"], row["current_revision"]) == (1, 2)
+
+    @pytest.mark.parametrize("downstream_slot", ["recorded", "none"])
+    def test_a_consumer_that_re_ran_after_the_repair_is_no_longer_stale(self, store, downstream_slot):
+        def consume(attempt: int, run) -> None:
+            store.record_decisions(
+                gate_attempt(attempt), [judged(UP.key, True, run, day(1), run.output_revision)], downstream_slot=day(1)
+            )
+            store.record_success(
+                DOWN,
+                day(1),
+                run_id="run-1",
+                consumer=AttemptKey("rc_audit", "report", "run-1", -1, attempt),
+                gate_task_ids=["report__gate"],
+            )
+            if downstream_slot == "none":  # a consumer without a downstream slot: matched as "both none"
+                with store.write() as conn:
+                    conn.execute(sa.update(consumption).values(downstream_slot=None))
+
+        consume(1, store.record_success(UP, day(1), meta=TaskMeta(cron="0 0 * * *"), run_id="u1"))
+        store.record_running(UP, day(1), run_id="u1-repair")
+        repaired = store.record_success(UP, day(1), run_id="u1-repair")
+        [row] = store.stale_consumers()
+        assert (row["consumed_revision"], row["current_revision"]) == (1, 2)
+        store.record_running(DOWN, day(1), run_id="run-1")  # the consumer re-runs its slot
+        consume(2, repaired)
+        assert store.stale_consumers() == []
 
     def test_latest_runs_reads_the_latest_and_latest_finished_run_and_the_average_length(self, store):
         t0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
