@@ -118,6 +118,7 @@ def consumption_rows(n: int, d: str):
             up,
             (up - 1) * 3 + 3,
             1,
+            _stamp(T0 + dt.timedelta(days=i // 20000), d),  # the consumer's run slot, as its run_id says
             _stamp(at, d),
         )
 
@@ -134,7 +135,7 @@ TABLES = {
     ),
     "la_consumption": (
         "id,decision_id,dag_id,task_id,run_id,map_index,attempt,dependency,upstream_task_pk,"
-        "upstream_run_pk,upstream_revision,consumed_at"
+        "upstream_run_pk,upstream_revision,downstream_slot,consumed_at"
     ),
 }
 
