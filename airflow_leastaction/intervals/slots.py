@@ -311,7 +311,6 @@ def parent_interval_satisfied(
     return check_parent_interval(parent_cron, parent_completed, child_logical_date, timezone=timezone).satisfied
 
 
-@lru_cache(maxsize=65536)
 def slot_window(slot: dt.datetime, granularity: str, tz: dt.tzinfo) -> tuple[dt.datetime, dt.datetime]:
     """The [start, end) instants, in UTC, of the granularity unit that holds ``slot``."""
     # Kept per instant, unit and zone: every parent on one schedule has the same window for one child

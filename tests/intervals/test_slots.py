@@ -14,6 +14,7 @@ from airflow_leastaction.intervals.slots import (
     expected_slot,
     normalize_cron,
     parent_interval_satisfied,
+    slot_window,
     truncate,
 )
 
@@ -343,6 +344,13 @@ class TestParentIntervalSatisfied:
             }
             assert answers[0].satisfied is True and answers[0].expected_slot == utc(2026, 11, 1, 5)
             assert answers[1].satisfied is False and answers[1].expected_slot == utc(2026, 11, 1, 6)
+
+    def test_the_two_instants_of_a_repeated_hour_get_their_own_slot_windows_in_either_order(self):
+        first = dt.datetime(2026, 11, 1, 1, 30, tzinfo=NEW_YORK)  # 05:30 UTC (EDT)
+        second = first.replace(fold=1)  # 06:30 UTC (EST)
+        for order in ((first, second), (second, first)):
+            starts = {when.fold: slot_window(when, "hour", NEW_YORK)[0] for when in order}
+            assert starts == {0: utc(2026, 11, 1, 5), 1: utc(2026, 11, 1, 6)}
 
 
 class TestTruncate:
