@@ -11,18 +11,18 @@ STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
 DEMO_PORT ?= 8080
 
-.PHONY: install system-deps constraints postgres lint test test-fast demo demo-run demo-check bench failover docs screenshots clean
+.PHONY: install system-deps constraints postgres lint test test-unit test-integration test-system demo demo-run demo-check bench failover docs screenshots clean
 
 # The system packages the goals on the command line need, asked for all at once before the virtualenv
 # is made, so that a user without root gets one complete apt-get line.
 SYSTEM_DEPS := venv
-ifneq ($(filter test bench failover postgres screenshots system-deps,$(MAKECMDGOALS)),)
+ifneq ($(filter test test-integration test-system bench failover postgres screenshots system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += postgres
 endif
-ifneq ($(filter test failover system-deps,$(MAKECMDGOALS)),)
+ifneq ($(filter test test-system failover system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += redis
 endif
-ifneq ($(filter test screenshots system-deps,$(MAKECMDGOALS)),)
+ifneq ($(filter test test-system screenshots system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += browser
 endif
 
@@ -53,11 +53,19 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 
+# The tiers (docs/contributing.md): unit needs no server; integration and system start PostgreSQL.
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
 test: install postgres
-	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(BIN)/python -m pytest -q -p no:cacheprovider --durations=40 $(PYTEST_ARGS)
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) --durations=40 $(PYTEST_ARGS)
 
-test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow and not browser" $(PYTEST_ARGS)
+test-unit: install
+	$(PYTEST) tests/unit $(PYTEST_ARGS)
+
+test-integration: install postgres
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) tests/integration $(PYTEST_ARGS)
+
+test-system: install postgres
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) tests/system $(PYTEST_ARGS)
 
 demo: install
 	DEMO_HOME=$(DEMO_HOME) DEMO_PORT=$(DEMO_PORT) scripts/demo.sh
@@ -71,19 +79,19 @@ demo-check: install
 bench: install postgres
 	LEASTACTION_BENCH_PG_URL=$$(scripts/bench-postgres.sh start) $(BIN)/python -m bench.run_all
 
-# Triggerer failover at production scale: the CeleryExecutor deployment of tests/e2e/test_celery.py with
+# Triggerer failover at production scale: the CeleryExecutor deployment of tests/system/test_celery.py with
 # FAILOVER_GATES sensors waiting across two triggerers, one of them killed (-9); durations in FAILOVER_REPORT.
 FAILOVER_GATES ?= 300
 FAILOVER_REPORT ?= $(CURDIR)/.bench/failover.json
 failover: install postgres
 	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) LEASTACTION_FAILOVER_GATES=$(FAILOVER_GATES) \
 	LEASTACTION_FAILOVER_REPORT=$(FAILOVER_REPORT) $(BIN)/python -m pytest -q -p no:cacheprovider \
-	  -o timeout=3600 tests/e2e/test_celery.py -k TestTriggererFailover $(PYTEST_ARGS)
+	  -o timeout=3600 tests/system/test_celery.py -k TestTriggererFailover $(PYTEST_ARGS)
 	cat $(FAILOVER_REPORT)
 
 # Refresh the UI screenshots of docs/ui.md (the suite itself writes them to a temporary directory).
 screenshots: install
-	LEASTACTION_SCREENSHOTS_DIR=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/www/test_browser.py
+	LEASTACTION_SCREENSHOTS_DIR=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/system/www/test_browser.py
 
 docs: install
 	$(BIN)/mkdocs build --strict

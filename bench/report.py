@@ -74,8 +74,12 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if the document is not what the JSON gives")
     args = parser.parse_args(argv)
     doc = Path(args.doc)
-    old = doc.read_text()
-    new = render_document(old, Path(args.results))
+    try:
+        old = doc.read_text()
+        new = render_document(old, Path(args.results))
+    except (OSError, ReportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         if new != old:
             print(f"{doc} differs from what {args.results} generates: run python -m bench.report", file=sys.stderr)

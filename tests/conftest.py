@@ -1,7 +1,12 @@
-"""Shared fixtures: an isolated AIRFLOW_HOME, real catalogs on SQLite and PostgreSQL.
+"""Shared fixtures: an isolated AIRFLOW_HOME, real catalogs on SQLite and PostgreSQL; the test tiers.
 
 The Airflow environment is set before anything imports Airflow. PostgreSQL is the server started by
 ``scripts/postgres.sh`` (``make test`` starts it; so does this file when it is not running).
+
+A test's tier is its folder, and only its folder: ``tests/unit/`` (no database server, no Airflow run),
+``tests/integration/`` (real catalogs, ``dag.test()``, real dbt, the plugin's app in process) and
+``tests/system/`` (deployments as processes, Celery, the browser, the demo). Each test gets its tier's
+marker here; a unit test that asks for a catalog server or an Airflow run fails at collection.
 """
 
 from __future__ import annotations
@@ -182,3 +187,34 @@ def pytest_sessionfinish(session, exitstatus):
         changed = sorted(set(after.splitlines()) ^ set(before.splitlines()))
         print("\nthe test suite changed the checkout:\n  " + "\n  ".join(line for line in changed if line[:3].strip()))
         session.exitstatus = 1
+
+
+# -- tiers ------------------------------------------------------------------------------------------------
+TIERS = ("unit", "integration", "system")
+#: Fixtures that start or need a database server or an Airflow run: not for the unit tier.
+NOT_IN_UNIT = frozenset(
+    {"pg_admin_url", "pg_url", "catalog_url", "store", "airflow_db", "dagbag", "run_dag", "use_catalog"}
+)
+
+
+def tier_of(path: Path) -> str | None:
+    parts = path.resolve().relative_to(ROOT / "tests").parts
+    return parts[0] if len(parts) > 1 and parts[0] in TIERS else None
+
+
+def pytest_collection_modifyitems(config, items):
+    wrong = []
+    for item in items:
+        tier = tier_of(Path(str(item.path)))
+        if tier is None:
+            wrong.append(f"{item.nodeid}: a test lives under tests/unit, tests/integration or tests/system")
+            continue
+        declared = {m.name for m in item.iter_markers() if m.name in TIERS}
+        if declared - {tier}:
+            wrong.append(f"{item.nodeid}: marked {sorted(declared)} but its folder makes it {tier}")
+        if tier == "unit" and NOT_IN_UNIT & set(getattr(item, "fixturenames", ())):
+            found = sorted(NOT_IN_UNIT & set(item.fixturenames))
+            wrong.append(f"{item.nodeid}: a unit test uses {found}; move it to tests/integration")
+        item.add_marker(getattr(pytest.mark, tier))
+    if wrong:
+        raise pytest.UsageError("tests in the wrong tier:\n  " + "\n  ".join(wrong))

@@ -276,6 +276,6 @@ with dag("rc_native_sensor_resumes"):
     )
     run_condition(poking, outcome_task("up", "success"), native=True)
 
-# A native condition through a catalog outage (tests/integration/test_catalog_outage_runs.py).
+# A native condition through a catalog outage (tests/integration/catalog/test_catalog_outage_runs.py).
 with dag("rc_native_outage"):
     run_condition(child(), outcome_task("up", "success"), native=True, poll_interval=0.2)

@@ -55,7 +55,7 @@ with DAG("pis_sensor_then_gate", schedule=DAILY, start_date=START, catchup=False
     run_condition(load(), success(wait_raw), success(extract()), poll_interval=0.2)
 
 
-# A sensor and a gate that wait through a catalog outage (tests/integration/test_catalog_outage_runs.py).
+# A sensor and a gate that wait through a catalog outage (tests/integration/catalog/test_catalog_outage_runs.py).
 with DAG("pis_outage", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):
     from airflow_leastaction.run_conditions import run_condition, success
 

@@ -1,0 +1,172 @@
+"""Real worker processes: one killed with SIGKILL mid-build (its rows are requeued after the grace period,
+nothing is lost) and one paused with SIGSTOP past the grace period (the new owner builds; the resumed
+worker builds nothing more)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.dbt.queue_store import QueueStore
+from tests.helpers.dbt_queue import KEY, make_worker, names, running, seconds, wait_for
+from tests.helpers.paths import ROOT
+
+pytestmark = [pytest.mark.dbt, pytest.mark.postgres]
+GRACE = 8.0
+DOOMED_WORKER = """
+import datetime as dt, sys
+sys.path.insert(0, sys.argv[4])
+from tests.helpers.dbt_queue import DBT_ENV, NO_WAIT
+from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.dbt.queue_store import QueueStore
+from airflow_leastaction.dbt.runner import DbtRunner
+from airflow_leastaction.dbt.worker import QueueWorker
+url, project, grace = sys.argv[1], sys.argv[2], float(sys.argv[3])
+QueueWorker(QueueStore(get_engine(url)), DbtRunner(project, env=DBT_ENV), "field_ops", owner="doomed",
+            policy=NO_WAIT, heartbeat_interval=0.3, grace=dt.timedelta(seconds=grace)).drain()
+"""
+
+PAUSED_WORKER = """
+import datetime as dt, json, pathlib, sys, time
+from contextlib import contextmanager
+sys.path.insert(0, sys.argv[4])
+from tests.helpers.dbt_queue import DBT_ENV, NO_WAIT
+from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.dbt.queue_store import QueueStore
+from airflow_leastaction.dbt.runner import DbtRunner
+from airflow_leastaction.dbt.worker import QueueWorker
+url, project, grace, markers = sys.argv[1], sys.argv[2], float(sys.argv[3]), pathlib.Path(sys.argv[5])
+
+class HoldingRunner(DbtRunner):
+    # Holds the claimed batch just before dbt starts until the test says go: the test pauses the process
+    # there, the worst moment (the batch is claimed, dbt is about to write).
+    @contextmanager
+    def session(self):
+        (markers / "claimed").touch()
+        while not (markers / "go").exists():
+            time.sleep(0.02)
+        with super().session() as session:
+            yield session
+
+worker = QueueWorker(QueueStore(get_engine(url)), HoldingRunner(project, env=DBT_ENV), "field_ops",
+                     owner="paused", policy=NO_WAIT, heartbeat_interval=0.3, grace=dt.timedelta(seconds=grace))
+print(json.dumps(worker.drain().as_dict()))
+"""
+
+
+def stopped(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class TestRecovery:
+    def test_a_worker_killed_mid_build_is_requeued_after_grace_and_nothing_is_lost(
+        self, pg_url, dbt_project, runner, plans
+    ):
+        queue = QueueStore(get_engine(pg_url, migrate=True))
+        queue.enqueue(KEY, plans["A"].models, plans["A"].selector)
+        here = str(ROOT)
+        doomed = subprocess.Popen([sys.executable, "-c", DOOMED_WORKER, pg_url, str(dbt_project), str(GRACE), here])
+        try:
+            wait_for(lambda: running(queue), what="the doomed worker's batch")
+            dbt = wait_for(lambda: children(doomed.pid), what="the doomed worker's dbt process")
+            time.sleep(1.0)  # let dbt get going
+            os.kill(doomed.pid, signal.SIGKILL)
+            doomed.wait()
+        finally:
+            if doomed.poll() is None:
+                doomed.kill()
+        killed_at = time.monotonic()
+        # dbt dies with its worker: it must not keep holding the warehouse's write lock.
+        wait_for(lambda: not any(alive(p) for p in dbt), timeout=10, what="dbt to die with its worker")
+        assert names(running(queue)) == names(m.unique_id for m in plans["A"].models)
+
+        rescuer = make_worker(queue, runner, owner="rescuer", grace=seconds(GRACE))
+        early = rescuer.drain()
+        assert not early.owned and early.batches == []  # within grace: the dead worker still owns it
+
+        time.sleep(max(0.0, GRACE + 0.5 - (time.monotonic() - killed_at)))
+        report = rescuer.drain()
+        assert report.owned
+        assert names(report.requeued) == names(m.unique_id for m in plans["A"].models)
+        assert names(report.batches[0].built) == names(m.unique_id for m in plans["A"].models)
+        abandoned, rebuilt = sorted(queue.batches("field_ops"), key=lambda b: b["claimed_at"])
+        assert (abandoned["owner"], abandoned["status"]) == ("doomed", "abandoned")
+        assert (rebuilt["owner"], rebuilt["status"]) == ("rescuer", "success")
+        assert rebuilt["claimed_at"] >= abandoned["heartbeat_at"] + seconds(GRACE)  # never two at once
+        assert len(queue.events("field_ops")) == len(plans["A"].models)
+        assert queue.active_rows("field_ops") == []
+
+
+class TestLeaseSafety:
+    def test_a_worker_paused_past_the_grace_builds_nothing_more_after_a_takeover(
+        self, pg_url, dbt_project, runner, plans, tmp_path
+    ):
+        queue = QueueStore(get_engine(pg_url, migrate=True))
+        queue.enqueue(KEY, plans["A"].models, plans["A"].selector)
+        wanted = names(m.unique_id for m in plans["A"].models)
+        here = str(ROOT)
+        paused = subprocess.Popen(
+            [sys.executable, "-c", PAUSED_WORKER, pg_url, str(dbt_project), str(GRACE), here, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for(lambda: (tmp_path / "claimed").exists(), what="the paused worker's claim")
+            os.kill(paused.pid, signal.SIGSTOP)
+            wait_for(lambda: stopped(paused.pid), what="the worker to stop")
+            (tmp_path / "go").touch()  # it sees this only once it is resumed
+            rescuer = make_worker(queue, runner, owner="rescuer", grace=seconds(GRACE))
+            reports = []
+            wait_for(
+                lambda: reports.append(rescuer.drain()) or reports[-1].owned,
+                what="the takeover after grace",
+            )
+            os.kill(paused.pid, signal.SIGCONT)
+            out, _ = paused.communicate(timeout=120)
+        finally:
+            if paused.poll() is None:
+                os.kill(paused.pid, signal.SIGCONT)
+                paused.kill()
+        took_over = reports[-1].as_dict()
+        assert names(took_over["requeued"]) == wanted and names(took_over["built"]) == wanted
+        resumed = json.loads(out.strip().splitlines()[-1])
+        assert resumed["lease_lost"] and resumed["built"] == []
+        assert [b["invocations"] for b in resumed["batches"]] == [[]]  # no dbt command after resuming
+        assert [b["settled"] for b in resumed["batches"]] == [{}]  # its rows were no longer its to settle
+        abandoned, rebuilt = sorted(queue.batches("field_ops"), key=lambda b: b["claimed_at"])
+        assert (abandoned["owner"], abandoned["status"], abandoned["invocations"]) == (
+            "paused",
+            "abandoned",
+            0,
+        )
+        assert (rebuilt["owner"], rebuilt["status"]) == ("rescuer", "success")
+        history = queue.history("field_ops", limit=100)
+        assert sorted(names(r["unique_id"] for r in history)) == wanted  # each model built once
+        assert queue.active_rows("field_ops") == []

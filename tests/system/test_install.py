@@ -1,0 +1,136 @@
+"""A clean install is reproducible and starts from a stock machine.
+
+* ``constraints/tested.txt`` pins every package of the environment the suite runs in, as a constraints
+  file anyone can use (plain ``name==version`` pins from an index, not this package itself), and
+  ``pyproject.toml`` claims the Airflow release line that is pinned there.
+* ``make`` asks for the system packages before it creates the virtualenv; without root,
+  ``scripts/system-deps.sh`` prints the one ``apt-get install`` line to run and stops.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from tests.helpers.paths import ROOT
+
+CONSTRAINTS = ROOT / "constraints" / "tested.txt"
+SYSTEM_DEPS = ROOT / "scripts" / "system-deps.sh"
+
+
+def pins() -> dict[str, Requirement]:
+    lines = [line for line in CONSTRAINTS.read_text().splitlines() if line and not line.startswith("#")]
+    reqs = [Requirement(line) for line in lines]
+    by_name = {canonicalize_name(r.name): r for r in reqs}
+    assert len(by_name) == len(reqs), "a package is pinned twice"
+    return by_name
+
+
+def pinned_version(req: Requirement) -> str:
+    (spec,) = req.specifier
+    return spec.version
+
+
+def test_constraints_are_plain_pins_from_an_index_without_this_package():
+    for name, req in pins().items():
+        assert req.url is None, f"{name}: a direct URL is not reproducible elsewhere"
+        assert [s.operator for s in req.specifier] == ["=="], f"{name}: not pinned to one version"
+        assert name != "airflow-leastaction", "the package itself is what gets installed with the pins"
+
+
+def test_constraints_pin_every_package_of_the_running_environment():
+    frozen = subprocess.run(
+        [sys.executable, "-m", "pip", "freeze", "--exclude-editable", "--isolated"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    # A pin whose marker excludes this Python (a release needing a later patch level) leaves that
+    # package's version to pip here.
+    free = {name for name, req in pins().items() if req.marker and not req.marker.evaluate()}
+    installed = {
+        canonicalize_name(r.name): pinned_version(r)
+        for r in map(Requirement, frozen)
+        if canonicalize_name(r.name) not in free | {"airflow-leastaction"}
+    }
+    pinned = {name: pinned_version(req) for name, req in pins().items() if name not in free}
+    differ = {
+        name: (pinned.get(name), installed.get(name))
+        for name in pinned.keys() | installed.keys()
+        if pinned.get(name) != installed.get(name)
+    }
+    assert not differ, (
+        f"constraints/tested.txt is not this environment (pinned, installed): {differ}; "
+        "once the suite passes here, run make constraints"
+    )
+
+
+def test_the_supported_airflow_range_is_the_pinned_release_line():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    airflow = next(Requirement(d) for d in project["dependencies"] if d.startswith("apache-airflow"))
+    tested = pinned_version(pins()["apache-airflow"])
+    major, minor = tested.split(".")[:2]
+    assert airflow.specifier.contains(tested)
+    # Neither the previous nor the next minor release is claimed: only the tested one is.
+    assert not airflow.specifier.contains(f"{major}.{int(minor) - 1}.0")
+    assert not airflow.specifier.contains(f"{major}.{int(minor) + 1}.0")
+    assert f"Programming Language :: Python :: {sys.version_info[0]}.{sys.version_info[1]}" in project["classifiers"]
+
+
+def test_every_dependency_of_the_package_and_its_extras_is_pinned():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + [d for extra in project["optional-dependencies"].values() for d in extra]
+    missing = {Requirement(d).name for d in wanted} - set(pins())
+    assert not missing, missing
+
+
+def test_make_installs_system_packages_before_it_creates_the_virtualenv(tmp_path):
+    plan = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), "test", f"VENV={tmp_path}/venv"], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
+    deps = next(i for i, line in enumerate(plan) if "scripts/system-deps.sh" in line)
+    venv = next(i for i, line in enumerate(plan) if "-m venv" in line)
+    assert deps < venv, plan
+    assert plan[deps].split()[-4:] == ["venv", "postgres", "redis", "browser"], plan[deps]
+
+
+def _as_a_user(argv: list[str]) -> list[str]:
+    """The command run without root: as ``nobody`` when the suite runs as root."""
+    if os.geteuid() != 0:
+        return argv
+    if not shutil.which("runuser"):
+        pytest.skip("running as root without runuser: cannot drop to a user without root")
+    return ["runuser", "-u", "nobody", "--", *argv]
+
+
+def test_without_root_system_deps_prints_the_one_apt_get_line_and_stops():
+    distro = re.search(r"^ID=\"?(\w+)", Path("/etc/os-release").read_text(), re.MULTILINE)
+    with tempfile.TemporaryDirectory() as tools:
+        os.chmod(tools, 0o755)
+        # A PATH without chromium, and a python3 that cannot make a virtualenv (what python3 without
+        # python3-venv does on Debian): the two packages a stock machine lacks.
+        for tool in ("ls", "id", "readlink"):
+            os.symlink(shutil.which(tool), Path(tools) / tool)
+        env = ["/usr/bin/env", "-i", f"PATH={tools}", "PYTHON=/bin/false", f"LEASTACTION_VENV={tools}/no-venv-yet"]
+        done = subprocess.run(
+            _as_a_user([*env, shutil.which("bash"), str(SYSTEM_DEPS), "venv", "browser"]),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    expected = ["python3-venv"] + ([] if distro and distro.group(1) == "ubuntu" else ["chromium"])
+    assert done.returncode == 1, done.stderr
+    apt_lines = [line for line in done.stderr.splitlines() if "apt-get" in line]
+    assert apt_lines == ["sudo apt-get install -y " + " ".join(expected)], done.stderr
+    assert done.stdout == ""

@@ -1,0 +1,37 @@
+"""The run-condition and run-outcome triggers round trip through their constructors."""
+
+from __future__ import annotations
+
+from airflow_leastaction.triggers.run_condition import RunConditionTrigger
+from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
+from tests.helpers.run_conditions import day
+from tests.helpers.triggers import OTHER, gate_trigger
+
+
+class TestSerialization:
+    def test_the_gate_trigger_round_trips_through_its_constructor(self):
+        trigger = gate_trigger(condition="N", count=1, consumed={OTHER.key: [day(1).isoformat(), 2]})
+        path, kwargs = trigger.serialize()
+        assert path == "airflow_leastaction.triggers.run_condition.RunConditionTrigger"
+        assert RunConditionTrigger(**kwargs).serialize() == (path, kwargs)
+
+    def test_the_gate_trigger_started_in_the_triggerer_round_trips_without_the_run_values(self):
+        trigger = gate_trigger(run_id=None, slot=None, upstream=None, waiting=None, active=False, end_from_trigger=True)
+        path, kwargs = trigger.serialize()
+        assert (kwargs["end_from_trigger"], kwargs["active"], kwargs["run_id"], kwargs["slot"]) == (
+            True,
+            False,
+            None,
+            None,
+        )
+        assert RunConditionTrigger(**kwargs).serialize() == (path, kwargs)
+
+    def test_a_gate_trigger_from_an_earlier_release_reads_as_deferred_by_a_worker(self):
+        _, kwargs = gate_trigger().serialize()
+        del kwargs["active"], kwargs["end_from_trigger"]
+        trigger = RunConditionTrigger(**kwargs)
+        assert (trigger.active, trigger.end_from_trigger) == (True, False)
+
+    def test_the_run_outcome_trigger_round_trips_through_its_constructor(self):
+        path, kwargs = RunOutcomeTrigger("rc_t", "r1", "leastaction_run_outcome", 0.5).serialize()
+        assert RunOutcomeTrigger(**kwargs).serialize() == (path, kwargs)
