@@ -13,7 +13,7 @@ __all__ = ["RENDERERS", "ReportError"]
 
 # -- bench_triggers -----------------------------------------------------------------------------------
 def triggers(doc: dict, part: str | None) -> list[str]:
-    from bench.bench_triggers import derived
+    from bench.trigger_release import derived
 
     if part == "processes":
         return _triggers_spread(doc)
@@ -66,7 +66,7 @@ def triggers(doc: dict, part: str | None) -> list[str]:
 
 
 def _triggers_spread(doc: dict) -> list[str]:
-    from bench.bench_triggers import derived
+    from bench.trigger_release import derived
 
     if not doc.get("spread"):
         raise ReportError("bench_triggers:processes: the JSON has no run over several processes (--processes-k)")

@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 
-from bench.bench_triggers import catalog_url, complete_all, measure, seed
+from bench.trigger_release import catalog_url, complete_all, measure, seed
 
 
 def run_one(kind: str, backend: str, k: int, pool_size: int) -> dict:
