@@ -35,6 +35,7 @@ from typing import Self
 
 import httpx
 
+from tests.helpers.airflow_databases import copy_migrated
 from tests.helpers.processes import group_members, instance_names, processes, signal_group
 
 DEFAULT_COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
@@ -49,6 +50,10 @@ CELERY_COMPONENTS = (
     "celery worker",
 )
 FINISHED_RUN_STATES = {"success", "failed"}
+#: Seconds a component gets to exit on SIGTERM when a test is done with its deployment, before SIGKILL.
+#: Short: nothing is checked then. The clean-shutdown test stops its deployment with :meth:`stop`'s own
+#: 30 seconds and fails if any component needed SIGKILL.
+TEARDOWN_GRACE = 3.0
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "admin"
 
@@ -206,8 +211,9 @@ class AirflowCluster:
         return done
 
     def migrate(self) -> None:
-        """``airflow db migrate`` and, when the catalog is external, ``airflow-leastaction db upgrade``."""
-        self.run("db", "migrate")
+        """Airflow's database as ``airflow db migrate`` makes it (a copy of the run's migrated template) and,
+        when the catalog is external, ``airflow-leastaction db upgrade``."""
+        copy_migrated(self.environ, self.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
         if self.catalog_url:
             self.run_leastaction("db", "upgrade")
 
@@ -299,13 +305,13 @@ class AirflowCluster:
         try:
             return self.start()
         except BaseException:
-            self.stop()
+            self.stop(TEARDOWN_GRACE)
             raise
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
             sys.stderr.write(self.describe())
-        self.stop()
+        self.stop(TEARDOWN_GRACE)
 
     def describe(self) -> str:
         """Where everything is, and the tail of each component's log."""

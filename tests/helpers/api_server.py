@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.helpers.airflow_cluster import ADMIN_PASSWORD, ADMIN_USER, AirflowCluster
+from tests.helpers.airflow_cluster import ADMIN_PASSWORD, ADMIN_USER, TEARDOWN_GRACE, AirflowCluster
 
 CHROMIUM = os.environ.get("LEASTACTION_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -65,7 +65,7 @@ def api_server(
         print(cluster.describe())
         raise
     finally:
-        cluster.stop()
+        cluster.stop(TEARDOWN_GRACE)
 
 
 def fab_user(cluster: AirflowCluster, username: str, password: str, role: str) -> None:
