@@ -2,8 +2,10 @@
 redis-server, started by this module), PostgreSQL for Airflow and the catalog, and the scheduler,
 dag-processor, API server, two triggerers and two Celery workers as separate processes.
 
-The example DAGs run through the same flows as on the LocalExecutor (tests/helpers/example_flows.py), with
-two drain runs competing for the dbt environment; then one triggerer and one worker are killed.
+What only this topology shows runs here: two drain runs on two Celery workers competing for the dbt
+environment, sensors spread over two triggerers and one triggerer killed under them, a worker killed while
+its batch builds. The example flows' other checks (the backfill trio, the run-condition pipeline) run once,
+on the LocalExecutor deployment of tests/system/test_multiprocess.py.
 """
 
 from __future__ import annotations
@@ -26,10 +28,7 @@ from tests.helpers.airflow_cluster import CELERY_COMPONENTS, celery_settings, fr
 from tests.helpers.example_flows import (
     EXAMPLES,
     RUN_TIMEOUT,
-    TRIO,
-    BackfillTrioFlow,
     DbtQueueFlow,
-    RunConditionFlow,
     example_deployment,
     plugin,
 )
@@ -98,14 +97,6 @@ def cluster(pg_admin_url, redis_url, tmp_path_factory):
         yield cluster
 
 
-class TestBackfillTrio(BackfillTrioFlow):
-    """The three-day backfill, its tasks spread over two Celery workers and its sensors over two triggerers."""
-
-
-class TestRunConditions(RunConditionFlow):
-    pass
-
-
 class TestDbtQueue(DbtQueueFlow):
     """Two drain runs started together compete for the field_ops environment."""
 
@@ -125,7 +116,7 @@ class TestDbtQueue(DbtQueueFlow):
 
 class TestFirstTry:
     def test_every_project_task_ran_on_its_first_try(self, cluster):
-        dag_ids = (*TRIO, "run_conditions_pipeline", *INGESTS, "dbt_queue_worker", "dbt_queue_second_worker")
+        dag_ids = (*INGESTS, "dbt_queue_worker", "dbt_queue_second_worker")
         tries = {
             (dag_id, ti["task_id"]): ti["try_number"]
             for dag_id in dag_ids
