@@ -113,24 +113,52 @@ def _as_a_user(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "nobody", "--", *argv]
 
 
-def test_without_root_system_deps_prints_the_one_apt_get_line_and_stops():
-    distro = re.search(r"^ID=\"?(\w+)", Path("/etc/os-release").read_text(), re.MULTILINE)
+def _others_may_enter(directory: Path) -> bool:
+    return all(os.stat(d).st_mode & 0o001 for d in (directory, *directory.parents))
+
+
+def _system_deps_without_root(script: Path) -> subprocess.CompletedProcess:
+    """``script`` run as a user without root, on a stock machine lacking python3-venv and chromium."""
     with tempfile.TemporaryDirectory() as tools:
         os.chmod(tools, 0o755)
+        if os.geteuid() == 0 and not _others_may_enter(Path(tools)):
+            pytest.skip(f"the temporary directory {tools} is inside a directory nobody may not enter (TMPDIR)")
         # A PATH without chromium, and a python3 that cannot make a virtualenv (what python3 without
         # python3-venv does on Debian): the two packages a stock machine lacks.
         for tool in ("ls", "id", "readlink"):
             os.symlink(shutil.which(tool), Path(tools) / tool)
+        # The checkout may be a directory only its owner can enter: the user runs a readable copy.
+        copy = Path(tools) / script.name
+        shutil.copyfile(script, copy)
+        copy.chmod(0o644)
         env = ["/usr/bin/env", "-i", f"PATH={tools}", "PYTHON=/bin/false", f"LEASTACTION_VENV={tools}/no-venv-yet"]
-        done = subprocess.run(
-            _as_a_user([*env, shutil.which("bash"), str(SYSTEM_DEPS), "venv", "browser"]),
+        return subprocess.run(
+            _as_a_user([*env, shutil.which("bash"), str(copy), "venv", "browser"]),
             check=False,
             capture_output=True,
             text=True,
             timeout=60,
         )
+
+
+def _prints_the_one_apt_get_line(done: subprocess.CompletedProcess) -> None:
+    distro = re.search(r"^ID=\"?(\w+)", Path("/etc/os-release").read_text(), re.MULTILINE)
     expected = ["python3-venv"] + ([] if distro and distro.group(1) == "ubuntu" else ["chromium"])
     assert done.returncode == 1, done.stderr
     apt_lines = [line for line in done.stderr.splitlines() if "apt-get" in line]
     assert apt_lines == ["sudo apt-get install -y " + " ".join(expected)], done.stderr
     assert done.stdout == ""
+
+
+def test_without_root_system_deps_prints_the_one_apt_get_line_and_stops():
+    _prints_the_one_apt_get_line(_system_deps_without_root(SYSTEM_DEPS))
+
+
+def test_without_root_system_deps_runs_from_a_checkout_only_its_owner_can_enter(tmp_path):
+    # A clone in root's home or in a `mktemp -d` directory: nobody else may enter it.
+    private = tmp_path / "clone"
+    (private / "scripts").mkdir(parents=True)
+    private.chmod(0o700)
+    script = private / "scripts" / "system-deps.sh"
+    shutil.copy2(SYSTEM_DEPS, script)
+    _prints_the_one_apt_get_line(_system_deps_without_root(script))
