@@ -164,6 +164,21 @@ def resolve_url(conn_id: str | None = None) -> str:
     return _remember(conn_id, _lookup_connection(conn_id))
 
 
+#: Query parameters a driver reads a secret from (``?password=...`` is a libpq connection parameter).
+_SECRET_PARAMETERS = frozenset({"password", "passwd", "pwd", "passfile", "sslpassword", "token", "secret"})
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be shown (a log line, a task name, the command line): password and secret query
+    parameters as ``***``; a URL that cannot be parsed is not shown at all."""
+    try:
+        parsed = make_url(url)
+        query = {k: ("***" if k.lower() in _SECRET_PARAMETERS else v) for k, v in parsed.query.items()}
+        return parsed.set(query=query).render_as_string(hide_password=True)
+    except Exception:  # whatever the parser makes of it may still hold the secret
+        return "<a catalog URL that cannot be parsed>"
+
+
 def is_outage(exc: BaseException) -> bool:
     """Whether ``exc`` means the catalog cannot be reached right now (server down or restarting, network,
     connections refused or exhausted): waiting cures it. Schema errors and bugs are not outages."""

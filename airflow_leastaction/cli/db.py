@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from airflow_leastaction.catalog.engine import get_engine, resolve_url
+from airflow_leastaction.catalog.engine import get_engine, resolve_url, shown_url
 from airflow_leastaction.catalog.migrate import current_revisions, head_revisions, upgrade
 from airflow_leastaction.exceptions import InvalidRetentionCutoffError
 
@@ -35,8 +35,7 @@ def _upgrade(args) -> int:
     url = resolve_url(args.conn_id)
     engine = get_engine(url, migrate=False)
     upgrade(engine)
-    url = engine.url.render_as_string(hide_password=True)
-    print(f"catalog at {url} is at {', '.join(sorted(current_revisions(engine)))}")
+    print(f"catalog at {shown_url(url)} is at {', '.join(sorted(current_revisions(engine)))}")
     return 0
 
 

@@ -25,7 +25,7 @@ import logging
 from contextlib import asynccontextmanager
 
 from airflow_leastaction.catalog.changes import changed_tasks
-from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.catalog.engine import get_engine, shown_url
 from airflow_leastaction.catalog.snapshots import task_columns, task_snapshot
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.config import setting
@@ -211,7 +211,7 @@ class CatalogPoller:
         for ident in self._identities(sub):
             self._watching[ident][id(sub)] = sub
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"leastaction-poller {self.url}")
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"leastaction-poller {self._name()}")
         return sub
 
     def _identities(self, sub: Subscription) -> dict[TaskIdentity, None]:
@@ -375,6 +375,4 @@ class CatalogPoller:
                 del self._shared[self._key]
 
     def _name(self) -> str:
-        from sqlalchemy.engine import make_url
-
-        return make_url(self.url).render_as_string(hide_password=True)
+        return shown_url(self.url)
