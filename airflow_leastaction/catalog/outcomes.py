@@ -16,20 +16,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
-import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.spool_check import can_never_apply, check_outcome, quarantine
+from airflow_leastaction.catalog.spool_files import SPOOL_SUFFIX, Claimed, append, claim, has_backlog  # noqa: F401
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore, SlotOutcome, TaskMeta
 from airflow_leastaction.config import airflow_home, setting
 from airflow_leastaction.exceptions import UnappliableOutcomeError
 from airflow_leastaction.identity import TaskIdentity
 
 log = logging.getLogger(__name__)
-
-SPOOL_SUFFIX = ".jsonl"
 
 
 @dataclass
@@ -90,56 +88,75 @@ def spool_dir() -> Path:
 
 def spool(event: SlotEvent, directory: Path | None = None) -> Path:
     """Append ``event`` to this process's spool file and fsync it."""
-    directory = directory or spool_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"pending-{os.getpid()}{SPOOL_SUFFIX}"
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(event.to_json() + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    return path
+    return append(directory or spool_dir(), [event.to_json()])
 
 
 def replay(store: CatalogStore, directory: Path | None = None, quarantined: list[str] | None = None) -> int:
     """Apply every spooled event, oldest first; returns how many were applied.
 
-    Each spool file is first renamed to a name only this call knows, so two processes never replay the
-    same file. A file whose replay fails midway is renamed back for a later attempt. An event that can
-    never be applied is quarantined (see :mod:`~airflow_leastaction.catalog.spool_check`) and the replay
-    goes on; its reason is appended to ``quarantined`` when a list is given.
+    Each spool file is claimed under a lock (:mod:`~airflow_leastaction.catalog.spool_files`), so two
+    processes never replay the same file, and a file whose replay was killed is taken back. Whatever
+    stops a replay half-way, the events it did not apply go back to the spool. An event that can never be
+    applied, a line that cannot be read and a file that cannot be read at all are quarantined alone (see
+    :mod:`~airflow_leastaction.catalog.spool_check`) and the replay goes on; each reason is appended to
+    ``quarantined`` when a list is given.
     """
     directory = directory or spool_dir()
     if not directory.is_dir():
         return 0
-    claimed = []
-    for path in sorted(directory.glob(f"pending-*{SPOOL_SUFFIX}")):
-        mine = path.with_name(f"replaying-{uuid.uuid4().hex}{SPOOL_SUFFIX}")
-        try:
-            path.rename(mine)
-        except FileNotFoundError:
-            continue  # another process claimed it
-        claimed.append(mine)
     notes = quarantined if quarantined is not None else []
-    events = []
-    for path in claimed:
-        with open(path, encoding="utf-8") as fh:
-            events.extend(e for e in (_read_spooled(line, directory, notes) for line in fh if line.strip()) if e)
+    unreadable: list = []
+    claimed = claim(directory, unreadable)
+    for path, aside, exc in unreadable:
+        _note_unreadable(notes, path.name, aside, exc)
+    try:
+        claimed, events = _read_claimed(claimed, directory, notes)
+    except BaseException:
+        for held in claimed:
+            held.put_back()
+        raise
     events.sort(key=lambda e: e.at)
     done = applied = 0
     try:
         for event in events:
             applied += _apply_or_quarantine(store, event, directory, notes)
             done += 1
-    except Exception:
-        _requeue(directory, events[done:])
+    except BaseException:
+        _requeue(directory, events[done:], claimed)
         raise
-    finally:
-        for path in claimed:
-            path.unlink(missing_ok=True)
+    for held in claimed:
+        held.release()
     return applied
 
 
-def _read_spooled(line: str, directory: Path, notes: list[str]) -> SlotEvent | None:
+def _read_claimed(claimed: list[Claimed], directory: Path, notes: list[str]) -> tuple[list[Claimed], list[SlotEvent]]:
+    """The events of the claimed files, and the files read; a file that cannot be read is set aside whole."""
+    read, events = [], []
+    for held in claimed:
+        try:
+            lines = list(held.read_lines())
+        except OSError as exc:  # a directory, an I/O error
+            _note_unreadable(notes, held.claimed_from, held.set_aside(), exc)
+            continue
+        read.append(held)
+        events.extend(e for e in (_read_spooled(line, directory, notes) for line in lines) if e)
+    return read, events
+
+
+def _note_unreadable(notes: list[str], name: str, aside: Path, exc: OSError) -> None:
+    reason = f"spool file {name} cannot be read ({exc}); set aside whole as {aside.name}"
+    notes.append(reason)
+    log.error("leastaction: %s", reason)
+
+
+def _read_spooled(raw: bytes, directory: Path, notes: list[str]) -> SlotEvent | None:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        reason = f"a spooled line that is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        notes.append(reason)
+        quarantine(directory, raw.decode("utf-8", "backslashreplace"), reason)
+        return None
     try:
         event = SlotEvent.from_json(line)
         check_outcome(event)
@@ -169,19 +186,26 @@ def _apply_or_quarantine(store: CatalogStore, event: SlotEvent, directory: Path,
         return 0
 
 
-def _requeue(directory: Path, events: list[SlotEvent]) -> None:
-    path = directory / f"pending-{os.getpid()}-{uuid.uuid4().hex[:8]}{SPOOL_SUFFIX}"
-    with open(path, "a", encoding="utf-8") as fh:
-        for event in events:
-            fh.write(event.to_json() + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+def _requeue(directory: Path, events: list[SlotEvent], claimed: list[Claimed]) -> None:
+    """Put the events a replay did not apply back in the spool; if even that fails, the claimed files
+    themselves go back (the events already applied will be applied again, which changes nothing)."""
+    try:
+        if events:
+            append(directory, [event.to_json() for event in events])
+    except BaseException:
+        log.exception("leastaction: could not requeue %d spooled outcomes; their files go back whole", len(events))
+        for held in claimed:
+            held.put_back()
+        return
+    for held in claimed:
+        held.release()
 
 
 def deliver(event: SlotEvent, store_factory=CatalogStore) -> SlotOutcome | None:
     """Apply ``event`` (after any spooled backlog); on any catalog error spool it and return None.
 
-    Never raises: a catalog outage must not fail the user's task.
+    Never raises: a catalog outage must not fail the user's task. Whatever goes wrong with the backlog
+    is the backlog's: the new event is applied, or spooled when the catalog cannot be reached.
     """
     try:
         check_outcome(event)
@@ -190,8 +214,7 @@ def deliver(event: SlotEvent, store_factory=CatalogStore) -> SlotOutcome | None:
         return None
     try:
         store = store_factory()
-        if any(spool_dir().glob(f"pending-*{SPOOL_SUFFIX}")):
-            replay(store)
+        _replay_backlog(store)
         return apply(store, event)
     except Exception as exc:  # the catalog is down, misconfigured, locked...
         if can_never_apply(exc):
@@ -214,6 +237,19 @@ def deliver(event: SlotEvent, store_factory=CatalogStore) -> SlotOutcome | None:
                 event.to_json(),
             )
         return None
+
+
+def _replay_backlog(store: CatalogStore) -> None:
+    """Replay this machine's spool before a new event; raises only when the catalog cannot be reached."""
+    directory = spool_dir()
+    if not has_backlog(directory):
+        return
+    try:
+        replay(store, directory)
+    except Exception as exc:
+        if is_outage(exc):
+            raise  # the new event cannot be applied either: it is spooled behind the backlog
+        log.exception("leastaction: the spooled backlog in %s could not be replayed; it stays spooled", directory)
 
 
 def _quarantine_quietly(event: SlotEvent, reason: str) -> None:

@@ -91,9 +91,29 @@ def quarantine(directory: Path, text: str, reason: str) -> Path:
 
 
 def quarantined(directory: Path) -> list[dict]:
-    """Every quarantined outcome under ``directory``, oldest file first."""
+    """Every quarantined outcome under ``directory``, oldest file first.
+
+    A line that cannot be read (cut short by a crash, edited by hand) and a spool file set aside whole
+    because it could not be read are listed too, each with a reason saying so.
+    """
     records = []
     for path in sorted(directory.glob(f"{QUARANTINE_PREFIX}*.jsonl")) if directory.is_dir() else []:
-        with open(path, encoding="utf-8") as fh:
-            records.extend({**json.loads(line), "file": str(path)} for line in fh if line.strip())
+        try:
+            with open(path, encoding="utf-8", errors="backslashreplace") as fh:
+                records.extend(_quarantine_record(path, n, line) for n, line in enumerate(fh, 1) if line.strip())
+        except OSError as exc:
+            records.append({"reason": f"{path.name} cannot be read ({exc})", "outcome": None, "file": str(path)})
     return records
+
+
+def _quarantine_record(path: Path, number: int, line: str) -> dict:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        record = None
+        why = str(exc)
+    else:
+        why = "not a quarantine record"
+    if not isinstance(record, dict):
+        record = {"reason": f"line {number} of {path.name} cannot be read ({why})", "outcome": line.strip()}
+    return {**record, "file": str(path)}
