@@ -73,6 +73,17 @@ class InvalidRetentionCutoffError(ConfigurationError):
         super().__init__(f"cannot prune before {shown}: {why}")
 
 
+class InvalidArgumentError(ConfigurationError):
+    """A command-line value that is well formed but cannot be used with the others; nothing was done."""
+
+    exit_status = 2
+
+    def __init__(self, option: str, value: object, why: str):
+        self.option = option
+        self.value = value
+        super().__init__(f"argument {option}: {value!r} {why}")
+
+
 class UnappliableOutcomeError(LeastActionError):
     """A task outcome the catalog can never store (it is quarantined, not spooled or retried)."""
 

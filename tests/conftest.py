@@ -79,6 +79,12 @@ def _fresh_pg_database(admin_url: str) -> tuple[str, callable]:
     return url, drop
 
 
+@pytest.fixture(scope="session")
+def new_pg_database(pg_admin_url):
+    """``new_pg_database()`` -> ``(url, drop)``: a fresh PostgreSQL database, for fixtures of any scope."""
+    return lambda: _fresh_pg_database(pg_admin_url)
+
+
 @pytest.fixture
 def pg_url(pg_admin_url):
     url, drop = _fresh_pg_database(pg_admin_url)

@@ -179,6 +179,13 @@ def shown_url(url: str) -> str:
         return "<a catalog URL that cannot be parsed>"
 
 
+def reach(engine: Engine) -> Engine:
+    """Connect to ``engine``'s database once (and return it): the driver's error, when it cannot be
+    reached, comes before a command does any work."""
+    with engine.connect():
+        return engine
+
+
 def is_outage(exc: BaseException) -> bool:
     """Whether ``exc`` means the catalog cannot be reached right now (server down or restarting, network,
     connections refused or exhausted): waiting cures it. Schema errors and bugs are not outages."""

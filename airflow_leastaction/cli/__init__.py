@@ -1,31 +1,55 @@
 """``airflow-leastaction``: the catalog's command line.
 
-Each subcommand family lives in its own module with a ``register(subparsers)`` function.
+Each subcommand family lives in its own module with a ``register(subparsers)`` function. Whatever goes
+wrong, a command prints one ``error: ...`` line on stderr (details, if any, indented below it) and exits
+with its documented status, never with a traceback: 2 for a bad argument (checked while parsing, before
+anything is read or written: :mod:`~airflow_leastaction.cli.arguments`), the error's own ``exit_status``
+when it has one, otherwise 1 (the catalog cannot be reached, among others).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
+from airflow_leastaction.cli.arguments import Name, give_every_option_a_kind
 from airflow_leastaction.exceptions import LeastActionError
+
+log = logging.getLogger(__name__)
 
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMAND_MODULES = ["db", "catalog", "queue", "graph", "stale"]
 
-#: Exit status when a LeastActionError escapes a command (usage errors exit 2, as argparse does).
+#: Exit status when an error without an ``exit_status`` of its own escapes a command.
 EXIT_ERROR = 1
+#: Exit status of a bad argument (argparse's own usage errors exit 2 too).
+EXIT_USAGE = 2
+#: The longest Airflow connection id (Airflow's ``ID_LEN``).
+CONN_ID_LENGTH = 250
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one ``error:`` line pointing at the command's ``--help``."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="airflow-leastaction", description=__doc__.splitlines()[0])
+    parser = Parser(prog="airflow-leastaction", description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--conn-id", default=None, help="catalog connection id (default: [leastaction] catalog_conn_id)"
+        "--conn-id",
+        default=None,
+        type=Name(CONN_ID_LENGTH),
+        help="catalog connection id (default: [leastaction] catalog_conn_id)",
     )
+    parser.set_defaults(uses_catalog=True)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(f"airflow_leastaction.cli.{name}").register(sub)
+    give_every_option_a_kind(parser)
     return parser
 
 
@@ -45,12 +69,48 @@ def _logs_to_stderr() -> None:
 def main(argv: list[str] | None = None) -> int:
     _logs_to_stderr()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2): argparse has printed what it had to say
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return int(args.func(args) or 0)
     except LeastActionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return getattr(exc, "exit_status", EXIT_ERROR)
+        return error(exc, getattr(exc, "exit_status", EXIT_ERROR))
+    except Exception as exc:  # the catalog's driver, the file system, a bug: one line all the same
+        log.debug("airflow-leastaction %s failed", args.command, exc_info=True)
+        return error(_describe(exc, args), EXIT_ERROR)
+
+
+def error(message: object, status: int) -> int:
+    """Print ``message`` as one ``error:`` line (further lines of it indented below) and return ``status``."""
+    first, *rest = str(message).strip().splitlines() or [""]
+    print(f"error: {first}", *(f"  {line}" for line in rest), sep="\n", file=sys.stderr)
+    return status
+
+
+def _describe(exc: Exception, args) -> str:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from airflow_leastaction.catalog.engine import is_outage
+
+    if not isinstance(exc, SQLAlchemyError):
+        return f"{type(exc).__name__}: {exc}"
+    # The driver's own words, without SQLAlchemy's statement and link lines.
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    where = _catalog_shown(args.conn_id)
+    if is_outage(exc):
+        return f"the catalog {where} cannot be reached: {reason}"
+    return f"the catalog {where} refused the command: {reason}"
+
+
+def _catalog_shown(conn_id: str | None) -> str:
+    from airflow_leastaction.catalog.engine import resolve_url, shown_url
+
+    try:
+        return shown_url(resolve_url(conn_id))
+    except Exception:  # it was resolved once already; say which connection at least
+        return f"(connection {conn_id or 'default'})"
 
 
 if __name__ == "__main__":  # pragma: no cover

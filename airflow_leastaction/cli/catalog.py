@@ -6,38 +6,75 @@ import json
 import sys
 from pathlib import Path
 
+from airflow_leastaction.catalog.engine import get_engine, reach, resolve_url
 from airflow_leastaction.catalog.external import report_completion
 from airflow_leastaction.catalog.outcomes import replay, spool_dir
+from airflow_leastaction.catalog.schema import task, task_run
 from airflow_leastaction.catalog.spool_check import QUARANTINE_PREFIX, quarantined
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.cli.arguments import Checked, Count, Directory, Instant, Name
 from airflow_leastaction.exceptions import CatalogError
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals.slots import cron_granularity
+from airflow_leastaction.intervals.slots import cron_granularity, normalize_cron, resolve_timezone
+
+
+def _identity_args(parser, what: str) -> None:
+    parser.add_argument("name", type=Name(task.c.name), help=f"the task's name in its project ({what})")
+    parser.add_argument("--project", required=True, type=Name(task.c.project), help="the project owning the task")
+    parser.add_argument(
+        "--account", default="", type=Name(task.c.account, empty=True), help="the account, if the owner uses one"
+    )
+    parser.add_argument(
+        "--partition",
+        default="",
+        type=Name(task.c.partition, empty=True),
+        help="the partition, if the owner uses one (an Airflow mapped task: its map index)",
+    )
 
 
 def register(sub) -> None:
     cat = sub.add_parser("catalog", help="the task catalog").add_subparsers(dest="catalog_command", required=True)
     rep = cat.add_parser("report", help="publish a completed interval of a task outside Airflow")
-    rep.add_argument("name")
-    rep.add_argument("--project", required=True)
+    _identity_args(rep, "a task of an Airflow DAG cannot be reported")
     rep.add_argument(
-        "--slot", required=True, help="interval start, ISO-8601 with offset, e.g. 2026-11-28T00:00:00+00:00"
+        "--slot",
+        required=True,
+        type=Instant(),
+        help="interval start, ISO-8601 with offset, e.g. 2026-11-28T00:00:00+00:00",
     )
-    rep.add_argument("--account", default="")
-    rep.add_argument("--partition", default="")
-    rep.add_argument("--cron", default=None, help="the task's schedule (omit for ad hoc)")
-    rep.add_argument("--timezone", default="UTC")
-    rep.add_argument("--rows-written", type=int, default=None)
-    rep.add_argument("--run-id", default=None)
+    rep.add_argument(
+        "--cron",
+        default=None,
+        type=Checked(normalize_cron, "a cron expression of five fields or a macro such as @daily", task.c.cron),
+        help="the task's schedule (omit for ad hoc); the latest report's schedule is the task's",
+    )
+    rep.add_argument(
+        "--timezone",
+        default="UTC",
+        type=Checked(resolve_timezone, "an IANA time zone such as UTC or Europe/Paris", task.c.timezone),
+        help="the time zone the cron is read in (default: UTC)",
+    )
+    rep.add_argument(
+        "--rows-written",
+        type=Count(0),
+        default=None,
+        help="rows inserted, updated and deleted, for HAS_DATA dependencies",
+    )
+    rep.add_argument(
+        "--run-id",
+        default=None,
+        type=Name(task_run.c.run_id),
+        help="the reporting system's run; the same run again changes nothing, another one is a repair "
+        "(default: derived from the slot)",
+    )
     rep.set_defaults(func=_report)
     show = cat.add_parser("show", help="print one task with its watermark")
-    show.add_argument("name")
-    show.add_argument("--project", required=True)
-    show.add_argument("--account", default="")
-    show.add_argument("--partition", default="")
+    _identity_args(show, "as the catalog names it")
     show.set_defaults(func=_show)
     replay = cat.add_parser("replay", help="apply outcomes the listener spooled while the catalog was down")
-    replay.add_argument("--spool-dir", default=None, help="default: [leastaction] spool_dir")
+    replay.add_argument(
+        "--spool-dir", default=None, type=Directory(), help="the spool directory (default: [leastaction] spool_dir)"
+    )
     replay.set_defaults(func=_replay)
 
 
@@ -61,7 +98,7 @@ def _report(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     what = "published revision" if outcome.applied else "already recorded at revision"
-    print(f"{args.project}/{args.name} slot {args.slot}: {what} {outcome.output_revision}")
+    print(f"{args.project}/{args.name} slot {args.slot.isoformat()}: {what} {outcome.output_revision}")
     return 0
 
 
@@ -80,8 +117,9 @@ def _show(args) -> int:
 
 def _replay(args) -> int:
     directory = Path(args.spool_dir) if args.spool_dir else spool_dir()
+    store = CatalogStore(reach(get_engine(resolve_url(args.conn_id))))  # fails while the catalog is down, spool or not
     set_aside: list[str] = []
-    applied = replay(CatalogStore(conn_id=args.conn_id), directory, set_aside)
+    applied = replay(store, directory, set_aside)
     print(f"replayed {applied} spooled outcome(s) from {directory}")
     for reason in set_aside:
         print(f"quarantined (can never be applied): {reason}")

@@ -7,6 +7,8 @@ import json
 
 from airflow_leastaction.catalog.engine import get_engine, resolve_url, shown_url
 from airflow_leastaction.catalog.migrate import current_revisions, head_revisions, upgrade
+from airflow_leastaction.catalog.retention import DEFAULT_BATCH_SIZE, prune_catalog
+from airflow_leastaction.cli.arguments import Checked, Count
 from airflow_leastaction.exceptions import InvalidRetentionCutoffError
 
 
@@ -23,10 +25,16 @@ def register(sub) -> None:
         "--before",
         required=True,
         metavar="DATE",
+        type=Checked(parse_cutoff, "a date or an ISO-8601 time with an offset"),
         help="cutoff: a date (midnight UTC) or an ISO-8601 time with an offset, in the past",
     )
     prune.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing")
-    prune.add_argument("--batch-size", type=int, default=None, help="rows deleted per transaction")
+    prune.add_argument(
+        "--batch-size",
+        type=Count(1),
+        default=None,
+        help=f"rows deleted per transaction (default: {DEFAULT_BATCH_SIZE:,})",
+    )
     prune.add_argument("--json", action="store_true", help="print the counts as JSON")
     prune.set_defaults(func=_prune)
 
@@ -57,8 +65,6 @@ def parse_cutoff(text: str) -> dt.datetime:
 
 
 def _prune(args) -> int:
-    from airflow_leastaction.catalog.retention import DEFAULT_BATCH_SIZE, prune_catalog
-
     cutoff = parse_cutoff(args.before)
     report = prune_catalog(
         cutoff,

@@ -12,17 +12,20 @@ import runpy
 import sys
 from pathlib import Path
 
+from airflow_leastaction.cli.arguments import File, Name
 from airflow_leastaction.exceptions import LeastActionError
 
+#: The longest Airflow DAG id (Airflow's ``ID_LEN``).
+DAG_ID_LENGTH = 250
 EXIT_NO_SUCH_DAG = 3
 EXIT_IMPORT_ERROR = 1
 
 
 def register(sub) -> None:
     p = sub.add_parser("graph", help="check a DAG's run conditions and print its waves")
-    p.add_argument("dag_id")
-    p.add_argument("--dag-file", default=None, help="the DAG file (default: search the DAGs folder)")
-    p.set_defaults(func=_graph)
+    p.add_argument("dag_id", type=Name(DAG_ID_LENGTH), help="the DAG to check")
+    p.add_argument("--dag-file", default=None, type=File(), help="the DAG file (default: search the DAGs folder)")
+    p.set_defaults(func=_graph, uses_catalog=False)
 
 
 def _dags_folder() -> str:

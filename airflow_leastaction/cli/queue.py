@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 
+from airflow_leastaction.catalog.engine import get_engine, reach, resolve_url
+from airflow_leastaction.cli.arguments import Count, Directory, Name, Seconds, Text
 from airflow_leastaction.dbt.demand import submit
 from airflow_leastaction.dbt.planner import DEFAULT_EXCLUDED, Planner, validate_selector
 from airflow_leastaction.dbt.queue_store import QueueStore, summarize
 from airflow_leastaction.dbt.runner import DbtRunner
+from airflow_leastaction.dbt.schema import dbt_queue, dbt_request
 from airflow_leastaction.dbt.worker import QueueWorker
-from airflow_leastaction.exceptions import DbtPlanningError
+from airflow_leastaction.exceptions import DbtPlanningError, InvalidArgumentError
 
 #: Exit status of a drain that left failed models.
 EXIT_FAILED_MODELS = 3
@@ -20,35 +24,80 @@ EXIT_UNPLANNABLE = 2
 
 
 def _project_args(parser) -> None:
-    parser.add_argument("--project-dir", required=True, help="the dbt project directory")
-    parser.add_argument("--profiles-dir", default=None, help="directory holding profiles.yml (default: project dir)")
-    parser.add_argument("--target", default=None, help="dbt target name")
+    parser.add_argument(
+        "--project-dir", required=True, type=Directory("dbt_project.yml"), help="the dbt project directory"
+    )
+    parser.add_argument(
+        "--profiles-dir",
+        default=None,
+        type=Directory("profiles.yml"),
+        help="directory holding profiles.yml (default: the project directory)",
+    )
+    parser.add_argument(
+        "--target", default=None, type=Text(nonempty=True), help="dbt target name (default: the profile's)"
+    )
+
+
+def _environment_arg(parser, what: str) -> None:
+    parser.add_argument(
+        "--environment",
+        default="default",
+        type=Name(dbt_queue.c.environment),
+        help=f"the queue environment {what} (default: default)",
+    )
 
 
 def register(sub) -> None:
     queue = sub.add_parser("queue", help="the dbt model queue").add_subparsers(dest="queue_command", required=True)
     enq = queue.add_parser("enqueue", help="resolve a selector with dbt ls and queue its models")
-    enq.add_argument("selector", help="dbt selector, e.g. 'source:field_ops.work_orders+'")
-    enq.add_argument("--environment", default="default")
-    enq.add_argument("--exclude", nargs="*", default=list(DEFAULT_EXCLUDED), help="materializations not queued")
-    enq.add_argument("--requested-by", default="cli")
+    enq.add_argument(
+        "selector",
+        type=Text(nonempty=True, expected="a dbt selector"),
+        help="dbt selector, e.g. 'source:field_ops.work_orders+'",
+    )
+    _environment_arg(enq, "to queue the models in")
+    enq.add_argument(
+        "--exclude",
+        nargs="*",
+        default=list(DEFAULT_EXCLUDED),
+        type=Name(dbt_queue.c.materialized),
+        help=f"materializations not queued (default: {' '.join(DEFAULT_EXCLUDED)})",
+    )
+    enq.add_argument(
+        "--requested-by",
+        default="cli",
+        type=Name(dbt_request.c.requested_by),
+        help="who asks, as the queue's history shows it (default: cli)",
+    )
     _project_args(enq)
     enq.set_defaults(func=_enqueue)
     drain = queue.add_parser("drain", help="claim compatible batches and build them until nothing is eligible")
-    drain.add_argument("--environment", default="default")
-    drain.add_argument("--grace", type=float, default=300.0, help="seconds before a silent worker's rows return")
-    drain.add_argument("--heartbeat", type=float, default=10.0, help="seconds between heartbeats")
-    drain.add_argument("--max-batches", type=int, default=None)
+    _environment_arg(drain, "to drain")
+    drain.add_argument(
+        "--grace",
+        type=Seconds(),
+        default=300.0,
+        help="seconds before a silent worker's lease and rows return (default: 300; longer than --heartbeat)",
+    )
+    drain.add_argument("--heartbeat", type=Seconds(), default=10.0, help="seconds between heartbeats (default: 10)")
+    drain.add_argument(
+        "--max-batches",
+        type=Count(1),
+        default=None,
+        help="stop after this many batches (default: until none is eligible)",
+    )
     _project_args(drain)
     drain.set_defaults(func=_drain)
     status = queue.add_parser("status", help="active rows (pending and running)")
-    status.add_argument("--environment", default="default")
-    status.add_argument("--json", action="store_true")
+    _environment_arg(status, "to show")
+    status.add_argument("--json", action="store_true", help="print the rows as JSON")
     status.set_defaults(func=_status)
     hist = queue.add_parser("history", help="finished models, requests and merge outcome counts")
-    hist.add_argument("--environment", default="default")
-    hist.add_argument("--limit", type=int, default=20)
-    hist.add_argument("--json", action="store_true")
+    _environment_arg(hist, "to show")
+    hist.add_argument(
+        "--limit", type=Count(1), default=20, help="most finished models and requests shown, each (default: 20)"
+    )
+    hist.add_argument("--json", action="store_true", help="print the outcomes, models and requests as JSON")
     hist.set_defaults(func=_history)
 
 
@@ -57,14 +106,15 @@ def _runner(args) -> DbtRunner:
 
 
 def _store(args) -> QueueStore:
-    return QueueStore(conn_id=args.conn_id)
+    # The queue is checked before dbt is asked anything: an unreachable catalog fails the command first.
+    return QueueStore(reach(get_engine(resolve_url(args.conn_id))))
 
 
 def _enqueue(args) -> int:
     try:
         selector = validate_selector(args.selector)
     except DbtPlanningError as exc:  # refused before the planner: no request to record
-        print(f"error: {exc} (nothing recorded)")
+        print(f"error: {exc} (nothing recorded)", file=sys.stderr)
         return EXIT_UNPLANNABLE
     try:
         report = submit(
@@ -75,13 +125,15 @@ def _enqueue(args) -> int:
             requested_by=args.requested_by,
         )
     except DbtPlanningError as exc:
-        print(f"error: {exc} (recorded as planning_failed)")
+        print(f"error: {exc} (recorded as planning_failed)", file=sys.stderr)
         return EXIT_UNPLANNABLE
     print(json.dumps(report.as_dict(), indent=2))
     return 0
 
 
 def _drain(args) -> int:
+    if args.heartbeat >= args.grace:  # the lease would lapse between two renewals
+        raise InvalidArgumentError("--heartbeat", args.heartbeat, f"must be shorter than --grace ({args.grace:g})")
     worker = QueueWorker(
         _store(args),
         _runner(args),

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 
+from airflow_leastaction.catalog.schema import consumption
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.cli.arguments import Name
 
 
 def register(sub) -> None:
     p = sub.add_parser("stale", help="list consumers of upstream output that has since been repaired")
-    p.add_argument("--dag-id", default=None, help="only consumers in this DAG")
+    p.add_argument("--dag-id", default=None, type=Name(consumption.c.dag_id), help="only consumers in this DAG")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(func=_stale)
 

@@ -5,24 +5,15 @@ The command line reference is thereby generated from the same argparse parsers t
 
 from __future__ import annotations
 
-import argparse
-
 MARKER = "<!-- cli-help -->"
-
-
-def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
-    yield path, parser
-    for action in parser._actions:  # argparse keeps subparsers only here
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _commands(sub, path + (name,))
 
 
 def render() -> str:
     from airflow_leastaction.cli import build_parser
+    from airflow_leastaction.cli.arguments import commands
 
     parts = []
-    for path, parser in _commands(build_parser()):
+    for path, parser in commands(build_parser()):
         title = " ".join(("airflow-leastaction", *path))
         level = "#" * min(2 + len(path), 4)
         parts.append(f"{level} `{title}`\n\n```text\n{parser.format_help().rstrip()}\n```\n")

@@ -202,6 +202,21 @@ def _wait_until(condition, proc: subprocess.Popen, timeout: float = 120.0) -> No
 
 
 class TestReplayCommand:
+    def test_a_spool_dir_that_does_not_exist_is_an_error_not_zero_replayed(
+        self, catalog_url, use_catalog, tmp_path, capsys
+    ):
+        use_catalog(catalog_url)
+        assert cli(["catalog", "replay", "--spool-dir", str(tmp_path / "nowhere")]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and "nowhere" in err[0]
+
+    def test_a_spool_dir_that_is_a_file_is_an_error(self, catalog_url, use_catalog, tmp_path, capsys):
+        use_catalog(catalog_url)
+        (tmp_path / "a-file").write_text("")
+        assert cli(["catalog", "replay", "--spool-dir", str(tmp_path / "a-file")]) == 2
+        out = capsys.readouterr()
+        assert out.err.startswith("error: ") and len(out.err.splitlines()) == 1 and "a-file" in out.err
+
     def test_a_torn_line_in_a_quarantine_file_is_reported_not_a_traceback(
         self, store, catalog_url, use_catalog, spool_path, capsys
     ):
