@@ -58,7 +58,7 @@ def child_interval_end(context, value, coverages: Sequence[str], task_id: str) -
 def declare(store: CatalogStore, dag, dag_id: str, consumers: Sequence[str], parents: Sequence[TaskIdentity]) -> None:
     """Record ``parents`` as the declared parents of each consumer task (what the dependency graph reads)."""
     for consumer in consumers:
-        meta = schedule_meta(dag, consumer) if dag is not None else None
+        meta = schedule_meta(dag, consumer, dag_id=dag_id)
         store.declare_parents(airflow_task(dag_id, consumer), meta, parents)
 
 

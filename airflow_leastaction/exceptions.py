@@ -84,6 +84,29 @@ class InvalidArgumentError(ConfigurationError):
         super().__init__(f"argument {option}: {value!r} {why}")
 
 
+class InvalidReportError(ConfigurationError):
+    """An external report the catalog cannot take (nothing is written): a slot without an offset, a
+    negative row count, a name longer than the catalog holds."""
+
+    exit_status = 2
+
+    def __init__(self, task: object, why: str):
+        self.task = task
+        super().__init__(f"cannot report {task}: {why}")
+
+
+class TaskOwnedByDagError(InvalidReportError):
+    """A report names a task of an Airflow DAG: only that DAG's listener records its outcomes."""
+
+    def __init__(self, task: object, dag_id: str):
+        self.dag_id = dag_id
+        super().__init__(
+            task,
+            f"it is a task of DAG {dag_id!r}, whose outcomes only Airflow records; report under your own "
+            "system's project",
+        )
+
+
 class UnappliableOutcomeError(LeastActionError):
     """A task outcome the catalog can never store (it is quarantined, not spooled or retried)."""
 

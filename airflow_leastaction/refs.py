@@ -46,8 +46,14 @@ def external_task(
     return TaskIdentity(name, project, account, partition, coverage)
 
 
-def schedule_meta(dag, task_id: str | None = None) -> TaskMeta:
-    """Cron and timezone of a DAG's timetable (Airflow's cron timetables and ours); ad hoc otherwise."""
+def schedule_meta(dag, task_id: str | None = None, *, dag_id: str | None = None) -> TaskMeta:
+    """Cron and timezone of a DAG's timetable (Airflow's cron timetables and ours); ad hoc otherwise.
+
+    Without the DAG object (``dag`` None: a state set in the UI, a failure the scheduler records), the
+    task still belongs to DAG ``dag_id``, its schedule unknown: the catalog keeps the one it has.
+    """
+    if dag is None:
+        return TaskMeta(dag_id=dag_id, task_id=task_id, schedule_known=False)
     timetable = getattr(dag, "timetable", None)
     # Core timetables keep _expression/_timezone; the Task SDK's keep expression/timezone.
     expression = getattr(timetable, "_expression", None) or getattr(timetable, "expression", None)

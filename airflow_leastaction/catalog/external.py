@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from airflow_leastaction.catalog.store import CatalogStore, SlotOutcome
-from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.catalog.outcomes import SlotEvent
+from airflow_leastaction.catalog.spool_check import check_outcome
+from airflow_leastaction.catalog.store import CatalogStore, SlotOutcome, TaskMeta
+from airflow_leastaction.exceptions import InvalidReportError, TaskOwnedByDagError, UnappliableOutcomeError
+from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
+from airflow_leastaction.refs import deployment_project
 
 
 def report_completion(
@@ -34,15 +38,52 @@ def report_completion(
     :param timezone: the timezone the cron is read in.
     :param rows_written: rows inserted + updated + deleted, for HAS_DATA dependencies.
     :param run_id: the reporting system's run identity (default: derived from the slot).
+    :raises InvalidReportError: the report cannot be stored (nothing is written): a slot without an
+        offset, negative rows, a name longer than the catalog holds.
+    :raises TaskOwnedByDagError: the name is a task (or the runs) of an Airflow DAG: only Airflow records
+        its outcomes. A name in this deployment's project (``[leastaction] project``) shaped as an
+        Airflow task's is refused even before that task first runs.
+
+    Of two reporters that disagree on a task's ``cron``, the later report's schedule is the task's
+    (a warning says so): the schedule is what its owner last said.
     """
-    if isinstance(slot, str):
-        slot = dt.datetime.fromisoformat(slot.replace("Z", "+00:00"))
-    if slot.tzinfo is None:
-        raise ValueError(f"slot {slot.isoformat()} for {project}/{name} has no timezone offset")
-    if rows_written is not None and rows_written < 0:
-        raise ValueError(f"rows_written for {project}/{name} must be >= 0, got {rows_written}")
-    store = store or CatalogStore(conn_id=conn_id)
     identity = TaskIdentity(name, project, account, partition)
+    slot = _aware(slot, identity)
+    if rows_written is not None and not 0 <= rows_written < 2**63:
+        raise InvalidReportError(
+            identity, f"rows_written must be a whole number from 0 to 2**63 - 1, got {rows_written}"
+        )
+    owner = _airflow_dag_of(identity)
+    if owner is not None:
+        raise TaskOwnedByDagError(identity, owner)
+    meta = TaskMeta(cron=cron, timezone=timezone, source="external")
+    run_id = run_id or f"external:{slot.isoformat()}"
+    try:  # the same checks on every backend (PostgreSQL would refuse a name too long; SQLite would store it)
+        check_outcome(SlotEvent("success", identity, slot, slot, meta=meta, run_id=run_id, rows_written=rows_written))
+    except UnappliableOutcomeError as exc:
+        raise InvalidReportError(identity, str(exc).rpartition(": ")[2]) from None
+    store = store or CatalogStore(conn_id=conn_id)
     return store.report_completion(
         identity, slot, cron=cron, timezone=timezone, rows_written=rows_written, run_id=run_id
     )
+
+
+def _aware(slot: dt.datetime | str, identity: TaskIdentity) -> dt.datetime:
+    if isinstance(slot, str):
+        try:
+            slot = dt.datetime.fromisoformat(slot.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidReportError(identity, f"slot {slot!r} is not an ISO-8601 time") from None
+    if slot.tzinfo is None:
+        raise InvalidReportError(identity, f"slot {slot.isoformat()} has no timezone offset")
+    return slot
+
+
+def _airflow_dag_of(identity: TaskIdentity) -> str | None:
+    """The DAG of this deployment whose task (or runs) ``identity`` names, if it names one."""
+    if identity.project != deployment_project():
+        return None
+    if identity.name.endswith("::run"):
+        return identity.name.removesuffix("::run")
+    ids = airflow_task_ids(identity.name)
+    return ids[0] if ids else None

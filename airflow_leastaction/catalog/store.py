@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from airflow_leastaction.catalog.schema import (
 )
 from airflow_leastaction.catalog.snapshots import read_snapshot, wanted_windows
 from airflow_leastaction.catalog.transactions import Transactions
+from airflow_leastaction.exceptions import TaskOwnedByDagError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import (
     SlotSnapshot,
@@ -38,16 +40,24 @@ from airflow_leastaction.intervals.slots import normalize_cron, resolve_timezone
 
 __all__ = ["AttemptKey", "CatalogStore", "SlotOutcome", "TaskMeta", "utcnow"]
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class TaskMeta:
-    """What the catalog keeps about a task besides its identity."""
+    """What the catalog keeps about a task besides its identity.
+
+    ``dag_id`` names the DAG a task belongs to (None: an external system's task, readable by every user).
+    ``schedule_known`` False: the writer knows the task's DAG but not its schedule (an outcome recorded
+    where no DAG object is at hand, such as a state set in the UI): the catalog keeps the schedule it has.
+    """
 
     cron: str | None = None
     timezone: str = "UTC"
     source: str = "airflow"
     dag_id: str | None = None
     task_id: str | None = None
+    schedule_known: bool = True
 
     def __post_init__(self):
         if self.cron is not None:
@@ -86,8 +96,16 @@ class CatalogStore(AuditRecords, RunReads):
 
     # -- tasks --------------------------------------------------------------------------------------
     def ensure_task(self, conn: Connection, identity: TaskIdentity, meta: TaskMeta | None, now: dt.datetime) -> int:
+        """The task row of ``identity``, created or updated from ``meta`` (None: leave the row as it is).
+
+        A task of a DAG stays that DAG's: only metadata from that DAG (its listener, its sensors) may change
+        it; anything else raises :class:`TaskOwnedByDagError` and writes nothing. The latest metadata's
+        schedule wins, so of two reporters that disagree on a task's cron the later one sets it (logged).
+        """
         row = conn.execute(
-            select(task.c.id, task.c.cron, task.c.timezone, task.c.dag_id).where(*identity_clause(identity))
+            select(task.c.id, task.c.cron, task.c.timezone, task.c.dag_id, task.c.source).where(
+                *identity_clause(identity)
+            )
         ).first()
         if row is None:
             meta = meta or TaskMeta()
@@ -104,19 +122,23 @@ class CatalogStore(AuditRecords, RunReads):
             ).inserted_primary_key[0]
             mark_changed(conn, pk)  # a parent gates were waiting to appear
             return pk
-        if meta is not None and (row.cron, row.timezone, row.dag_id) != (meta.cron, meta.timezone, meta.dag_id):
-            conn.execute(
-                update(task)
-                .where(task.c.id == row.id)
-                .values(
-                    cron=meta.cron,
-                    timezone=meta.timezone,
-                    source=meta.source,
-                    dag_id=meta.dag_id,
-                    task_id=meta.task_id,
-                    updated_at=now,
+        if meta is None:
+            return row.id
+        if row.dag_id is not None and (meta.source != "airflow" or meta.dag_id != row.dag_id):
+            raise TaskOwnedByDagError(identity, row.dag_id)
+        values = _task_meta_changes(row, meta)
+        if values:
+            if "cron" in values and row.source == meta.source == "external":
+                log.warning(
+                    "leastaction: %s is reported with schedule %r (timezone %s); it was %r (timezone %s): "
+                    "children judge it by the new one",
+                    identity,
+                    meta.cron,
+                    meta.timezone,
+                    row.cron,
+                    row.timezone,
                 )
-            )
+            conn.execute(update(task).where(task.c.id == row.id).values(**values, updated_at=now))
             mark_changed(conn, row.id)  # a new schedule moves the windows gates judge
         return row.id
 
@@ -305,7 +327,8 @@ class CatalogStore(AuditRecords, RunReads):
         rows_written: int | None = None,
         run_id: str | None = None,
     ) -> SlotOutcome:
-        """An external system publishes a completed interval (see :func:`airflow_leastaction.report_completion`)."""
+        """An external system publishes a completed interval (see :func:`airflow_leastaction.report_completion`,
+        which checks the report first)."""
         meta = TaskMeta(cron=cron, timezone=timezone, source="external")
         return self.record_success(
             identity,
@@ -332,6 +355,17 @@ class CatalogStore(AuditRecords, RunReads):
             return {}, []
         with self.poll_read() as conn:
             return read_snapshot(conn, wanted)
+
+
+def _task_meta_changes(row, meta: TaskMeta) -> dict:
+    """The columns of task ``row`` that ``meta`` changes: the owner when the row has none, the schedule
+    when ``meta`` knows it."""
+    values = {}
+    if row.dag_id is None and meta.dag_id is not None:  # an Airflow task takes its name over
+        values.update(dag_id=meta.dag_id, task_id=meta.task_id, source=meta.source)
+    if meta.schedule_known and (row.cron, row.timezone) != (meta.cron, meta.timezone):
+        values.update(cron=meta.cron, timezone=meta.timezone, source=meta.source, task_id=meta.task_id)
+    return values
 
 
 def _slot_row(conn: Connection, task_pk: int, slot: dt.datetime):

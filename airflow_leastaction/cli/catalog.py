@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from airflow_leastaction.catalog.engine import get_engine, reach, resolve_url
@@ -13,7 +12,6 @@ from airflow_leastaction.catalog.schema import task, task_run
 from airflow_leastaction.catalog.spool_check import QUARANTINE_PREFIX, quarantined
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.cli.arguments import Checked, Count, Directory, Instant, Name
-from airflow_leastaction.exceptions import CatalogError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity, normalize_cron, resolve_timezone
 
@@ -79,24 +77,20 @@ def register(sub) -> None:
 
 
 def _report(args) -> int:
-    try:
-        outcome = report_completion(
-            args.name,
-            args.project,
-            args.slot,
-            account=args.account,
-            partition=args.partition,
-            cron=args.cron,
-            timezone=args.timezone,
-            rows_written=args.rows_written,
-            run_id=args.run_id,
-            conn_id=args.conn_id,
-        )
-    except CatalogError:
-        raise  # an unknown or unreachable catalog is not a bad argument: 1, like every other command
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    # A report the catalog cannot take is an InvalidReportError (exit 2); an unknown or unreachable
+    # catalog is not a bad argument: 1, as for every other command.
+    outcome = report_completion(
+        args.name,
+        args.project,
+        args.slot,
+        account=args.account,
+        partition=args.partition,
+        cron=args.cron,
+        timezone=args.timezone,
+        rows_written=args.rows_written,
+        run_id=args.run_id,
+        conn_id=args.conn_id,
+    )
     what = "published revision" if outcome.applied else "already recorded at revision"
     print(f"{args.project}/{args.name} slot {args.slot.isoformat()}: {what} {outcome.output_revision}")
     return 0

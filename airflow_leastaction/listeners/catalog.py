@@ -83,7 +83,7 @@ def task_event(
         identity=airflow_task(dag_id, task_id, map_index=map_index),
         slot=slot,
         at=dt.datetime.now(dt.UTC),
-        meta=schedule_meta(dag, task_id) if dag is not None else None,
+        meta=schedule_meta(dag, task_id, dag_id=dag_id),
         run_id=run_id,
         attempt=attempt,
         run_type=run_type,

@@ -50,7 +50,7 @@ def build_run_event(dag_run, state: str) -> SlotEvent | None:
         identity=airflow_dag(dag_run.dag_id),
         slot=slot,
         at=dt.datetime.now(dt.UTC),
-        meta=schedule_meta(dag) if dag is not None else None,
+        meta=schedule_meta(dag, dag_id=dag_run.dag_id),
         run_id=dag_run.run_id,
         attempt=attempt,
         run_type=run_type_of(dag_run),
