@@ -38,11 +38,12 @@ class InvalidCoverageError(ConfigurationError):
 
 
 class MissingDataIntervalError(ConfigurationError):
-    def __init__(self, dag_id: str, task_id: str, run_id: str):
-        super().__init__(
-            f"task {task_id!r} of DAG {dag_id!r} (run {run_id!r}) has no data interval: pass child_interval= "
-            "or schedule the DAG with a timetable that has data intervals"
-        )
+    """A run gives a sensor or a gate no instant to judge (no data interval, logical date or ``run_after``)."""
+
+    def __init__(self, dag_id: str, task_id: str, run_id: str, remedy: str | None = None):
+        self.dag_id, self.task_id, self.run_id = dag_id, task_id, run_id
+        remedy = remedy or "pass child_interval= or schedule the DAG with a timetable that has data intervals"
+        super().__init__(f"task {task_id!r} of DAG {dag_id!r} (run {run_id!r}) has no data interval: {remedy}")
 
 
 class CatalogError(LeastActionError):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator, TriggerRule
-from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowRescheduleException, AirflowSkipException
 from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
@@ -21,6 +21,7 @@ from airflow_leastaction.airflow_context import (
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.config import setting
+from airflow_leastaction.exceptions import MissingDataIntervalError
 from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict, check_condition
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.refs import airflow_task
@@ -34,6 +35,7 @@ from airflow_leastaction.run_conditions.judging import (
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
+from airflow_leastaction.run_conditions.waves import check_type, check_upstreams
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
 
@@ -59,8 +61,21 @@ def run_slot(context) -> dt.datetime:
 def _judged_at(context) -> RunSlot:
     found = context_slot(context)
     if found is None:
-        raise AirflowFailException(f"run {context['run_id']} has no interval, logical date or run_after")
+        ti = context.get("ti")
+        raise MissingDataIntervalError(
+            getattr(ti, "dag_id", "?"),
+            getattr(ti, "task_id", "?"),
+            context.get("run_id", "?"),
+            "a run-condition gate judges the run's data interval, logical date or run_after",
+        )
     return found
+
+
+def _dependency(dag_id: str | None, gated_task_id: str, value: Dependency | dict) -> Dependency:
+    if isinstance(value, Dependency):
+        return value
+    dependency_type = check_type(dag_id, gated_task_id, value.get("type", "SUCCESS"))
+    return Dependency.from_dict({**value, "type": dependency_type})
 
 
 def task_states(dag_id: str, run_id: str) -> dict[str, str | None]:
@@ -162,9 +177,14 @@ class RunConditionGate(_Waiting):
         kwargs.setdefault("retry_delay", dt.timedelta(seconds=10))
         super().__init__(**kwargs)
         self.gated_task_id = gated_task_id
-        self.dependencies = [d if isinstance(d, Dependency) else Dependency.from_dict(d) for d in dependencies]
         dag_id = self.dag_id if self.has_dag() else None
-        self.condition = RunCondition(*check_condition(dag_id, gated_task_id, condition, count))
+        # The checks of run_condition(), in its order, so a gate built directly fails as a declaration would.
+        self.dependencies = [_dependency(dag_id, gated_task_id, d) for d in dependencies]
+        total = len(self.dependencies)
+        self.condition = RunCondition(*check_condition(dag_id, gated_task_id, condition, count, total))
+        in_run = [d.upstream for d in self.dependencies if d.in_run]
+        # Upstream tasks exist before their gate (as run_condition() needs them); without a DAG, none can be told.
+        check_upstreams(dag_id, gated_task_id, in_run, self.dag.task_dict if self.has_dag() else set(in_run))
         self.active = active
         if max_wait is None:
             max_wait = float(setting("gate_wait_minutes", "60")) * 60
