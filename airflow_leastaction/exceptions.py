@@ -12,23 +12,31 @@ class ConfigurationError(LeastActionError, ValueError):
 
 
 class InvalidCronError(ConfigurationError):
+    """A cron expression the interval check cannot read (not five fields, hashed or random fields, no slot)."""
+
     def __init__(self, cron: object, why: str):
         self.cron = cron
         super().__init__(f"invalid cron expression {cron!r}: {why}")
 
 
 class InvalidTimezoneError(ConfigurationError):
+    """A time zone that is not an IANA name."""
+
     def __init__(self, timezone: object):
         self.timezone = timezone
         super().__init__(f"unknown timezone {timezone!r}: use an IANA name such as 'UTC' or 'Europe/Paris'")
 
 
 class DuplicateParentError(ConfigurationError):
+    """A sensor names the same parent twice."""
+
     def __init__(self, task_id: str, parent: str):
         super().__init__(f"task {task_id!r} names parent {parent} more than once")
 
 
 class InvalidCoverageError(ConfigurationError):
+    """A parent's ``coverage`` other than ``slot`` or ``interval``."""
+
     def __init__(self, owner: str, value: object):
         self.value = value
         super().__init__(
@@ -51,6 +59,8 @@ class CatalogError(LeastActionError):
 
 
 class UnknownConnectionError(CatalogError, ConfigurationError):
+    """The catalog connection a component asks for is not defined (and no fallback applies)."""
+
     def __init__(self, conn_id: str, detail: str = "", configured: str | None = None):
         self.conn_id = conn_id
         extra = f": {detail}" if detail else ""
@@ -125,6 +135,8 @@ class DbtQueueError(LeastActionError):
 
 
 class DbtPlanningError(DbtQueueError, ConfigurationError):
+    """dbt cannot resolve a selector (empty, or matching no enabled node)."""
+
     def __init__(self, selector: str, why: str):
         self.selector = selector
         super().__init__(f"dbt selector {selector!r} cannot be planned: {why}")
@@ -142,6 +154,8 @@ class DbtInvocationError(DbtQueueError):
 
 
 class DbtProjectError(DbtQueueError, ConfigurationError):
+    """A dbt project that cannot be used: no ``dbt`` executable, no ``dbt_project.yml``, no profile."""
+
     def __init__(self, path: object, why: str):
         self.path = path
         super().__init__(f"dbt project {str(path)!r}: {why}")
@@ -184,14 +198,20 @@ class RunConditionError(ConfigurationError):
 
 
 class SelfDependencyError(RunConditionError):
+    """A task depends on itself."""
+
     exit_status = 11
 
 
 class UnknownTaskError(RunConditionError):
+    """A dependency names a task the DAG does not have."""
+
     exit_status = 12
 
 
 class DependencyCycleError(RunConditionError):
+    """The run conditions of a DAG form a cycle."""
+
     exit_status = 13
 
 
@@ -202,10 +222,14 @@ class InvalidCountError(RunConditionError):
 
 
 class CountWithoutNError(RunConditionError):
+    """A count given with a run condition other than ``N``."""
+
     exit_status = 15
 
 
 class UnknownDependencyTypeError(RunConditionError):
+    """A dependency type other than SUCCESS, FAILURE, ALWAYS or HAS_DATA."""
+
     exit_status = 16
 
 

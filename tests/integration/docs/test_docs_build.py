@@ -4,6 +4,9 @@ snippet file, a docstring that names a parameter the signature lacks) fails the 
 from __future__ import annotations
 
 import html
+import importlib
+import inspect
+import pkgutil
 import re
 import subprocess
 import sys
@@ -26,6 +29,22 @@ def nav_pages(nav) -> list[str]:
         value = next(iter(entry.values())) if isinstance(entry, dict) else entry
         pages.extend(nav_pages(value) if isinstance(value, list) else [value])
     return pages
+
+
+def public_definitions() -> dict[str, set[str]]:
+    """Every public class and function of the package, by name: the dotted paths that define it."""
+    import airflow_leastaction
+
+    defined: dict[str, set[str]] = {}
+    for info in pkgutil.walk_packages(airflow_leastaction.__path__, "airflow_leastaction."):
+        if ".migrations" in info.name or info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            public = not name.startswith("_") and getattr(obj, "__module__", None) == module.__name__
+            if public and (inspect.isclass(obj) or inspect.isfunction(obj)):
+                defined.setdefault(name, set()).add(f"{module.__name__}.{name}")
+    return defined
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +103,28 @@ class TestDocsSite:
         html = (site / "reference" / "cli" / "index.html").read_text()
         for name in COMMAND_MODULES:
             assert f"airflow-leastaction {name}" in html, name
+
+    def test_every_public_class_and_function_the_guides_name_is_in_the_reference(self, site):
+        # The home page promises every public class and function; those a guide names must be there.
+        defined = public_definitions()
+        guides = "\n".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))
+        spans = re.findall(r"`([^`\n]+)`", guides)
+        # A name counts by its dotted path, as a call (`name()`) or as a class (`CapWords`): a bare
+        # lowercase word in a guide is as often a parameter or a state as a function.
+        named = {m.group(1) for span in spans if (m := re.fullmatch(r"airflow_leastaction\.[\w.]*\.(\w+)", span))}
+        named |= {m.group(1) for span in spans if (m := re.match(r"([A-Za-z_]\w*)\(", span))}
+        named |= {span for span in spans if re.fullmatch(r"[A-Z][a-z]\w*", span)}
+        documented = {
+            anchor
+            for page in (site / "reference").rglob("*.html")
+            for anchor in re.findall(r'id="(airflow_leastaction[\w.]*)"', page.read_text())
+        }
+        missing = sorted(
+            f"{name} ({', '.join(sorted(defined[name]))})"
+            for name in named & defined.keys()
+            if not defined[name] & documented
+        )
+        assert missing == []
 
     def test_screenshots_are_published(self, site):
         for image in (ROOT / "docs" / "images").glob("*.png"):
