@@ -104,6 +104,20 @@ def test_make_installs_system_packages_before_it_creates_the_virtualenv(tmp_path
     assert plan[deps].split()[-4:] == ["venv", "postgres", "redis", "browser"], plan[deps]
 
 
+#: How the README names what each argument of scripts/system-deps.sh installs.
+SYSTEM_PACKAGE_NAMES = {"venv": "python3-venv", "postgres": "PostgreSQL", "redis": "Redis", "browser": "Chromium"}
+
+
+def test_the_readme_names_every_system_package_make_test_installs(tmp_path):
+    plan = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), "test", f"VENV={tmp_path}/venv"], check=True, capture_output=True, text=True
+    ).stdout
+    wanted = next(line for line in plan.splitlines() if "scripts/system-deps.sh" in line).split("system-deps.sh")[1]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    sentence = next(s for s in readme.split(". ") if "the system packages it needs" in s)
+    assert [w for w in wanted.split() if SYSTEM_PACKAGE_NAMES[w] not in sentence] == [], sentence
+
+
 def _as_a_user(argv: list[str]) -> list[str]:
     """The command run without root: as ``nobody`` when the suite runs as root."""
     if os.geteuid() != 0:
