@@ -215,3 +215,29 @@ def test_the_import_graph_sees_the_package_imports():
 def test_the_package_has_no_import_cycle():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def _imports_airflow_anywhere(tree: ast.Module) -> bool:
+    """Any import of Airflow, at module level or inside a function."""
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        if any(n == "airflow" or n.startswith("airflow.") for n in names):
+            return True
+    return False
+
+
+def test_the_modules_the_contributing_guide_calls_pure_import_no_airflow_anywhere():
+    text = " ".join((ROOT.parent / "docs" / "contributing.md").read_text().split())
+    rule = re.search(r"\*\*Pure modules import no Airflow\.\*\*(.*?)(?=\s- \*\*)", text).group(1)
+    pure_part, _, exceptions = rule.partition("are the exceptions")
+    named = re.findall(r"`([\w/]+(?:\.py)?)`", pure_part.split("runs without Airflow")[0])
+    excepted = {
+        f"{PACKAGE}.{p.removesuffix('.py').replace('/', '.')}".removesuffix(".__init__")
+        for p in re.findall(r"`([\w/]+\.py)`", exceptions)
+    }
+    prefixes = [f"{PACKAGE}.{p.rstrip('/').removesuffix('.py').replace('/', '.')}" for p in named]
+    covered = [m for m in MODULES if any(m == p or m.startswith(p + ".") for p in prefixes) and m not in excepted]
+    assert len(covered) > len(prefixes), covered
+    assert [m for m in covered if _imports_airflow_anywhere(MODULES[m])] == []

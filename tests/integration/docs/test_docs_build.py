@@ -129,3 +129,22 @@ class TestDocsSite:
     def test_screenshots_are_published(self, site):
         for image in (ROOT / "docs" / "images").glob("*.png"):
             assert (site / "images" / image.name).exists(), image.name
+
+
+def test_the_performance_page_counts_the_example_dags_as_they_are(dagbag):
+    examples = {d for d, dag in dagbag.dags.items() if "/examples/" in dag.fileloc}
+    text = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    stated = re.search(r"there are (\d+) example DAGs today", text)
+    assert stated and int(stated.group(1)) == len(examples), (stated, sorted(examples))
+
+
+def test_the_ui_page_names_the_migration_that_creates_each_filter_index():
+    from airflow_leastaction.catalog.migrations import versions
+
+    text = " ".join((ROOT / "docs" / "ui.md").read_text().split())
+    claim = re.search(r"the result filter's, on `\((\w+), time, id\)`, comes with .*? \(migration `(\w+)`\)", text)
+    assert claim, "ui.md says which migration creates the result filter's index"
+    source = next(
+        p for p in Path(versions.__path__[0]).glob("*.py") if f'revision = "{claim.group(2)}"' in p.read_text()
+    )
+    assert '"ix_la_gate_decision_result_time", ["result", "decided_at", "id"]' in source.read_text()
