@@ -32,7 +32,7 @@ from airflow_leastaction.dbt.policy import (
 )
 from airflow_leastaction.dbt.queue_store import Batch, QueueStore
 from airflow_leastaction.dbt.runner import DbtRunner, DbtSession, Invocation, NodeResults
-from airflow_leastaction.exceptions import DbtLeaseLostError
+from airflow_leastaction.exceptions import ConfigurationError, DbtLeaseLostError
 
 log = logging.getLogger(__name__)
 
@@ -179,8 +179,10 @@ class QueueWorker:
         is_alive: Callable[[Mapping], bool | None] | None = None,
         same_task: str | None = None,
     ):
-        if heartbeat_interval >= grace.total_seconds():
-            raise ValueError(f"heartbeat_interval ({heartbeat_interval}s) must be shorter than grace ({grace})")
+        if not 0 < heartbeat_interval < grace.total_seconds():  # also refuses NaN: the lease loop would spin
+            raise ConfigurationError(
+                f"heartbeat_interval ({heartbeat_interval}s) must be above 0 and shorter than grace ({grace})"
+            )
         self.store, self.runner, self.environment = store, runner, environment
         self.owner = owner or default_owner()
         self.policy = policy or TierPolicy()
