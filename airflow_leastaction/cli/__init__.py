@@ -14,6 +14,9 @@ import importlib
 import logging
 import sys
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from airflow_leastaction.catalog.engine import is_outage, resolve_url, shown_url
 from airflow_leastaction.cli.arguments import Name, give_every_option_a_kind
 from airflow_leastaction.exceptions import LeastActionError
 
@@ -90,10 +93,6 @@ def error(message: object, status: int) -> int:
 
 
 def _describe(exc: Exception, args) -> str:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from airflow_leastaction.catalog.engine import is_outage
-
     if not isinstance(exc, SQLAlchemyError):
         return f"{type(exc).__name__}: {exc}"
     # The driver's own words, without SQLAlchemy's statement and link lines.
@@ -105,8 +104,6 @@ def _describe(exc: Exception, args) -> str:
 
 
 def _catalog_shown(conn_id: str | None) -> str:
-    from airflow_leastaction.catalog.engine import resolve_url, shown_url
-
     try:
         return shown_url(resolve_url(conn_id))
     except Exception:  # it was resolved once already; say which connection at least
