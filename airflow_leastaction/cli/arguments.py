@@ -34,6 +34,10 @@ class Kind:
     def __call__(self, text: str):
         if "\x00" in text:
             raise argparse.ArgumentTypeError(f"{_shown(text)} holds a NUL character; expected {self.expected}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # bytes of another encoding, as Python passes them on from argv
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not UTF-8 text; expected {self.expected}") from None
         return self.convert(text)
 
     def convert(self, text: str):

@@ -66,7 +66,11 @@ def letters(min_size: int = 1, max_size: int = 20) -> st.SearchStrategy[str]:
 
 
 def with_nul() -> st.SearchStrategy[str]:
-    return st.builds(lambda a, b: f"{a}\x00{b}", letters(0, 5), letters(0, 5))
+    """Text no option takes: a NUL character, or bytes that are not UTF-8 (Python passes them on from argv
+    as lone surrogates)."""
+    return st.builds(
+        lambda a, c, b: f"{a}{c}{b}", letters(0, 5), st.sampled_from(["\x00", "\udcff", "\ud800"]), letters(0, 5)
+    )
 
 
 def bad_values(action: argparse.Action, workdir: Path) -> st.SearchStrategy[str]:
