@@ -14,7 +14,7 @@ from airflow_leastaction.catalog.bound_rows import bound_rows
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.schema import task, task_run
 
-texts = st.one_of(st.none(), st.text(st.characters(exclude_characters="\x00"), max_size=12))
+texts = st.one_of(st.none(), st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12))
 instants = st.one_of(
     st.none(),
     st.datetimes(min_value=dt.datetime(1970, 1, 2), max_value=dt.datetime(2200, 1, 1), timezones=st.just(dt.UTC)),
