@@ -20,14 +20,12 @@ from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.www.layout import Box, lay_out
+from airflow_leastaction.www.names import rows_by_identity
 from airflow_leastaction.www.reads import parse_parents
 
 #: A graph page never grows past this many nodes; the page says when it was cut.
 MAX_NODES = 150
-IN_CHUNK = 500
-
-# Layout of the server-rendered SVG, in pixels.
-COL_WIDTH, ROW_HEIGHT, NODE_W, NODE_H, MARGIN = 270, 64, 230, 44, 16
 
 
 @dataclass
@@ -37,6 +35,8 @@ class LineageNode:
     row: dict | None  # None: named as a parent but not in the catalog
     x: int = 0
     y: int = 0
+    width: int = 0
+    lines: tuple[str, ...] = ()
 
     @property
     def state(self) -> str:
@@ -112,23 +112,12 @@ def build_lineage(
     return graph
 
 
-def _rows_by_identity(conn, identities: set[TaskIdentity]) -> dict[TaskIdentity, dict]:
-    names = sorted({i.name for i in identities})
-    found: dict[TaskIdentity, dict] = {}
-    for start in range(0, len(names), IN_CHUNK):
-        for row in conn.execute(select(task).where(task.c.name.in_(names[start : start + IN_CHUNK]))).mappings():
-            ident = TaskIdentity.from_row(row)
-            if ident in identities:
-                found[ident] = dict(row)
-    return found
-
-
 def _walk_up(conn, graph: Lineage, frontier: list[TaskIdentity], levels: int) -> None:
     for level in range(1, levels + 1):
         declared = [(p, child) for child in frontier for p in parse_parents(_row_parents(graph, child))]
         if not declared:
             return
-        rows = _rows_by_identity(conn, {parent for parent, _ in declared})
+        rows = rows_by_identity(conn, {parent for parent, _ in declared})
         frontier = []
         for parent, child in declared:
             graph.edges.append(LineageEdge(parent, child))
@@ -210,24 +199,19 @@ def _judge_edges(store: CatalogStore, graph: Lineage) -> None:
 
 
 def _layout(graph: Lineage) -> None:
-    """Columns by depth (ancestors left), one row per node; edges as cubic curves."""
+    """Columns by depth (ancestors left), boxes sized to their labels (:mod:`~airflow_leastaction.www.layout`)."""
     if not graph.nodes:
         return
     lo = min(n.depth for n in graph.nodes.values())
-    columns: dict[int, list[LineageNode]] = {}
-    for node in graph.nodes.values():
-        columns.setdefault(node.depth, []).append(node)
-    for depth, nodes in columns.items():
-        nodes.sort(key=lambda n: (n.identity.project, n.identity.name))
-        for i, node in enumerate(nodes):
-            node.x = MARGIN + (depth - lo) * COL_WIDTH
-            node.y = MARGIN + i * ROW_HEIGHT
-    graph.width = MARGIN * 2 + (max(columns) - lo) * COL_WIDTH + NODE_W
-    graph.height = MARGIN * 2 + max(len(c) for c in columns.values()) * ROW_HEIGHT
+    boxes = [
+        Box(i, n.depth - lo, (i.name, f"{i.project} · {n.state}"), order=(i.project, i.name))
+        for i, n in graph.nodes.items()
+    ]
+    canvas, curves = lay_out(boxes, [(e.parent, e.child) for e in graph.edges])
+    graph.width, graph.height = canvas.width, canvas.height
+    for i, n in graph.nodes.items():
+        box = canvas.boxes[i]
+        n.x, n.y, n.width, n.lines = box.x, box.y, box.width, box.shown
+    paths = {(c.parent, c.child): c.path for c in curves}
     for edge in graph.edges:
-        a, b = graph.nodes.get(edge.parent), graph.nodes.get(edge.child)
-        if a is None or b is None:
-            continue
-        x1, y1, x2, y2 = a.x + NODE_W, a.y + NODE_H // 2, b.x, b.y + NODE_H // 2
-        bend = max(40, abs(x2 - x1) // 2)
-        edge.path = f"M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}"
+        edge.path = paths.get((edge.parent, edge.child), "")

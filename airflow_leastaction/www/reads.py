@@ -18,9 +18,25 @@ from airflow_leastaction.catalog.schema import consumption, gate_decision, task,
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity
+from airflow_leastaction.www.names import rows_by_identity
+from airflow_leastaction.www.params import MAX_ID, in_time_range
 
 #: Slot records shown per task on the catalog page.
 RECENT_SLOTS = 5
+
+#: What a consumption row shows of an upstream task of a DAG the reader may not read: nothing of it, as
+#: the graph leaves such a task out (one withholding policy: :mod:`airflow_leastaction.www.access`).
+WITHHELD_UPSTREAM = {
+    "dependency": "",
+    "upstream_task_pk": None,
+    "upstream_run_pk": None,
+    "upstream_name": None,
+    "upstream_project": None,
+    "upstream_slot": None,
+    "upstream_revision": None,
+    "current_revision": None,
+    "stale": False,
+}
 
 
 class BadCursorError(ConfigurationError):
@@ -45,10 +61,12 @@ class Cursor:
         try:
             at, _, pk = text.rpartition("|")
             when = dt.datetime.fromisoformat(at)
-            if when.tzinfo is None:
-                raise ValueError("naive")
+            if when.tzinfo is None or not in_time_range(when) or not pk.isdigit() or len(pk) > 19:
+                raise ValueError("not a cursor of this UI")
+            if int(pk) > MAX_ID:
+                raise ValueError("id out of range")
             return cls(when, int(pk))
-        except ValueError:
+        except (ValueError, OverflowError):
             raise BadCursorError(text) from None
 
 
@@ -85,6 +103,9 @@ class Page:
 
 @dataclass(frozen=True)
 class DecisionFilter:
+    """Exact values (``dag_id``...: what links and Airflow's tabs pass), or the sets a partial name typed
+    in a filter box stands for (``dag_ids``..., see :mod:`airflow_leastaction.www.names`)."""
+
     dag_id: str | None = None
     task_id: str | None = None
     #: With ``task_id``: the task's run-condition gate, whose decisions are the task's admission too.
@@ -94,6 +115,10 @@ class DecisionFilter:
     result: str | None = None
     since: dt.datetime | None = None
     until: dt.datetime | None = None
+    dag_ids: tuple[str, ...] | None = None
+    task_ids: tuple[str, ...] | None = None
+    #: Part of a run id.
+    run_part: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +127,10 @@ class ConsumptionFilter:
     task_id: str | None = None
     upstream_task_pk: int | None = None
     stale_only: bool = False
+    dag_ids: tuple[str, ...] | None = None
+    task_ids: tuple[str, ...] | None = None
+    #: Catalog ids of the upstream tasks a partial name stands for.
+    upstream_task_pks: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +148,17 @@ class CatalogRow:
     granularity: str | None
     parents: list[TaskIdentity]
     slots: list[dict] = field(default_factory=list)
+    #: Declared parents left out: tasks of DAGs the reader may not read.
+    withheld: int = 0
+
+
+def _unreadable(conn, identities: set[TaskIdentity], scope: DagScope) -> set[TaskIdentity]:
+    """Which of ``identities`` are catalog tasks of DAGs outside ``scope`` (a parent the catalog does not
+    have belongs to no DAG, and stays)."""
+    if scope.dag_ids is None or not identities:
+        return set()
+    rows = rows_by_identity(conn, identities)
+    return {i for i, row in rows.items() if not scope.allows(row["dag_id"])}
 
 
 def _newest_first(stmt: Select, at_col, id_col, cursor: Cursor | None, limit: int) -> Select:
@@ -126,6 +166,13 @@ def _newest_first(stmt: Select, at_col, id_col, cursor: Cursor | None, limit: in
         # A row-value comparison walks the (time, id) index from the cursor on both backends.
         stmt = stmt.where(tuple_(at_col, id_col) < tuple_(_typed(at_col, cursor.at), cursor.id))
     return stmt.order_by(at_col.desc(), id_col.desc()).limit(limit + 1)
+
+
+def _in_sets(stmt: Select, pairs) -> Select:
+    for col, values in pairs:
+        if values is not None:
+            stmt = stmt.where(col.in_(values))
+    return stmt
 
 
 def _typed(col, value):
@@ -158,6 +205,9 @@ class CatalogReads:
                 stmt = stmt.where(col == value)
         if f.task_id is not None:
             stmt = stmt.where(d.task_id.in_([t for t in (f.task_id, f.gate_task_id) if t is not None]))
+        stmt = _in_sets(stmt, ((d.dag_id, f.dag_ids), (d.task_id, f.task_ids)))
+        if f.run_part is not None:
+            stmt = stmt.where(func.lower(d.run_id).contains(f.run_part.lower(), autoescape=True))
         if f.since is not None:
             stmt = stmt.where(d.decided_at >= f.since)
         if f.until is not None:
@@ -183,10 +233,16 @@ class CatalogReads:
         chosen = select(c.id, c.consumed_at)
         if f.stale_only:  # the choice itself needs the current revision
             chosen = chosen.select_from(consumption.outerjoin(up, up.c.id == c.upstream_run_pk)).where(stale)
+            if scope.dag_ids is not None:  # an unreadable upstream's staleness is withheld: not chosen by it
+                readable = scope.where(select(task.c.id), task.c.dag_id, no_dag_readable=True)
+                chosen = chosen.where(c.upstream_task_pk.in_(readable))
         chosen = scope.where(chosen, c.dag_id)
         for col, value in ((c.dag_id, f.dag_id), (c.task_id, f.task_id), (c.upstream_task_pk, f.upstream_task_pk)):
             if value is not None:
                 chosen = chosen.where(col == value)
+        chosen = _in_sets(
+            chosen, ((c.dag_id, f.dag_ids), (c.task_id, f.task_ids), (c.upstream_task_pk, f.upstream_task_pks))
+        )
         page = _newest_first(chosen, c.consumed_at, c.id, cursor, limit).subquery("page")
         stmt = (
             select(
@@ -194,6 +250,7 @@ class CatalogReads:
                 current.label("current_revision"),
                 ut.c.name.label("upstream_name"),
                 ut.c.project.label("upstream_project"),
+                ut.c.dag_id.label("upstream_dag_id"),
                 case((stale, True), else_=False).label("stale"),
             )
             .select_from(
@@ -207,6 +264,9 @@ class CatalogReads:
             rows = [dict(r) for r in conn.execute(stmt).mappings()]
         for row in rows:
             row["stale"] = bool(row["stale"])
+            row["withheld"] = not scope.allows(row.pop("upstream_dag_id"))
+            if row["withheld"]:
+                row.update(WITHHELD_UPSTREAM)
         return _page(rows, limit, "consumed_at")
 
     def catalog(self, f: CatalogFilter, after: str | None, limit: int, scope: DagScope = EVERY_DAG) -> Page:
@@ -220,7 +280,7 @@ class CatalogReads:
                 stmt = stmt.where(col == value)
         if after:
             name, _, pk = after.rpartition("|")
-            if not pk.isdigit():
+            if not pk.isdigit() or len(pk) > 19 or int(pk) > MAX_ID:
                 raise BadCursorError(after)
             stmt = stmt.where(tuple_(t.name, t.id) > tuple_(name, int(pk)))
         stmt = stmt.order_by(t.name, t.id).limit(limit + 1)
@@ -229,8 +289,17 @@ class CatalogReads:
             more = len(tasks) > limit
             tasks = tasks[:limit]
             slots = self._recent_slots(conn, [r["id"] for r in tasks])
+            parents = {r["id"]: parse_parents(r["parents"]) for r in tasks}
+            hidden = _unreadable(conn, {p for ps in parents.values() for p in ps}, scope)
         rows = [
-            CatalogRow(r, _granularity(r["cron"]), parse_parents(r["parents"]), slots.get(r["id"], [])) for r in tasks
+            CatalogRow(
+                r,
+                _granularity(r["cron"]),
+                [p for p in parents[r["id"]] if p not in hidden],
+                slots.get(r["id"], []),
+                withheld=sum(p in hidden for p in parents[r["id"]]),
+            )
+            for r in tasks
         ]
         nxt = f"{tasks[-1]['name']}|{tasks[-1]['id']}" if more and tasks else None
         return Page(rows, nxt)
@@ -249,6 +318,18 @@ class CatalogReads:
         for row in conn.execute(stmt).mappings():
             out.setdefault(row["task_pk"], []).append(dict(row))
         return out
+
+    def attempt_rows(self, attempts) -> list[dict]:
+        """Every decision of the given attempts (:class:`~airflow_leastaction.catalog.audit.AttemptKey`),
+        by the attempt index."""
+        d = gate_decision.c
+        keys = sorted({(a.dag_id, a.task_id, a.run_id, a.map_index, a.attempt) for a in attempts})
+        if not keys:
+            return []
+        cols = tuple_(d.dag_id, d.task_id, d.run_id, d.map_index, d.attempt)
+        stmt = select(gate_decision).where(cols.in_(keys)).order_by(d.decided_at.desc(), d.id.desc())
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(stmt).mappings()]
 
     def task_by_pk(self, pk: int) -> dict | None:
         with self.engine.connect() as conn:

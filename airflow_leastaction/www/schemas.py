@@ -43,6 +43,30 @@ class Decision(_AttemptRecord):
     decided_at: dt.datetime
 
 
+class Attempt(BaseModel):
+    """One gate attempt with its verdict: the condition, how many dependencies were met, the outcome."""
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int
+    attempt: int
+    #: admitted | bypassed | skipped | decided | waiting | failed | not judged
+    outcome: str
+    headline: str
+    condition: str
+    met: int
+    total: int
+    at: dt.datetime | None
+    since: dt.datetime | None
+    deadline: dt.datetime | None
+    next_look: dt.datetime | None
+    why: str
+    #: The tasks this attempt admits.
+    gated: list[str]
+    decisions: list[Decision]
+
+
 class Consumption(_AttemptRecord):
     decision_id: int
     upstream_task_pk: int | None
@@ -53,6 +77,8 @@ class Consumption(_AttemptRecord):
     current_revision: int | None
     stale: bool
     consumed_at: dt.datetime
+    #: The upstream belongs to a DAG the caller may not read: every upstream field is left empty.
+    withheld: bool = False
 
 
 class Identity(BaseModel):
@@ -89,6 +115,8 @@ class CatalogTask(BaseModel):
     dag_id: str | None
     task_id: str | None
     parents: list[Identity]
+    #: Declared parents left out: tasks of DAGs the caller may not read.
+    withheld_parents: int = 0
     recent_slots: list[Slot]
     updated_at: dt.datetime
 
@@ -169,3 +197,24 @@ class Queue(BaseModel):
     outcomes: list[OutcomeHour]
     batches: list[QueueBatch]
     events: list[RequestEvent]
+
+
+class DagDependencyEdge(BaseModel):
+    """One dependency of a DAG's graph: ``parent`` and ``child`` are node keys (``task:<task_id>``,
+    ``catalog:<project>/<name>``, ``dbt:<environment>[:<selector>]``)."""
+
+    parent: str
+    child: str
+    #: SUCCESS / FAILURE / ALWAYS / HAS_DATA, interval, requests / builds (dbt), airflow (a plain edge)
+    kind: str
+    #: the state in the judged run: a decision result, an Airflow state, or the catalog's judgement
+    state: str | None
+    reason: str
+
+
+class DagDependencies(BaseModel):
+    run_id: str | None
+    slot: dt.datetime | None
+    #: Plumbing tasks not drawn (gates, the run-outcome task); ``internal=true`` draws them.
+    hidden: int
+    edges: list[DagDependencyEdge]

@@ -8,7 +8,7 @@ from fastapi.responses import HTMLResponse
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS
 from airflow_leastaction.www.params import blank, one_of
 from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, CatalogRow, DagScope, Page
-from airflow_leastaction.www.render import catalog_reads, render
+from airflow_leastaction.www.render import Scope, catalog_reads, page_scope, render
 from airflow_leastaction.www.schemas import CatalogTask, Identity, Listing, Slot
 
 router = APIRouter(tags=["catalog"], dependencies=[READ_TASKS])
@@ -66,6 +66,7 @@ def catalog_task(row: CatalogRow) -> CatalogTask:
         granularity=row.granularity,
         watermark=t["prev_interval_start"],
         parents=[Identity(**p.as_dict()) for p in row.parents],
+        withheld_parents=row.withheld,
         recent_slots=[Slot(**{k: s[k] for k in Slot.model_fields}) for s in row.slots],
     )
 
@@ -78,6 +79,6 @@ def list_catalog(page=Depends(catalog_page)):
 
 
 @router.get("/catalog", response_class=HTMLResponse)
-def catalog_view(request: Request, page=Depends(catalog_page)):
+def catalog_view(request: Request, page=Depends(catalog_page), scope: Scope = Depends(page_scope)):
     f, result = page
-    return render(request, "catalog.html", "catalog", f=f, page=result, sources=SOURCES)
+    return render(request, "catalog.html", "catalog", scope=scope, f=f, page=result, sources=SOURCES)

@@ -1,4 +1,4 @@
-"""The dependency graph around a task, and the DAG view (a DAG's catalog parents and children)."""
+"""The dependency graph around a task (catalog lineage), and a DAG's dependencies (its tab in Airflow)."""
 
 from __future__ import annotations
 
@@ -7,43 +7,48 @@ import datetime as dt
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse
 
-from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS, require_readable
+from airflow_leastaction.www.attempts import DagGates
+from airflow_leastaction.www.dag_graph import DagGraph, JudgedRun, build
 from airflow_leastaction.www.lineage import Lineage, build_lineage
-from airflow_leastaction.www.params import blank, parse_time
-from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, DagScope
-from airflow_leastaction.www.render import catalog_reads, render
-from airflow_leastaction.www.schemas import Graph, GraphEdge, GraphNode, Identity
+from airflow_leastaction.www.params import MAX_ID, blank, bounded_int, parse_time
+from airflow_leastaction.www.present import Clock
+from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, DagScope, DecisionFilter
+from airflow_leastaction.www.render import Scope, catalog_reads, display_clock, page_scope, render
+from airflow_leastaction.www.schemas import DagDependencies, DagDependencyEdge, Graph, GraphEdge, GraphNode, Identity
 
 router = APIRouter(tags=["graph"], dependencies=[READ_TASKS])
 
+#: Decisions of one judged run read for a DAG's graph (every gate of a large DAG, a few dependencies each).
+RUN_DECISIONS = 500
 
-def _interval(value: str | None, rows: list[dict]) -> dt.datetime:
-    # Default: the latest interval the centre tasks ran, else now.
-    chosen = parse_time(value, "interval")
+
+def _interval(chosen: dt.datetime | None, row: dict) -> dt.datetime:
+    # Default: the latest slot the task completed (its watermark), else the one it last ran, else now.
     if chosen is not None:
         return chosen
-    dates = [r["logical_date"] for r in rows if r["logical_date"] is not None]
-    return max(dates) if dates else dt.datetime.now(dt.UTC)
+    return row["prev_interval_start"] or row["logical_date"] or dt.datetime.now(dt.UTC)
 
 
 def task_graph(
-    task_pk: int | None = None,
+    task_pk: str | None = Query(None, description="catalog id of the centre task"),
     interval: str | None = Query(None, description="child interval to judge edges for"),
     up: int = Query(2, ge=0, le=6),
     down: int = Query(2, ge=0, le=6),
     reads: CatalogReads = Depends(catalog_reads),
     scope: DagScope = READABLE_DAGS,
+    clock: Clock = Depends(display_clock),
 ) -> tuple[dict | None, Lineage | None]:
-    if task_pk is None:
+    pk = bounded_int(task_pk, "task_pk", low=1, high=MAX_ID)
+    chosen = parse_time(interval, "interval", clock)
+    if pk is None:
         return None, None
-    row = reads.task_by_pk(task_pk)
+    row = reads.task_by_pk(pk)
     if row is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no catalog task with id {task_pk}")
-    require_readable(scope, row["dag_id"], f"catalog task {task_pk}")
-    return row, build_lineage(
-        reads.engine, [row], _interval(interval, [row]), up=up, down=down, visible=_visible(scope)
-    )
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no catalog task with id {pk}")
+    require_readable(scope, row["dag_id"], f"catalog task {pk}")
+    return row, build_lineage(reads.engine, [row], _interval(chosen, row), up=up, down=down, visible=_visible(scope))
 
 
 def _visible(scope: DagScope):
@@ -90,30 +95,91 @@ def graph_view(
     q: str | None = None,
     found=Depends(task_graph),
     reads: CatalogReads = Depends(catalog_reads),
-    scope: DagScope = READABLE_DAGS,
+    readable: DagScope = READABLE_DAGS,
+    scope: Scope = Depends(page_scope),
 ):
     centre, graph = found
-    matches = reads.catalog(CatalogFilter(search=blank(q)), None, 20, scope).rows if blank(q) else []
-    return render(request, "graph.html", "graph", centre=centre, graph=graph, q=blank(q) or "", matches=matches)
+    matches = reads.catalog(CatalogFilter(search=blank(q)), None, 20, readable).rows if blank(q) else []
+    return render(
+        request, "graph.html", "graph", scope=scope, centre=centre, graph=graph, q=blank(q) or "", matches=matches
+    )
 
 
-@router.get("/dag", response_class=HTMLResponse)
-def dag_view(
-    request: Request,
-    dag_id: str,
-    interval: str | None = None,
+def dag_dependencies(
+    dag_id: str = Query(..., max_length=250),
+    run_id: str | None = Query(None, description="the run to judge (default: the latest finished run)"),
+    internal: bool = Query(False, description="also draw gates and the run-outcome task"),
+    interval: str | None = Query(None, description="the slot to judge catalog edges for, when no run is judged"),
     reads: CatalogReads = Depends(catalog_reads),
-    scope: DagScope = READABLE_DAGS,
-):
-    """The catalog tasks of one DAG with their declared parents and the tasks that name them as parents."""
-    require_readable(scope, dag_id, f"DAG {dag_id!r}")  # also the router's check; kept next to the read
-    rows = reads.tasks_of_dag(dag_id)
-    graph = (
-        build_lineage(reads.engine, rows, _interval(interval, rows), up=1, down=1, visible=_visible(scope))
+    readable: DagScope = READABLE_DAGS,
+    clock: Clock = Depends(display_clock),
+) -> tuple[DagGraph, list, airflow_state.RunFacts | None]:
+    """Every dependency of ``dag_id``, each with its type and its state in the judged run."""
+    require_readable(readable, dag_id, f"DAG {dag_id!r}")  # also the router's check; kept next to the read
+    chosen = parse_time(interval, "interval", clock)
+    runs = airflow_state.recent_runs(dag_id)
+    judged = _judged_run(dag_id, blank(run_id), runs)
+    states = {t: s for (t, m), s in airflow_state.run_states(dag_id, judged.run_id).items() if m < 1} if judged else {}
+    decisions: dict[str, list[dict]] = {}
+    if judged is not None:
+        f = DecisionFilter(dag_id=dag_id, run_id=judged.run_id)
+        for row in reads.decisions(f, None, RUN_DECISIONS).rows:
+            decisions.setdefault(row["task_id"], []).append(row)
+    rows = [r for r in reads.tasks_of_dag(dag_id) if r["task_id"]]
+    slot = judged.slot if judged is not None and judged.slot is not None else chosen
+    lineage = (
+        build_lineage(reads.engine, rows, slot or _latest_slot(rows), up=1, down=1, visible=_visible(readable))
         if rows
         else None
     )
-    sections = [
-        (r, graph.parents_of(TaskIdentity.from_row(r)), graph.children_of(TaskIdentity.from_row(r))) for r in rows
-    ]
-    return render(request, "dag.html", "graph", dag_id=dag_id, rows=rows, graph=graph, sections=sections)
+    gates = DagGates([dag_id])
+    graph = build(
+        gates.tasks.get(dag_id, {}), gates.gates(dag_id), JudgedRun(states, decisions), lineage,
+        dag_id=dag_id, internal=internal, catalog_tasks={r["task_id"]: r["state"] for r in rows},
+    )  # fmt: skip
+    return graph, runs, judged
+
+
+def _judged_run(dag_id: str, run_id: str | None, runs: list) -> airflow_state.RunFacts | None:
+    if run_id is not None:
+        found = [r for r in runs if r.run_id == run_id] or airflow_state.recent_runs(dag_id, 1, run_id)
+        if not found:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"DAG {dag_id!r} has no run {run_id!r}")
+        return found[0]
+    return next((r for r in runs if r.finished), runs[0] if runs else None)
+
+
+def _latest_slot(rows: list[dict]) -> dt.datetime:
+    dates = [r["prev_interval_start"] or r["logical_date"] for r in rows]
+    return max((d for d in dates if d is not None), default=dt.datetime.now(dt.UTC))
+
+
+@router.get("/api/dag", response_model=DagDependencies)
+def get_dag(found=Depends(dag_dependencies)):
+    """A DAG's dependencies (run conditions, run gate, sensors' parents, catalog parents and children,
+    dbt), each with its type and its state in the judged run."""
+    graph, _, judged = found
+    return DagDependencies(
+        run_id=judged.run_id if judged else None,
+        slot=judged.slot if judged else None,
+        hidden=graph.hidden,
+        edges=[
+            DagDependencyEdge(
+                parent=e.parent,
+                child=e.child,
+                kind=e.kind,
+                state=e.state,
+                reason=e.reason,
+            )
+            for e in graph.edges
+        ],  # fmt: skip
+    )
+
+
+@router.get("/dag", response_class=HTMLResponse)
+def dag_view(request: Request, found=Depends(dag_dependencies), scope: Scope = Depends(page_scope)):
+    """One DAG's dependencies, drawn for one run."""
+    graph, runs, judged = found
+    dag_id = request.query_params["dag_id"]
+    scope = scope if scope.tab else Scope("dag", dag_id)
+    return render(request, "dag.html", "dag", scope=scope, dag_id=dag_id, graph=graph, runs=runs, judged=judged)

@@ -261,4 +261,4 @@ class TestDagView:
 
     def test_a_dag_without_catalog_tasks_says_so(self, client, story):
         page = client.get(P + "/dag", params={"dag_id": "nothing_here"}).text
-        assert "No task of this DAG is in the catalog yet" in page
+        assert "Neither Airflow nor the catalog knows a task of this DAG yet" in page

@@ -1,0 +1,166 @@
+"""What the pages read from Airflow's own database: DAGs as serialized, runs, task instances, waiting triggers.
+
+The plugin runs in Airflow's API server, which may read its metadata database (workers and triggers may
+not). Every read here is one query for the rows a page shows, by primary-key columns Airflow indexes.
+The catalog says what a gate decided; Airflow says what became of the task instance (still waiting,
+admitted, skipped), and what a DAG declares (:mod:`airflow_leastaction.www.declared`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import select, tuple_
+
+from airflow_leastaction.www.declared import DeclaredTask, parse_tasks
+from airflow_leastaction.www.verdicts import TaskInstanceFacts
+
+#: Runs offered as the judged interval of a DAG's graph.
+RECENT_RUNS = 25
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """One DAG run: its id, state and slot (data-interval start, else logical date, else ``run_after``)."""
+
+    run_id: str
+    state: str | None
+    slot: dt.datetime | None
+    end_date: dt.datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("success", "failed")
+
+
+def _session():
+    from airflow.utils.session import create_session
+
+    return create_session()
+
+
+#: Parsed DAGs by (DAG id, hash of its serialized form): a DAG is parsed again only when it changed.
+_PARSED: dict[tuple[str, str], dict[str, DeclaredTask]] = {}
+_PARSED_MAX = 512
+
+
+def declared_tasks(dag_ids: Iterable[str]) -> dict[str, dict[str, DeclaredTask]]:
+    """The tasks of each DAG as its latest serialized version declares them (a DAG Airflow does not have
+    is left out), in one query."""
+    from airflow.models.serialized_dag import SerializedDagModel
+
+    wanted = sorted({d for d in dag_ids if d})
+    if not wanted:
+        return {}
+    out = {}
+    with _session() as session:
+        for found in SerializedDagModel.get_latest_serialized_dags(dag_ids=wanted, session=session):
+            key = (found.dag_id, str(found.dag_hash))
+            if key not in _PARSED:
+                if len(_PARSED) >= _PARSED_MAX:
+                    _PARSED.clear()
+                _PARSED[key] = parse_tasks(found.data or {})
+            out[found.dag_id] = _PARSED[key]
+    return out
+
+
+def recent_runs(dag_id: str, limit: int = RECENT_RUNS, run_id: str | None = None) -> list[RunFacts]:
+    """The DAG's latest runs, newest first (only ``run_id``, when given)."""
+    from airflow.models.dagrun import DagRun
+
+    stmt = (
+        select(DagRun.run_id, DagRun.state, DagRun.data_interval_start, DagRun.logical_date, DagRun.run_after,
+               DagRun.end_date)
+        .where(DagRun.dag_id == dag_id)
+        .order_by(DagRun.run_after.desc(), DagRun.id.desc())
+        .limit(limit)
+    )  # fmt: skip
+    if run_id is not None:
+        stmt = stmt.where(DagRun.run_id == run_id)
+    with _session() as session:
+        rows = session.execute(stmt).all()
+    return [RunFacts(r[0], _text(r[1]), _aware(r[2] or r[3] or r[4]), _aware(r[5])) for r in rows]
+
+
+def run_states(dag_id: str, run_id: str) -> dict[tuple[str, int], str | None]:
+    """Every task instance state of one run, by (task id, map index)."""
+    from airflow.models.taskinstance import TaskInstance as TI
+
+    stmt = select(TI.task_id, TI.map_index, TI.state).where(TI.dag_id == dag_id, TI.run_id == run_id)
+    with _session() as session:
+        return {(t, m): _text(s) for t, m, s in session.execute(stmt)}
+
+
+def task_instances(keys: Iterable[tuple[str, str, str, int]]) -> dict[tuple[str, str, str, int], TaskInstanceFacts]:
+    """Airflow's facts of the task instances ``(dag_id, task_id, run_id, map_index)``; a waiting gate's
+    check (its trigger's ``clock``) included."""
+    from airflow.models.taskinstance import TaskInstance as TI
+    from airflow.models.trigger import Trigger
+
+    wanted = sorted(set(keys))
+    if not wanted:
+        return {}
+    cols = (TI.dag_id, TI.task_id, TI.run_id, TI.map_index)
+    stmt = select(*cols, TI.state, TI.try_number, TI.start_date, TI.end_date, TI.trigger_timeout, TI.trigger_id).where(
+        tuple_(*cols).in_(wanted)
+    )
+    out = {}
+    with _session() as session:
+        rows = session.execute(stmt).all()
+        triggers = {r[9] for r in rows if r[9] is not None}
+        clocks = {}
+        if triggers:
+            for trig in session.scalars(select(Trigger).where(Trigger.id.in_(sorted(triggers)))):
+                clocks[trig.id] = _clock(trig)
+        for r in rows:
+            out[(r[0], r[1], r[2], r[3])] = TaskInstanceFacts(
+                _text(r[4]), r[5] or 0, _aware(r[6]), _aware(r[7]), _aware(r[8]), clocks.get(r[9], {})
+            )
+    return out
+
+
+def _clock(trigger) -> dict:
+    try:
+        clock = trigger.kwargs.get("clock")
+    except Exception:
+        return {}
+    return dict(clock) if isinstance(clock, dict) else {}
+
+
+def _text(state) -> str | None:
+    if state is None:
+        return None
+    return str(getattr(state, "value", state))
+
+
+def _aware(value: dt.datetime | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+#: The task types (``TaskInstance.operator``) that wait as gates.
+GATE_OPERATORS = ("RunConditionGate", "DagRunGate", "ParentIntervalSensor")
+
+
+def waiting_gates(
+    dag_ids: Iterable[str] | None, limit: int
+) -> list[tuple[tuple[str, str, str, int], TaskInstanceFacts]]:
+    """Gate task instances waiting now (deferred, rescheduled, running), longest waiting first.
+
+    :param dag_ids: only these DAGs (None: every DAG).
+    """
+    from airflow.models.taskinstance import TaskInstance as TI
+
+    cols = (TI.dag_id, TI.task_id, TI.run_id, TI.map_index)
+    stmt = select(*cols).where(
+        TI.state.in_(("deferred", "up_for_reschedule", "running")), TI.operator.in_(GATE_OPERATORS)
+    )
+    if dag_ids is not None:
+        stmt = stmt.where(TI.dag_id.in_(sorted(dag_ids)))
+    with _session() as session:
+        keys = [tuple(r) for r in session.execute(stmt.order_by(TI.start_date, TI.dag_id).limit(limit))]
+    facts = task_instances(keys)
+    return [(k, facts[k]) for k in keys if k in facts]
