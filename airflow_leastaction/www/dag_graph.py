@@ -56,6 +56,8 @@ class DagNode:
     kind: str = "task"
     task_id: str | None = None
     box: Box | None = None
+    #: The run condition a gate admits this task under (``ANY of 3``), when it has one.
+    condition: str | None = None
 
 
 @dataclass
@@ -119,6 +121,9 @@ def build(
     covered: set[tuple[str, str]] = set()
     for gate in gates.values():
         _gate_edges(g, gate, run, shown, covered, dag_id)
+        for task_id in gate.gated:
+            if f"task:{task_id}" in g.nodes and gate.condition is not None:
+                g.nodes[f"task:{task_id}"].condition = gate.condition_text
     for task_id in shown & set(tasks):  # native run conditions: decisions under the task's own id
         if task_id not in gates and run.decisions.get(task_id):
             recorded = [(r["dependency"], r["dependency_type"]) for r in run.decisions[task_id]]
@@ -223,12 +228,24 @@ def _dbt_edges(g: DagGraph, tasks: Mapping[str, DeclaredTask], shown: set, run: 
             g.edge(key, f"task:{task_id}", "builds", run.states.get(task_id))
 
 
+#: Task types worth naming in a box (others are plain tasks: the box shows their state alone).
+_NAMED_TYPES = {"ParentIntervalSensor": "sensor", "DagRunGate": "run condition", "RunConditionGate": "gate",
+                "RunOutcome": "run outcome", DBT_ENQUEUE: "dbt enqueue", DBT_DRAIN: "dbt drain"}  # fmt: skip
+
+
+def _second_line(n: DagNode) -> str:
+    if n.kind in ("dbt", "catalog"):
+        return n.sub if n.kind == "dbt" else f"{n.sub} · {n.state or 'not judged'}"
+    kind = n.condition or _NAMED_TYPES.get(n.sub)
+    state = n.state or "no state in this run"
+    return f"{kind} · {state}" if kind else state
+
+
 def _place(g: DagGraph) -> None:
     links = [(e.parent, e.child) for e in g.edges]
     column = depths(g.nodes, links)
     boxes = [
-        Box(key, column[key], (n.label, f"{n.sub} · {n.state or 'no state'}" if n.kind != "dbt" else n.sub),
-            order=(n.kind != "task", n.label))
+        Box(key, column[key], (n.label, _second_line(n)), order=(n.kind != "task", n.label))
         for key, n in g.nodes.items()
     ]  # fmt: skip
     g.canvas, curves = lay_out(boxes, links)

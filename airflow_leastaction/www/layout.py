@@ -3,7 +3,8 @@
 Both graphs of the UI (a task's catalog lineage, a DAG's dependencies) give each node a column; nodes of
 a column stack top to bottom, each box as wide as its longer line (within bounds; a longer line is cut
 with an ellipsis and shown whole in its tooltip), edges are cubic curves from a box's right side to the
-next box's left side, and labels sit at an edge's middle.
+next box's left side, each edge at its own height on both sides (ordered by the other end's height, so
+edges do not cross at a box), and an edge's label sits just before the box it enters.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ class Curve:
     parent: object
     child: object
     path: str = ""
-    mid_x: int = 0
-    mid_y: int = 0
+    #: Where the edge's label ends (text-anchor end): just before the box it enters.
+    label_x: int = 0
+    label_y: int = 0
 
 
 @dataclass
@@ -73,18 +75,35 @@ def lay_out(boxes: Iterable[Box], links: Iterable[tuple[object, object]]) -> tup
         x += width + COL_GAP
     canvas.width = x - COL_GAP + MARGIN
     canvas.height = MARGIN * 2 + max(len(c) for c in columns.values()) * (NODE_H + ROW_GAP) - ROW_GAP
-    return canvas, [_curve(canvas.boxes, p, c) for p, c in links if p in canvas.boxes and c in canvas.boxes]
+    drawn = [(p, c) for p, c in links if p in canvas.boxes and c in canvas.boxes]
+    outs, ins = _ports(canvas.boxes, drawn)
+    return canvas, [_curve(canvas.boxes, p, c, outs[(p, c)], ins[(p, c)]) for p, c in drawn]
 
 
-def _curve(boxes: Mapping, parent, child) -> Curve:
+def _ports(boxes: Mapping, links: list[tuple]) -> tuple[dict, dict]:
+    """The height at which each link leaves its parent and enters its child."""
+    outs: dict = {}
+    ins: dict = {}
+    for mine, other, found in ((0, 1, outs), (1, 0, ins)):
+        by_box: dict = {}
+        for link in links:
+            by_box.setdefault(link[mine], []).append(link)
+        for key, group in by_box.items():
+            group.sort(key=lambda link: (boxes[link[other]].y, boxes[link[other]].x))
+            box = boxes[key]
+            for i, link in enumerate(group):
+                found[link] = box.y + round(box.height * (i + 1) / (len(group) + 1))
+    return outs, ins
+
+
+def _curve(boxes: Mapping, parent, child, y1: int, y2: int) -> Curve:
     a, b = boxes[parent], boxes[child]
-    x1, y1 = a.x + a.width, a.y + a.height // 2
-    x2, y2 = b.x, b.y + b.height // 2
+    x1, x2 = a.x + a.width, b.x
     if x2 <= x1:  # same column or backwards: leave from the bottom, come in from the left
         x1, y1 = a.x + a.width // 2, a.y + a.height
     bend = max(30, abs(x2 - x1) // 2)
     path = f"M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}"
-    return Curve(parent, child, path, (x1 + x2) // 2, (y1 + y2) // 2)
+    return Curve(parent, child, path, x2 - 4, y2 - 2)
 
 
 def depths(nodes: Iterable, links: Iterable[tuple[object, object]]) -> dict:

@@ -54,9 +54,9 @@ _TONE_OF = {
     "not judged": "none",
     "failed": "failed",
     # dbt request outcomes
-    "new_pending": "scheduled",
-    "already_pending": "queued",
-    "already_running": "running",
+    "new_pending": "up_for_reschedule",
+    "already_pending": "up_for_retry",
+    "already_running": "deferred",
 }
 
 
@@ -72,8 +72,9 @@ def tone(state: str | None) -> str:
 #: An ISO-8601 instant inside a reason (``2026-11-25T00:00:00+00:00``): always with its offset.
 _ISO_INSTANT = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:\d{2})")
 
-#: The format of a datetime-local field (24-hour, seconds).
-INPUT_FORMAT = "%Y-%m-%dT%H:%M:%S"
+#: The format of a time field: 24-hour, whatever the browser's locale (a ``datetime-local`` field shows
+#: AM/PM in an en-US browser).
+INPUT_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ class Clock:
         return f"{self.local(value):%H:00}"
 
     def input_value(self, value: dt.datetime | None) -> str:
-        """The value of a datetime-local field: local time in this zone, 24-hour."""
+        """The value of a time field: local time in this zone, 24-hour."""
         return "" if value is None else self.local(value).strftime(INPUT_FORMAT)
 
     def read(self, text: str) -> dt.datetime:

@@ -134,8 +134,19 @@ def _waiting(gate: Gate | None, ti: TaskInstanceFacts, total: int, condition: st
         since=since,
         deadline=deadline,
         next_look=_instant(ti.clock.get("next_look")),
-        why=f"Airflow state {ti.state}",
+        why=_WAITING_WHY.get(str(ti.state), f"Airflow state {ti.state}"),
     )
+
+
+#: What a waiting attempt is doing, by its Airflow state.
+_WAITING_WHY = {
+    "deferred": "waits in the triggerer (deferred): it looks again at each poll and decides once it can",
+    "up_for_reschedule": "waits between looks (rescheduled)",
+    "running": "is judging its dependencies now",
+    "queued": "is about to judge its dependencies",
+    "scheduled": "is about to judge its dependencies",
+    "up_for_retry": "could not read and will try again",
+}
 
 
 def _failed_why(gate: Gate | None, ti: TaskInstanceFacts) -> str:
