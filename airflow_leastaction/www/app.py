@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request, status
+from fastapi import Depends, FastAPI, Request, status
 from fastapi.responses import JSONResponse
 
+from airflow_leastaction.www.params import plain_query
 from airflow_leastaction.www.reads import BadCursorError
 from airflow_leastaction.www.routers import catalog, consumption, decisions, graph, queue
 
@@ -17,7 +18,13 @@ def create_app(catalog_url: str | None = None) -> FastAPI:
     :param catalog_url: the catalog to read; by default the catalog connection, resolved per request.
     """
     # No /docs, /redoc or /openapi.json: every route this app answers requires an Airflow login.
-    app = FastAPI(title="LeastAction", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="LeastAction",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        dependencies=[Depends(plain_query)],
+    )
     app.state.catalog_url = catalog_url
     for router in ROUTERS:
         app.include_router(router)

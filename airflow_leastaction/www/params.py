@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from fastapi import HTTPException, status
+from fastapi import HTTPException, Request, status
 
 from airflow_leastaction.www.present import Clock
 
@@ -20,6 +20,20 @@ MAX_INT32 = 2**31 - 1
 #: Instants a filter may name (UTC).
 EARLIEST = dt.datetime(1000, 1, 1, tzinfo=dt.UTC)
 LATEST = dt.datetime(8999, 12, 31, 23, 59, 59, tzinfo=dt.UTC)
+
+
+#: The longest query value a page takes (a name is at most 250 characters; a cursor a little more).
+MAX_VALUE = 1000
+
+
+def plain_query(request: Request) -> None:
+    """Every query value is text a catalog column can be compared with: no NUL character (PostgreSQL
+    refuses them in text), and no longer than :data:`MAX_VALUE`; 422 naming the parameter otherwise."""
+    for name, value in request.query_params.multi_items():
+        if "\x00" in value:
+            raise unprocessable(f"{name} must not contain a NUL character")
+        if len(value) > MAX_VALUE:
+            raise unprocessable(f"{name} is longer than {MAX_VALUE} characters")
 
 
 def unprocessable(message: str) -> HTTPException:
