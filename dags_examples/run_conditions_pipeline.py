@@ -5,7 +5,9 @@
 * ``daily_summary`` starts as soon as ANY of the three regional extracts succeeded.
 * ``reconcile`` starts once N=2 of three sources are in, one of them the weekly FX rates loaded by
   another DAG (a cross-DAG dependency, judged from the catalog by that task's latest run).
-* ``alert_on_failure`` runs only if ``load_orders`` FAILED; ``cleanup`` runs ALWAYS after the summary.
+* ``alert_on_failure`` runs only if ``load_orders`` FAILED; ``cleanup`` runs ALWAYS after the summary,
+  natively (``native=True``): Airflow's ``all_done`` trigger rule starts it, with no gate task, and it
+  records its decisions when it starts.
 
 ``airflow-leastaction graph run_conditions_pipeline`` prints the waves.
 """
@@ -78,4 +80,4 @@ with DAG(
         max_wait=dt.timedelta(minutes=30),
     )
     run_condition(alert_on_failure(), failure(orders))
-    run_condition(cleanup(), always(summary))
+    run_condition(cleanup(), always(summary), native=True)

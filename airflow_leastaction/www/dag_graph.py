@@ -237,7 +237,7 @@ def _second_line(n: DagNode) -> str:
     if n.kind in ("dbt", "catalog"):
         return n.sub if n.kind == "dbt" else f"{n.sub} · {n.state or 'not judged'}"
     kind = n.condition or _NAMED_TYPES.get(n.sub)
-    state = n.state or "no state in this run"
+    state = n.state or "not run"
     return f"{kind} · {state}" if kind else state
 
 

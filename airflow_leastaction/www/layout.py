@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 #: Pixels: average glyph width at the graphs' 12 px font, box padding, box bounds, gaps.
-CHAR_W, PAD, MIN_W, MAX_W, NODE_H, ROW_GAP, COL_GAP, MARGIN = 7, 10, 120, 250, 42, 14, 70, 16
+CHAR_W, PAD, MIN_W, MAX_W, NODE_H, ROW_GAP, COL_GAP, MARGIN = 7, 10, 120, 260, 42, 14, 70, 16
 MAX_CHARS = (MAX_W - 2 * PAD) // CHAR_W
 
 
