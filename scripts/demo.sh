@@ -133,7 +133,7 @@ fi
 cat <<EOF
 
   Airflow:        http://localhost:$DEMO_PORT   (login: admin / admin)
-  LeastAction:    http://localhost:$DEMO_PORT/leastaction/decisions  (also under "LeastAction" in the UI menu)
+  LeastAction:    http://localhost:$DEMO_PORT/plugin/leastaction-decisions  (also under Plugins → LeastAction)
   Airflow log:    $LOG
 
   Press Ctrl-C to stop.

@@ -11,7 +11,7 @@ PREFIX = "/leastaction"
 ROUTES = sorted(r.path for r in create_app().routes if isinstance(r, APIRoute))
 
 
-QUERY = {"/dag": "?dag_id=example", "/api/graph": "?task_pk=1", "/graph": "?task_pk=1"}
+QUERY = {"/dag": "?dag_id=example", "/api/dag": "?dag_id=example", "/api/graph": "?task_pk=1", "/graph": "?task_pk=1"}
 
 
 def _url(path: str) -> str:

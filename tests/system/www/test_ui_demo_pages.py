@@ -1,0 +1,202 @@
+"""The LeastAction pages on the demo's data, in headless Chromium inside the Airflow UI, as a new user sees
+them after ``make demo``: the URL it prints, the verdicts, the DAG tab, the frame width, dark mode, links.
+
+The demo runs in a temporary home (one slot per DAG). Screenshots go to a temporary directory;
+``make screenshots`` writes them to docs/images/ (the pictures of docs/ui.md) by setting
+``LEASTACTION_SCREENSHOTS_DIR``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote, urljoin
+
+import httpx
+import pytest
+
+from harness.airflow_cluster import free_port
+from harness.api_server import browser, chromium_available
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not chromium_available(), reason="no Chromium to drive"),
+]
+
+ROOT = Path(__file__).resolve().parents[3]
+IMAGES = Path(os.environ.get("LEASTACTION_SCREENSHOTS_DIR") or tempfile.mkdtemp(prefix="leastaction-shots-"))
+FRAME = {"width": 1000, "height": 900}
+RC = "run_conditions_pipeline"
+NAV = ("decisions", "consumption", "catalog", "graph", "queue")
+
+
+class Demo:
+    def __init__(self, url: str, printed: str, home: Path):
+        self.url, self.printed, self.home = url, printed, home
+
+    def run_of(self, dag_id: str) -> str:
+        with httpx.Client(base_url=self.url, timeout=60) as client:
+            token = client.post("/auth/token", json={"username": "admin", "password": "admin"}).json()
+            runs = client.get(
+                f"/api/v2/dags/{dag_id}/dagRuns", headers={"Authorization": f"Bearer {token['access_token']}"}
+            ).json()["dag_runs"]
+        (finished,) = [r for r in runs if r["state"] == "success"][:1]
+        return finished["dag_run_id"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """``scripts/demo.sh`` as a user starts it, until it says every example run finished; stopped after."""
+    home = tmp_path_factory.mktemp("demo-home")
+    port = free_port()
+    env = {**os.environ, "DEMO_HOME": str(home), "DEMO_PORT": str(port), "DEMO_RUNS": "1", "DEMO_TIMEOUT": "900"}
+    log = (home / "demo.out").open("w+")
+    proc = subprocess.Popen([str(ROOT / "scripts" / "demo.sh")], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        out = _wait_for(log, proc, "demo: every example run finished", 1200)
+        printed = re.search(r"LeastAction:\s+(\S+)", out).group(1)
+        yield Demo(f"http://localhost:{port}", printed, home)
+    finally:
+        proc.send_signal(signal.SIGTERM)  # its trap stops Airflow
+        try:
+            proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _wait_for(log, proc, line: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        log.seek(0)
+        out = log.read()
+        if line in out:
+            return out
+        if proc.poll() is not None:
+            pytest.fail(f"the demo stopped (exit {proc.returncode}):\n{out[-4000:]}")
+        time.sleep(3)
+    pytest.fail(f"the demo did not print {line!r} within {timeout:.0f}s")
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with browser() as launched:
+        yield launched
+
+
+def _login(page, demo: Demo) -> None:
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", "admin")
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/auth/" not in url, timeout=60_000)
+
+
+@pytest.fixture(scope="module")
+def page(demo, chromium):
+    context = chromium.new_context(viewport=FRAME)
+    page = context.new_page()
+    page.goto(demo.url + "/", wait_until="networkidle")
+    page.wait_for_selector("input[name=username]", timeout=60_000)
+    _login(page, demo)
+    yield page
+    context.close()
+
+
+def _frame(page, path: str):
+    page.goto(path, wait_until="networkidle")
+    frame = page.frame_locator("iframe").first
+    frame.locator("main").wait_for(timeout=60_000)
+    return frame
+
+
+def _shot(page, name: str) -> None:
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMAGES / f"ui-{name}.png"))
+
+
+def _pages(demo: Demo) -> dict[str, str]:
+    run = quote(demo.run_of(RC), safe="")
+    ti = f"/dags/{RC}/runs/{run}/tasks"
+    return {
+        **{slug: f"{demo.url}/plugin/leastaction-{slug}" for slug in NAV},
+        "dag": f"{demo.url}/dags/{RC}/plugin/leastaction-dag",
+        "task-instance": f"{demo.url}{ti}/reconcile/plugin/leastaction-task-instance",
+        "ungated": f"{demo.url}{ti}/extract_east/plugin/leastaction-task-instance",
+    }
+
+
+class TestTheDemo:
+    def test_the_printed_url_leads_through_login_to_the_plugin_page_inside_airflow(self, demo, chromium):
+        assert demo.printed == f"{demo.url}/plugin/leastaction-decisions"
+        context = chromium.new_context(viewport=FRAME)
+        try:
+            page = context.new_page()
+            page.goto(demo.printed, wait_until="networkidle")
+            page.wait_for_selector("input[name=username]", timeout=60_000)
+            _login(page, demo)
+            page.wait_for_url(re.compile(r"/plugin/leastaction-decisions"), timeout=60_000)
+            frame = page.frame_locator("iframe").first
+            frame.get_by_role("heading", name="Gate verdicts").wait_for(timeout=60_000)
+        finally:
+            context.close()
+
+    def test_an_n_of_m_gate_that_ran_with_one_dependency_unmet_reads_admitted_2_of_3(self, demo, page):
+        frame = _frame(page, _pages(demo)["task-instance"])
+        verdict = frame.locator("section.verdict").first
+        assert "admitted: 2 of 3" in verdict.locator(".headline").inner_text()
+        assert "needs N = 2 of 3" in verdict.inner_text()
+        _shot(page, "task-instance")
+
+    def test_an_ungated_tasks_tab_says_it_has_no_gate(self, demo, page):
+        frame = _frame(page, _pages(demo)["ungated"])
+        assert "extract_east has no gate" in frame.locator("main").inner_text()
+
+    def test_the_run_conditions_dag_tab_draws_its_edges(self, demo, page):
+        frame = _frame(page, _pages(demo)["dag"])
+        # Eight through gates (HAS_DATA, ANY of three, N of three, FAILURE) and the native ALWAYS.
+        assert frame.locator("svg.dag path.edge:not(.plain)").count() == 9
+        assert frame.locator("svg.dag text.edge-label", has_text="HAS_DATA").count() == 1
+        assert frame.locator("svg.dag g.node", has_text="__gate").count() == 0
+        _shot(page, "dag")
+
+    @pytest.mark.parametrize("name", [*NAV, "dag", "task-instance"])
+    def test_no_page_is_wider_than_its_frame_at_1000_px(self, demo, page, name):
+        _frame(page, _pages(demo)[name])
+        frame = next(f for f in page.frames if "/leastaction/" in f.url)
+        scroll, client = frame.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert scroll <= client, f"{name}: {scroll} px of content in a {client} px frame"
+        if name in NAV:
+            _shot(page, name)
+
+    def test_dark_mode_follows_airflow_and_has_no_white_background(self, demo, page):
+        page.evaluate("localStorage.setItem('theme', 'dark')")
+        try:
+            for name in ("decisions", "dag"):
+                _frame(page, _pages(demo)[name])
+                frame = next(f for f in page.frames if "/leastaction/" in f.url)
+                mode, background = frame.evaluate(
+                    "[document.documentElement.className, getComputedStyle(document.body).backgroundColor]"
+                )
+                assert "dark" in mode.split()
+                assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)", "#ffffff"), background
+            _shot(page, "dark")
+        finally:
+            page.evaluate("localStorage.setItem('theme', 'light')")
+
+    @pytest.mark.parametrize("name", [*NAV, "dag", "task-instance"])
+    def test_every_link_on_the_page_answers_2xx(self, demo, page, name):
+        _frame(page, _pages(demo)[name])
+        frame = next(f for f in page.frames if "/leastaction/" in f.url)
+        hrefs = frame.evaluate("[...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))")
+        links = sorted({urljoin(frame.url, h) for h in hrefs if not h.startswith(("#", "javascript:"))})
+        assert links, f"{name} has no link"
+        cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+        with httpx.Client(cookies=cookies, timeout=60) as client:
+            failed = {url: client.get(url).status_code for url in links}
+        assert {u: s for u, s in failed.items() if not 200 <= s < 300} == {}
