@@ -89,9 +89,9 @@ failover: install postgres
 	  -o timeout=3600 tests/system/test_celery.py -k TestTriggererFailover $(PYTEST_ARGS)
 	cat $(FAILOVER_REPORT)
 
-# Refresh the UI screenshots of docs/ui.md (the suite itself writes them to a temporary directory).
+# Refresh the UI screenshots of docs/ui.md from the demo's data (the suite itself writes them to a temporary directory).
 screenshots: install
-	LEASTACTION_SCREENSHOTS_DIR=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/system/www/test_browser.py
+	LEASTACTION_SCREENSHOTS_DIR=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/system/www/test_ui_demo_pages.py
 
 docs: install
 	$(BIN)/mkdocs build --strict

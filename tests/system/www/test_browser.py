@@ -1,12 +1,9 @@
-"""Every LeastAction page inside the real Airflow UI, in headless Chromium, as an operator sees it.
-
-Screenshots go to a temporary directory; `make screenshots` writes them to docs/images/ (the pictures of
-docs/ui.md) by setting ``LEASTACTION_SCREENSHOTS_DIR``.
+"""Every LeastAction page inside the real Airflow UI, in headless Chromium, on a small catalog story with a
+hostile task name. The pictures of docs/ui.md come from the demo's data: tests/system/www/test_ui_demo_pages.py.
 """
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
@@ -22,12 +19,12 @@ pytestmark = [
     pytest.mark.skipif(not chromium_available(), reason="Debian's chromium is not installed"),
 ]
 
-# The suite writes no tracked file: screenshots land in docs/images only when asked for.
-IMAGES = Path(os.environ.get("LEASTACTION_SCREENSHOTS_DIR") or tempfile.mkdtemp(prefix="leastaction-shots-"))
+# The suite writes no tracked file: these pictures stay in a temporary directory.
+IMAGES = Path(tempfile.mkdtemp(prefix="leastaction-story-shots-"))
 DAGS = Path(__file__).parent / "e2e_dags"
 
 NAV_PAGES = {
-    "decisions": ["Gate decisions", "expected slot 2024-01-04 (day), completed up to 2024-01-03", "UNSATISFIED"],
+    "decisions": ["Gate verdicts", "expected slot 2024-01-04 (day), completed up to 2024-01-03", "UNSATISFIED"],
     "consumption": ["Consumption records", "stale", "crm_export"],
     "catalog": ["Task catalog", "<script>alert(1)</script>", "external", "week"],
     "graph": ["Dependency graph", "Search for a task"],
@@ -83,11 +80,11 @@ class TestInsideTheAirflowUI:
         page.get_by_role("button", name="Plugins").click()
         page.get_by_text("LeastAction", exact=True).hover()
         page.get_by_text("dbt queue", exact=True).wait_for()
-        for label in ("Gate decisions", "Consumption", "Catalog", "Dependency graph", "dbt queue"):
+        for label in ("Gate verdicts", "Consumption", "Catalog", "Dependency graph", "dbt queue"):
             assert page.get_by_text(label, exact=True).is_visible(), label
         _shot(page, "menu")
-        page.get_by_text("Gate decisions", exact=True).click()
-        page.frame_locator("iframe").first.get_by_role("heading", name="Gate decisions").wait_for()
+        page.get_by_text("Gate verdicts", exact=True).click()
+        page.frame_locator("iframe").first.get_by_role("heading", name="Gate verdicts").wait_for()
 
     def test_no_plugin_failed_to_import(self, deployment):
         server, _, _ = deployment
@@ -115,11 +112,11 @@ class TestInsideTheAirflowUI:
         frame.get_by_role("button", name="Search").click()
         frame.get_by_role("link", name=scenario.ROLLUP.name).click()
         frame.locator("svg.graph").wait_for()
-        frame.get_by_label("Interval (UTC)").fill("2024-01-02T03:00:00")
+        frame.get_by_label("Interval (UTC)").fill("2024-01-02 03:00:00")
         frame.get_by_role("button", name="Judge edges").click()
         frame.get_by_text("Edges judged for interval 2024-01-02 03:00:00 UTC").wait_for()
         assert frame.locator("svg.graph g.node").count() == 4  # rollup, its two parents, one grandparent
-        assert frame.locator("svg.graph path.edge.ok").count() == 2
+        assert frame.locator("svg.graph path.edge.tone-success").count() == 2
         assert frame.locator("svg.graph path.edge.wait").count() == 1
         assert "ledger_close: not in the catalog" in frame.locator("body").inner_text()
         _shot(page, "graph-task")
@@ -128,7 +125,7 @@ class TestInsideTheAirflowUI:
         server, _, _ = deployment
         frame = _open(page, f"{server.base_url}/dags/sales_daily/plugin/leastaction-dag")
         text = frame.locator("body").inner_text()
-        assert "Catalog parents and children of sales_daily" in text
+        assert "Dependencies of sales_daily" in text
         assert "sales/crm_export" in text and "finance/finance_weekly.rollup" in text
         _shot(page, "dag")
 
@@ -140,13 +137,11 @@ class TestInsideTheAirflowUI:
             f"{server.base_url}/dags/sales_daily/runs/{quote(run_id, safe='')}/tasks/load_orders",
             wait_until="networkidle",
         )
-        page.get_by_role("tab", name="Gate decisions").or_(
-            page.get_by_role("link", name="Gate decisions")
-        ).first.click()
+        page.get_by_role("tab", name="Gate verdict").or_(page.get_by_role("link", name="Gate verdict")).first.click()
         frame = page.frame_locator("iframe").first
         frame.locator("main").wait_for(timeout=30_000)
-        rows = frame.locator("tbody tr")
-        assert rows.count() == 1
-        assert run_id in rows.first.inner_text()
-        assert "completed up to 2024-01-03" in rows.first.inner_text()
+        verdicts = frame.locator("section.verdict")
+        assert verdicts.count() == 1
+        assert run_id in verdicts.first.inner_text()
+        assert "completed up to 2024-01-03" in verdicts.first.inner_text()
         _shot(page, "task-instance")
