@@ -27,6 +27,8 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
     pytest.mark.skipif(not chromium_available(), reason="no Chromium to drive"),
+    # The demo's start and its runs are part of the first test: on a busy machine they take most of an hour.
+    pytest.mark.timeout(3600),
 ]
 
 ROOT = Path(__file__).resolve().parents[3]
