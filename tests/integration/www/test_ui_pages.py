@@ -11,7 +11,7 @@ import pytest
 
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.gate import Judgement
-from tests.www import scenario
+from tests.helpers import www_scenario as scenario
 
 P = "/leastaction"
 RUN4 = "scheduled__2024-01-04T03:00:00+00:00"

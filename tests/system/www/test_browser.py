@@ -74,18 +74,6 @@ def _shot(page, name: str) -> None:
 
 
 class TestInsideTheAirflowUI:
-    def test_the_leastaction_menu_lists_every_page(self, deployment, page):
-        server, _, _ = deployment
-        page.goto(server.base_url + "/", wait_until="networkidle")
-        page.get_by_role("button", name="Plugins").click()
-        page.get_by_text("LeastAction", exact=True).hover()
-        page.get_by_text("dbt queue", exact=True).wait_for()
-        for label in ("Gate verdicts", "Consumption", "Catalog", "Dependency graph", "dbt queue"):
-            assert page.get_by_text(label, exact=True).is_visible(), label
-        _shot(page, "menu")
-        page.get_by_text("Gate verdicts", exact=True).click()
-        page.frame_locator("iframe").first.get_by_role("heading", name="Gate verdicts").wait_for()
-
     def test_no_plugin_failed_to_import(self, deployment):
         server, _, _ = deployment
         assert server.api("GET", "/api/v2/plugins/importErrors")["import_errors"] == []

@@ -20,12 +20,11 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from harness.airflow_cluster import free_port
-from harness.api_server import browser, chromium_available
+from tests.helpers.airflow_cluster import free_port
+from tests.helpers.api_server import browser, chromium_available
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.slow,
     pytest.mark.skipif(not chromium_available(), reason="no Chromium to drive"),
     # The demo's start and its runs are part of the first test: on a busy machine they take most of an hour.
     pytest.mark.timeout(3600),
