@@ -14,7 +14,7 @@ from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.declared import DeclaredTask, Gate, gates_of, native_gate
-from airflow_leastaction.www.reads import CatalogReads
+from airflow_leastaction.www.reads import EVERY_DAG, CatalogReads, DagScope
 from airflow_leastaction.www.verdicts import TaskInstanceFacts, Verdict, group_attempts, verdict
 
 
@@ -67,12 +67,12 @@ class DagGates:
         return next((g for g in gates.values() if task_id in g.gated), None)
 
 
-def attempt_views(reads: CatalogReads, page_rows: Sequence[dict]) -> list[AttemptView]:
+def attempt_views(reads: CatalogReads, page_rows: Sequence[dict], scope: DagScope = EVERY_DAG) -> list[AttemptView]:
     """The attempts of ``page_rows`` (decisions chosen by a page's filters), each with all its decisions."""
     order = list(group_attempts(page_rows))
     if not order:
         return []
-    everything = group_attempts(reads.attempt_rows(order))
+    everything = group_attempts(reads.attempt_rows(order, scope))
     dags = DagGates(k.dag_id for k in order)
     facts = airflow_state.task_instances((k.dag_id, k.task_id, k.run_id, k.map_index) for k in order)
     views = []

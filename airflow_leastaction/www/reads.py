@@ -319,17 +319,35 @@ class CatalogReads:
             out.setdefault(row["task_pk"], []).append(dict(row))
         return out
 
-    def attempt_rows(self, attempts) -> list[dict]:
-        """Every decision of the given attempts (:class:`~airflow_leastaction.catalog.audit.AttemptKey`),
-        by the attempt index."""
+    def attempt_rows(self, attempts, scope: DagScope = EVERY_DAG) -> list[dict]:
+        """Every decision of the given attempts (:class:`~airflow_leastaction.catalog.audit.AttemptKey`), by
+        the attempt index, each with the Airflow run, DAG and task of the upstream slot it selected
+        (``upstream_run_id``...; None for an upstream outside Airflow or of a DAG outside ``scope``)."""
         d = gate_decision.c
         keys = sorted({(a.dag_id, a.task_id, a.run_id, a.map_index, a.attempt) for a in attempts})
         if not keys:
             return []
+        up, ut = task_run.alias("up"), task.alias("ut")
         cols = tuple_(d.dag_id, d.task_id, d.run_id, d.map_index, d.attempt)
-        stmt = select(gate_decision).where(cols.in_(keys)).order_by(d.decided_at.desc(), d.id.desc())
+        stmt = (
+            select(
+                gate_decision,
+                up.c.run_id.label("upstream_run_id"),
+                ut.c.dag_id.label("upstream_dag_id"),
+                ut.c.task_id.label("upstream_task_id"),
+            )
+            .select_from(
+                gate_decision.outerjoin(up, up.c.id == d.upstream_run_pk).outerjoin(ut, ut.c.id == d.upstream_task_pk)
+            )
+            .where(cols.in_(keys))
+            .order_by(d.decided_at.desc(), d.id.desc())
+        )
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(stmt).mappings()]
+            rows = [dict(r) for r in conn.execute(stmt).mappings()]
+        for row in rows:
+            if row["upstream_dag_id"] is None or not scope.allows(row["upstream_dag_id"]):
+                row.update(upstream_run_id=None, upstream_dag_id=None, upstream_task_id=None)
+        return rows
 
     def task_by_pk(self, pk: int) -> dict | None:
         with self.engine.connect() as conn:

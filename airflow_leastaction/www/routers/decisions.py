@@ -110,12 +110,12 @@ def attempt_model(view: AttemptView) -> Attempt:
 
 
 @router.get("/api/attempts", response_model=Listing[Attempt])
-def list_attempts(page=Depends(decision_page)):
+def list_attempts(page=Depends(decision_page), readable: DagScope = READABLE_DAGS):
     """Gate attempts whose decisions match the filters, newest first, each with its verdict and all its
     decisions (an attempt cut by the page's end is listed whole on both pages)."""
     _, result, reads = page
     return Listing[Attempt](
-        items=[attempt_model(v) for v in attempt_views(reads, result.rows)], next_cursor=result.next_cursor
+        items=[attempt_model(v) for v in attempt_views(reads, result.rows, readable)], next_cursor=result.next_cursor
     )
 
 
@@ -131,7 +131,7 @@ def decisions_page(
     readable: DagScope = READABLE_DAGS,
 ):
     f, result, reads = page
-    views = attempt_views(reads, result.rows)
+    views = attempt_views(reads, result.rows, readable)
     undecided, rule = None, ""
     if not views and _one_task_instance(f) and request.query_params.get("cursor") is None:
         undecided, rule = undecided_view(f.dag_id, f.task_id, f.run_id, -1 if f.map_index is None else f.map_index)

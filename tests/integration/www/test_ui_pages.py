@@ -117,6 +117,14 @@ class TestLinksIntoAirflow:
         assert f"/dags/sales_daily/runs/{run}/tasks/load_orders?try_number=1" in hrefs(page)
         assert 'target="_top"' in page
 
+    def test_a_dependency_links_the_upstream_run_it_selected(self, client, story):
+        run2 = "scheduled__2024-01-02T03:00:00+00:00"
+        page = client.get(
+            P + "/decisions", params={"dag_id": "sales_daily", "task_id": "build_report", "run_id": run2}
+        ).text
+        quoted = "scheduled__2024-01-02T03%3A00%3A00%2B00%3A00"
+        assert f"/dags/sales_daily/runs/{quoted}/tasks/load_orders" in hrefs(page)  # the load it consumed
+
     def test_a_dbt_request_reads_as_the_task_that_asked_and_links_to_it(self, client, store):
         scenario.build_queue(store.engine)
         from airflow_leastaction.dbt.planner import PlannedModel
