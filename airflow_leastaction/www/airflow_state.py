@@ -12,9 +12,10 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import select, tuple_
+from sqlalchemy import select
 
 from airflow_leastaction.www.declared import DeclaredTask, parse_tasks
+from airflow_leastaction.www.reads import any_of
 from airflow_leastaction.www.verdicts import TaskInstanceFacts
 
 #: Runs offered as the judged interval of a DAG's graph.
@@ -104,7 +105,7 @@ def task_instances(keys: Iterable[tuple[str, str, str, int]]) -> dict[tuple[str,
         return {}
     cols = (TI.dag_id, TI.task_id, TI.run_id, TI.map_index)
     stmt = select(*cols, TI.state, TI.try_number, TI.start_date, TI.end_date, TI.trigger_timeout, TI.trigger_id).where(
-        tuple_(*cols).in_(wanted)
+        any_of(cols, wanted)
     )
     out = {}
     with _session() as session:

@@ -10,7 +10,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass, field
 
-from sqlalchemy import Select, case, func, literal, or_, select, tuple_
+from sqlalchemy import Select, and_, case, func, literal, or_, select, tuple_
 from sqlalchemy.engine import Engine
 
 from airflow_leastaction.catalog.audit import is_stale
@@ -166,6 +166,12 @@ def _newest_first(stmt: Select, at_col, id_col, cursor: Cursor | None, limit: in
         # A row-value comparison walks the (time, id) index from the cursor on both backends.
         stmt = stmt.where(tuple_(at_col, id_col) < tuple_(_typed(at_col, cursor.at), cursor.id))
     return stmt.order_by(at_col.desc(), id_col.desc()).limit(limit + 1)
+
+
+def any_of(cols, keys):
+    """Rows whose ``cols`` equal one of ``keys``, as an OR of ANDs: both backends read each key from the
+    index on those columns (a row-value IN list is a scan of the whole table on SQLite and PostgreSQL)."""
+    return or_(*(and_(*(c == v for c, v in zip(cols, key, strict=True))) for key in keys))
 
 
 def _in_sets(stmt: Select, pairs) -> Select:
@@ -328,7 +334,6 @@ class CatalogReads:
         if not keys:
             return []
         up, ut = task_run.alias("up"), task.alias("ut")
-        cols = tuple_(d.dag_id, d.task_id, d.run_id, d.map_index, d.attempt)
         stmt = (
             select(
                 gate_decision,
@@ -339,7 +344,7 @@ class CatalogReads:
             .select_from(
                 gate_decision.outerjoin(up, up.c.id == d.upstream_run_pk).outerjoin(ut, ut.c.id == d.upstream_task_pk)
             )
-            .where(cols.in_(keys))
+            .where(any_of((d.dag_id, d.task_id, d.run_id, d.map_index, d.attempt), keys))
             .order_by(d.decided_at.desc(), d.id.desc())
         )
         with self.engine.connect() as conn:

@@ -185,6 +185,17 @@ class TestTheDemo:
         assert frame.locator("svg.dag g.node", has_text="__gate").count() == 0
         _shot(page, "dag")
 
+    def test_inside_a_dag_tab_the_address_follows_the_page_and_a_reload_keeps_it(self, demo, page):
+        frame = _frame(page, _pages(demo)["dag"])
+        frame.get_by_role("link", name="Gate verdicts").click()
+        frame.get_by_role("heading", name="Gate verdicts").wait_for(timeout=60_000)
+        page.wait_for_url(re.compile(r"[?&]la=%2Fleastaction%2Fdecisions"), timeout=30_000)
+        assert f"/dags/{RC}/plugin/leastaction-dag" in page.url  # still the DAG's tab
+        page.reload(wait_until="networkidle")
+        reloaded = page.frame_locator("iframe").first
+        reloaded.get_by_role("heading", name="Gate verdicts").wait_for(timeout=60_000)
+        assert "DAG run_conditions_pipeline" in reloaded.locator("nav.la-nav").inner_text()  # the scope is kept
+
     @pytest.mark.parametrize("name", [*NAV, "dag", "task-instance"])
     def test_no_page_is_wider_than_its_frame_at_1000_px(self, demo, page, name):
         frame = _frame(page, _pages(demo)[name])
