@@ -14,8 +14,8 @@ from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.declared import DeclaredTask, Gate, gates_of, native_gate
-from airflow_leastaction.www.reads import EVERY_DAG, CatalogReads, DagScope
-from airflow_leastaction.www.verdicts import TaskInstanceFacts, Verdict, group_attempts, verdict
+from airflow_leastaction.www.reads import EVERY_DAG, ROWS_PER_ATTEMPT, CatalogReads, DagScope
+from airflow_leastaction.www.verdicts import Tally, TaskInstanceFacts, Verdict, group_attempts, verdict
 
 
 @dataclass
@@ -67,21 +67,28 @@ class DagGates:
         return next((g for g in gates.values() if task_id in g.gated), None)
 
 
-def attempt_views(reads: CatalogReads, page_rows: Sequence[dict], scope: DagScope = EVERY_DAG) -> list[AttemptView]:
-    """The attempts of ``page_rows`` (decisions chosen by a page's filters), each with all its decisions."""
+def attempt_views(
+    reads: CatalogReads, page_rows: Sequence[dict], scope: DagScope = EVERY_DAG, rows: int = ROWS_PER_ATTEMPT
+) -> list[AttemptView]:
+    """The attempts of ``page_rows`` (decisions chosen by a page's filters), each with its first ``rows``
+    decisions and a verdict over all of them."""
     order = list(group_attempts(page_rows))
     if not order:
         return []
-    everything = group_attempts(reads.attempt_rows(order, scope))
+    everything = group_attempts(reads.attempt_rows(order, scope, rows))
+    # Only an attempt with more decisions than the page shows is counted in the database.
+    tallies = reads.attempt_tallies(k for k in order if len(everything.get(k, ())) >= rows)
     dags = DagGates(k.dag_id for k in order)
     facts = airflow_state.task_instances((k.dag_id, k.task_id, k.run_id, k.map_index) for k in order)
     views = []
     for key in order:
-        rows = everything.get(key, [])
+        shown = everything.get(key, [])
         ti = facts.get((key.dag_id, key.task_id, key.run_id, key.map_index))
         state = ti.state if ti is not None and ti.try_number == key.attempt else None
-        gate = dags.of(key.dag_id, key.task_id, rows)
-        views.append(AttemptView(key, rows, verdict(rows, gate, ti, decided_state=state), gate))
+        gate = dags.of(key.dag_id, key.task_id, shown)
+        counts = tallies.get((key.dag_id, key.task_id, key.run_id, key.map_index, key.attempt))
+        tally = Tally(*counts) if counts else None
+        views.append(AttemptView(key, shown, verdict(shown, gate, ti, decided_state=state, tally=tally), gate))
     return views
 
 

@@ -23,6 +23,10 @@ from airflow_leastaction.www.params import MAX_ID, in_time_range
 
 #: Slot records shown per task on the catalog page.
 RECENT_SLOTS = 5
+#: Decisions shown per gate attempt in a list of attempts, and on the page of one task instance (its
+#: verdict counts them all).
+ROWS_PER_ATTEMPT = 10
+ROWS_OF_ONE_ATTEMPT = 200
 
 #: What a consumption row shows of an upstream task of a DAG the reader may not read: nothing of it, as
 #: the graph leaves such a task out (one withholding policy: :mod:`airflow_leastaction.www.access`).
@@ -166,6 +170,12 @@ def _newest_first(stmt: Select, at_col, id_col, cursor: Cursor | None, limit: in
         # A row-value comparison walks the (time, id) index from the cursor on both backends.
         stmt = stmt.where(tuple_(at_col, id_col) < tuple_(_typed(at_col, cursor.at), cursor.id))
     return stmt.order_by(at_col.desc(), id_col.desc()).limit(limit + 1)
+
+
+def _attempt_is(a) -> tuple:
+    d = gate_decision.c
+    return (d.dag_id == a.dag_id, d.task_id == a.task_id, d.run_id == a.run_id, d.map_index == a.map_index,
+            d.attempt == a.attempt)  # fmt: skip
 
 
 def any_of(cols, keys):
@@ -325,34 +335,59 @@ class CatalogReads:
             out.setdefault(row["task_pk"], []).append(dict(row))
         return out
 
-    def attempt_rows(self, attempts, scope: DagScope = EVERY_DAG) -> list[dict]:
-        """Every decision of the given attempts (:class:`~airflow_leastaction.catalog.audit.AttemptKey`), by
-        the attempt index, each with the Airflow run, DAG and task of the upstream slot it selected
-        (``upstream_run_id``...; None for an upstream outside Airflow or of a DAG outside ``scope``)."""
+    def attempt_rows(self, attempts, scope: DagScope = EVERY_DAG, limit: int = ROWS_PER_ATTEMPT) -> list[dict]:
+        """The decisions of the given attempts (:class:`~airflow_leastaction.catalog.audit.AttemptKey`), the
+        first ``limit`` of each, each with the Airflow run, DAG and task of the upstream slot it selected
+        (``upstream_run_id``...; None for an upstream outside Airflow or of a DAG outside ``scope``). One
+        index range per attempt: an attempt may have judged thousands of dependencies."""
         d = gate_decision.c
-        keys = sorted({(a.dag_id, a.task_id, a.run_id, a.map_index, a.attempt) for a in attempts})
-        if not keys:
-            return []
         up, ut = task_run.alias("up"), task.alias("ut")
-        stmt = (
-            select(
-                gate_decision,
-                up.c.run_id.label("upstream_run_id"),
-                ut.c.dag_id.label("upstream_dag_id"),
-                ut.c.task_id.label("upstream_task_id"),
-            )
-            .select_from(
-                gate_decision.outerjoin(up, up.c.id == d.upstream_run_pk).outerjoin(ut, ut.c.id == d.upstream_task_pk)
-            )
-            .where(any_of((d.dag_id, d.task_id, d.run_id, d.map_index, d.attempt), keys))
-            .order_by(d.decided_at.desc(), d.id.desc())
-        )
+        rows = []
         with self.engine.connect() as conn:
-            rows = [dict(r) for r in conn.execute(stmt).mappings()]
+            for a in dict.fromkeys(attempts):
+                # The first rows by the attempt index alone, then their upstreams: joined first, SQLite sorted
+                # every decision of the attempt before taking the first few.
+                first = select(d.id).where(*_attempt_is(a)).order_by(d.id).limit(limit).subquery("first")
+                stmt = (
+                    select(
+                        gate_decision,
+                        up.c.run_id.label("upstream_run_id"),
+                        ut.c.dag_id.label("upstream_dag_id"),
+                        ut.c.task_id.label("upstream_task_id"),
+                    )
+                    .select_from(
+                        first.join(gate_decision, d.id == first.c.id)
+                        .outerjoin(up, up.c.id == d.upstream_run_pk)
+                        .outerjoin(ut, ut.c.id == d.upstream_task_pk)
+                    )
+                    .order_by(d.id)
+                )
+                rows += [dict(r) for r in conn.execute(stmt).mappings()]
         for row in rows:
             if row["upstream_dag_id"] is None or not scope.allows(row["upstream_dag_id"]):
                 row.update(upstream_run_id=None, upstream_dag_id=None, upstream_task_id=None)
         return rows
+
+    def attempt_tallies(self, attempts) -> dict:
+        """Per attempt: how many decisions it recorded, how many SATISFIED and BYPASSED, and when."""
+        d = gate_decision.c
+        keys = (d.dag_id, d.task_id, d.run_id, d.map_index, d.attempt)
+        wanted = sorted({(a.dag_id, a.task_id, a.run_id, a.map_index, a.attempt) for a in attempts})
+        if not wanted:
+            return {}
+        stmt = (
+            select(
+                *keys,
+                func.count(),
+                func.sum(case((d.result == "SATISFIED", 1), else_=0)),
+                func.sum(case((d.result == "BYPASSED", 1), else_=0)),
+                func.max(d.decided_at),
+            )
+            .where(any_of(keys, wanted))
+            .group_by(*keys)
+        )
+        with self.engine.connect() as conn:
+            return {tuple(r[:5]): (r[5], int(r[6] or 0), int(r[7] or 0), r[8]) for r in conn.execute(stmt)}
 
     def task_by_pk(self, pk: int) -> dict | None:
         with self.engine.connect() as conn:

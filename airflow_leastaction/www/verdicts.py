@@ -43,6 +43,30 @@ class TaskInstanceFacts:
 
 
 @dataclass(frozen=True)
+class Tally:
+    """How an attempt's decisions came out, over all of them (a page shows only the first few rows of an
+    attempt that judged thousands of dependencies)."""
+
+    total: int
+    met: int
+    bypassed: int
+    at: dt.datetime | None
+
+    @classmethod
+    def of(cls, rows: Sequence[dict]) -> Tally:
+        return cls(
+            len(rows),
+            sum(1 for r in rows if r["result"] == DecisionResult.SATISFIED.value),
+            sum(1 for r in rows if r["result"] == DecisionResult.BYPASSED.value),
+            max((r["decided_at"] for r in rows), default=None),
+        )
+
+
+#: Reasons of unmet dependencies a verdict quotes before it says how many more there are.
+QUOTED = 5
+
+
+@dataclass(frozen=True)
 class Verdict:
     """What one gate attempt came to, as the page shows it first."""
 
@@ -72,16 +96,22 @@ class Verdict:
 
 
 def verdict(
-    rows: Sequence[dict], gate: Gate | None, ti: TaskInstanceFacts | None, *, decided_state: str | None = None
+    rows: Sequence[dict],
+    gate: Gate | None,
+    ti: TaskInstanceFacts | None,
+    *,
+    decided_state: str | None = None,
+    tally: Tally | None = None,
 ) -> Verdict:
     """The verdict of one attempt from its decision ``rows``, its ``gate`` and Airflow's facts.
 
     :param decided_state: the Airflow state of the task whose attempt recorded ``rows`` (decides an
         attempt whose condition the serialized DAG does not say).
+    :param tally: the counts over all the attempt's decisions, when ``rows`` are only the first of them.
     """
     condition = gate.condition_text if gate is not None else "condition not known"
     if rows:
-        return _decided(rows, gate, condition, decided_state)
+        return _decided(rows, tally or Tally.of(rows), gate, condition, decided_state)
     total = len(gate.dependencies) if gate is not None else 0
     if ti is None or ti.state is None:
         return Verdict("not judged", 0, total, condition)
@@ -96,12 +126,12 @@ def verdict(
     )
 
 
-def _decided(rows: Sequence[dict], gate: Gate | None, condition: str, decided_state: str | None) -> Verdict:
-    met = sum(1 for r in rows if r["result"] == DecisionResult.SATISFIED.value)
-    total = len(rows)
-    at = max(r["decided_at"] for r in rows)
-    unmet = [r["reason"] for r in rows if r["result"] != DecisionResult.SATISFIED.value]
-    if any(r["result"] == DecisionResult.BYPASSED.value for r in rows):
+def _decided(
+    rows: Sequence[dict], tally: Tally, gate: Gate | None, condition: str, decided_state: str | None
+) -> Verdict:
+    met, total, at = tally.met, tally.total, tally.at
+    unmet = _unmet(rows, total - met)
+    if tally.bypassed:
         return Verdict("bypassed", met, total, condition, at=at, why="[leastaction] gates relaxed: admitted unmet")
     if gate is not None and gate.condition is not None:
         needed = gate.condition.needed(total)
@@ -113,6 +143,11 @@ def _decided(rows: Sequence[dict], gate: Gate | None, condition: str, decided_st
     if decided_state == "success" or met == total:
         return Verdict("admitted", met, total, condition, at=at)
     return Verdict("decided", met, total, condition, at=at, why="; ".join(unmet))
+
+
+def _unmet(rows: Sequence[dict], count: int) -> list[str]:
+    quoted = [r["reason"] for r in rows if r["result"] != DecisionResult.SATISFIED.value][:QUOTED]
+    return quoted + ([f"and {count - len(quoted)} more"] if count > len(quoted) else [])
 
 
 def _skip_why(needed: int, total: int, unmet: list[str]) -> str:

@@ -16,7 +16,15 @@ from airflow_leastaction.www.attempts import AttemptView, attempt_views, undecid
 from airflow_leastaction.www.names import Names
 from airflow_leastaction.www.params import MAX_INT32, blank, bounded_int, one_of, parse_time
 from airflow_leastaction.www.present import Clock
-from airflow_leastaction.www.reads import CatalogReads, Cursor, DagScope, DecisionFilter, Page
+from airflow_leastaction.www.reads import (
+    ROWS_OF_ONE_ATTEMPT,
+    ROWS_PER_ATTEMPT,
+    CatalogReads,
+    Cursor,
+    DagScope,
+    DecisionFilter,
+    Page,
+)
 from airflow_leastaction.www.render import Scope, catalog_reads, display_clock, page_scope, render
 from airflow_leastaction.www.schemas import Attempt, Decision, Listing
 
@@ -131,11 +139,12 @@ def decisions_page(
     readable: DagScope = READABLE_DAGS,
 ):
     f, result, reads = page
-    views = attempt_views(reads, result.rows, readable)
+    one = _one_task_instance(f)
+    views = attempt_views(reads, result.rows, readable, ROWS_OF_ONE_ATTEMPT if one else ROWS_PER_ATTEMPT)
     undecided, rule = None, ""
-    if not views and _one_task_instance(f) and request.query_params.get("cursor") is None:
+    if not views and one and request.query_params.get("cursor") is None:
         undecided, rule = undecided_view(f.dag_id, f.task_id, f.run_id, -1 if f.map_index is None else f.map_index)
-    waiting = [] if _one_task_instance(f) or request.query_params.get("cursor") else _waiting(f, readable)
+    waiting = [] if one or request.query_params.get("cursor") else _waiting(f, readable)
     return render(
         request,
         "decisions.html",
