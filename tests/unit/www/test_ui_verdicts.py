@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from airflow_leastaction.gate import RunCondition
 from airflow_leastaction.run_conditions.model import Dependency
 from airflow_leastaction.www.declared import Gate
-from airflow_leastaction.www.verdicts import TaskInstanceFacts, group_attempts, verdict
+from airflow_leastaction.www.verdicts import Tally, TaskInstanceFacts, group_attempts, verdict
 
 UTC = dt.UTC
 AT = dt.datetime(2026, 11, 25, 0, 5, tzinfo=UTC)
@@ -108,3 +108,10 @@ def test_decisions_group_by_attempt_in_the_order_they_come():
     rows = [row("SATISFIED", attempt=2), row("SATISFIED", "task:b", attempt=2), row("UNSATISFIED", attempt=1)]
     groups = group_attempts(rows)
     assert [k.attempt for k in groups] == [2, 1] and [len(v) for v in groups.values()] == [2, 1]
+
+
+def test_a_verdict_counts_every_decision_when_the_page_shows_only_the_first():
+    shown = [row("UNSATISFIED", f"task:u{i}") for i in range(6)]
+    v = verdict(shown, gate("ALL", n=2000), None, tally=Tally(2000, 1990, 0, AT))
+    assert v.headline == "skipped: 1990 of 2000 met"
+    assert v.why.count("unsatisfied") == 5 and v.why.endswith("and 5 more")
