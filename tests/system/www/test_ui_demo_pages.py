@@ -1,5 +1,6 @@
-"""The LeastAction pages on the demo's data, in headless Chromium inside the Airflow UI, as a new user sees
-them after ``make demo``: the URL it prints, the verdicts, the DAG tab, the frame width, dark mode, links.
+"""``make demo`` as a new user meets it: the example DAGs run green on the embedded defaults (the checks of
+``make demo-check``), and the LeastAction pages on the demo's data, in headless Chromium inside the Airflow
+UI: the URL it prints, the verdicts, the DAG tab, the frame width, dark mode, links; Ctrl-C stops it all.
 
 The demo runs in a temporary home (one slot per DAG). Screenshots go to a temporary directory;
 ``make screenshots`` writes them to docs/images/ (the pictures of docs/ui.md) by setting
@@ -11,7 +12,9 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,12 +37,13 @@ ROOT = Path(__file__).resolve().parents[3]
 IMAGES = Path(os.environ.get("LEASTACTION_SCREENSHOTS_DIR") or tempfile.mkdtemp(prefix="leastaction-shots-"))
 FRAME = {"width": 1000, "height": 900}
 RC = "run_conditions_pipeline"
+DEMO_FROM, DEMO_TO = "2026-11-16", "2026-11-18"
 NAV = ("decisions", "consumption", "catalog", "graph", "queue")
 
 
 class Demo:
-    def __init__(self, url: str, printed: str, home: Path):
-        self.url, self.printed, self.home = url, printed, home
+    def __init__(self, url: str, printed: str, home: Path, proc: subprocess.Popen):
+        self.url, self.printed, self.home, self.proc = url, printed, home, proc
 
     def runs(self, dag_id: str) -> list[dict]:
         with httpx.Client(base_url=self.url, timeout=120) as client:
@@ -68,24 +72,33 @@ def demo(tmp_path_factory):
     """``scripts/demo.sh`` as a user starts it, until it says every example run finished; stopped after."""
     home = tmp_path_factory.mktemp("demo-home")
     port = free_port()
-    env = {**os.environ, "DEMO_HOME": str(home), "DEMO_PORT": str(port), "DEMO_RUNS": "1", "DEMO_TIMEOUT": "900"}
+    env = {
+        **os.environ,
+        "DEMO_HOME": str(home),
+        "DEMO_PORT": str(port),
+        "DEMO_RUNS": "1",  # one slot per DAG keeps the suite short; make demo shows three
+        "DEMO_TIMEOUT": "900",
+        "DEMO_FROM": DEMO_FROM,
+        "DEMO_TO": DEMO_TO,
+    }
     log = (home / "demo.out").open("w+")
     proc = subprocess.Popen([str(ROOT / "scripts" / "demo.sh")], env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         out = _wait_for(log, proc, "LeastAction:", 600)
         printed = re.search(r"LeastAction:\s+(\S+)", out).group(1)
-        found = Demo(f"http://localhost:{port}", printed, home)
+        found = Demo(f"http://localhost:{port}", printed, home, proc)
         # The demo settles its runs itself; on a busy machine its driver may give up waiting for a slow
         # answer while the runs go on, so the test waits for the runs it reads, as long as they take.
         _wait_for(log, proc, "demo: ", 0, after="Press Ctrl-C to stop.", until=("every example run", "did not finish"))
         found.wait_for_runs(("run_conditions_pipeline", "orders_daily_report", "dbt_queue_worker"), 1200)
         yield found
     finally:
-        proc.send_signal(signal.SIGTERM)  # its trap stops Airflow
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        if proc.poll() is None:  # the last test stops it as a user does; after a failure, stop it here
+            proc.send_signal(signal.SIGTERM)  # its trap stops Airflow
+            try:
+                proc.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         log.close()
 
 
@@ -152,6 +165,26 @@ def _pages(demo: Demo) -> dict[str, str]:
 
 
 class TestTheDemo:
+    def test_example_dags_run_green_and_the_plugin_shows_their_activity(self, demo):
+        # What `make demo-check` runs once the demo is up: the driver's check, against this demo.
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "demo_driver.py"), "check", "--url", demo.url,
+             "--dags-folder", str(ROOT / "dags_examples"), "--from-date", DEMO_FROM, "--to-date", DEMO_TO,
+             "--timeout", "900", "--runs-per-dag", "1"],
+            capture_output=True, text=True, timeout=1800, check=False,
+        )  # fmt: skip
+        report = [line for line in done.stdout.splitlines() if line.startswith("check:")]
+        assert done.returncode == 0, "\n".join(report) + "\n" + done.stderr[-4000:]
+        run_line = re.compile(r"check: (\w+)\s+((?:(?:success|failed|running|queued) ?)+|no runs)$")
+        runs = {m.group(1): m.group(2).split() for m in map(run_line.match, report) if m}
+        assert {"orders_raw", "orders_enriched", "orders_daily_report"} <= set(runs)
+        assert all(states and set(states) == {"success"} for states in runs.values()), runs
+        activity = next(line for line in report if line.startswith("check: plugin API"))
+        counts = dict(re.findall(r"(\w[\w ]*?): (\d+)", activity.removeprefix("check: plugin API ")))
+        assert int(counts["decisions"]) > 0 and int(counts["consumption"]) > 0, activity
+        assert int(counts["queue batches"]) > 0 and int(counts["queue events"]) > 0, activity
+        assert int(counts["queue batches not successful"]) == 0, activity
+
     def test_the_printed_url_leads_through_login_to_the_plugin_page_inside_airflow(self, demo, chromium):
         assert demo.printed == f"{demo.url}/plugin/leastaction-decisions"
         context = chromium.new_context(viewport=FRAME)
@@ -250,3 +283,14 @@ class TestTheDemo:
         with httpx.Client(cookies=cookies, timeout=60) as client:
             failed = {url: client.get(url).status_code for url in links}
         assert {u: s for u, s in failed.items() if not 200 <= s < 300} == {}
+
+
+class TestStopping:
+    """Last in the module: it ends the demo the other tests read."""
+
+    def test_ctrl_c_stops_airflow_and_frees_the_port(self, demo):
+        demo.proc.send_signal(signal.SIGINT)
+        assert demo.proc.wait(timeout=90) == 130  # the demo's trap: stopped by the user
+        port = int(demo.url.rsplit(":", 1)[1])
+        with socket.socket() as sock:
+            assert sock.connect_ex(("127.0.0.1", port)) != 0, "the API server outlived the demo"
