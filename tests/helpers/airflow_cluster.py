@@ -18,6 +18,7 @@ On failure, :meth:`AirflowCluster.describe` returns the tail of every component'
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -174,6 +175,10 @@ class AirflowCluster:
                 "AIRFLOW__API__BASE_URL": self.base_url,
                 # One secret for every process: tokens minted by the scheduler must verify in the API server.
                 "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
+                # One Fernet key too: a component that finds no airflow.cfg writes one with a key of its own
+                # (the database copied from a template left none), and a trigger's kwargs encrypted by the
+                # dag-processor (an asset watcher's) would not decrypt in the triggerer.
+                "AIRFLOW__CORE__FERNET_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
                 "AIRFLOW__API__SECRET_KEY": secrets.token_hex(16),
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
