@@ -54,18 +54,23 @@ lint: install
 	$(BIN)/ruff check .
 
 # The tiers (docs/contributing.md): unit needs no server; integration and system start PostgreSQL.
+# WORKERS test processes (pytest-xdist); a module's tests share one (tests/conftest.py), so a deployment
+# is started once. Most of a deployment test's time is waiting on its processes, so there are more
+# workers than cores. WORKERS=0 runs in this process (for a debugger).
+WORKERS ?= 4
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
+XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadgroup)
 test: install postgres
-	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) --durations=40 $(PYTEST_ARGS)
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) --durations=40 $(PYTEST_ARGS)
 
 test-unit: install
-	$(PYTEST) tests/unit $(PYTEST_ARGS)
+	$(PYTEST) $(XDIST) tests/unit $(PYTEST_ARGS)
 
 test-integration: install postgres
-	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) tests/integration $(PYTEST_ARGS)
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) tests/integration $(PYTEST_ARGS)
 
 test-system: install postgres
-	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) tests/system $(PYTEST_ARGS)
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) tests/system $(PYTEST_ARGS)
 
 demo: install
 	DEMO_HOME=$(DEMO_HOME) DEMO_PORT=$(DEMO_PORT) scripts/demo.sh
