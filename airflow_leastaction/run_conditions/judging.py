@@ -20,7 +20,7 @@ from airflow_leastaction.gate import (
     run_settled,
 )
 from airflow_leastaction.intervals.coverage import snapshot_requests
-from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord, judge_latest_run
 from airflow_leastaction.run_conditions.model import GateSpec
 from airflow_leastaction.run_conditions.wait_rule import (

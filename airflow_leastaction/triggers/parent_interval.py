@@ -25,7 +25,7 @@ from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gate import ALL, Verdict, decide
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import snapshot_requests
-from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.intervals.run_slot import noted
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
