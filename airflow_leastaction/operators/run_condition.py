@@ -7,8 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import BaseOperator, TriggerRule
-from airflow.sdk.exceptions import AirflowRescheduleException, AirflowSkipException
+from airflow.sdk import TriggerRule
+from airflow.sdk.exceptions import AirflowSkipException
 from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
@@ -24,6 +24,7 @@ from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import MissingDataIntervalError
 from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict, check_condition
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
+from airflow_leastaction.operators.waiting import _Waiting, utcnow
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_conditions.judging import (
     RunView,
@@ -36,22 +37,11 @@ from airflow_leastaction.run_conditions.judging import (
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 from airflow_leastaction.run_conditions.waves import check_type, check_upstreams
+from airflow_leastaction.run_tasks import task_states, triggers_run_inline
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
 
 RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
-
-
-def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def _triggers_run_inline() -> bool:
-    """True under ``dag.test()``: its in-process supervisor runs a trigger inline, blocking every other
-    task of the run, so a gate waiting on its own run must wait by rescheduling there instead."""
-    from airflow.sdk.execution_time import task_runner
-
-    return type(getattr(task_runner, "SUPERVISOR_COMMS", None)).__name__ == "InProcessSupervisorComms"
 
 
 def run_slot(context) -> dt.datetime:
@@ -76,47 +66,6 @@ def _dependency(dag_id: str | None, gated_task_id: str, value: Dependency | dict
         return value
     dependency_type = check_type(dag_id, gated_task_id, value.get("type", "SUCCESS"))
     return Dependency.from_dict({**value, "type": dependency_type})
-
-
-def task_states(dag_id: str, run_id: str) -> dict[str, str | None]:
-    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
-    states = RuntimeTaskInstance.get_task_states(dag_id=dag_id, run_ids=[run_id])
-    return {k: (str(v) if v is not None else None) for k, v in (states.get(run_id) or {}).items()}
-
-
-class _Waiting(BaseOperator):
-    """A task that waits on others of its run and starts nothing by itself."""
-
-    consumes_own_decisions = False
-
-    def _run_structure(self) -> tuple[dict[str, list[str]], list[str]]:
-        return run_structure(self.dag)
-
-    def _reschedule(self) -> None:
-        raise AirflowRescheduleException(_utcnow() + dt.timedelta(seconds=self.poll_interval))
-
-
-def _waiting_kinds(cls: type = _Waiting) -> set[str]:
-    # The run-outcome task's class lives in its own module: import it so its kind is always known.
-    from airflow_leastaction.operators import run_outcome  # noqa: F401
-
-    kinds = {cls.__name__}
-    for sub in cls.__subclasses__():
-        kinds |= _waiting_kinds(sub)
-    return kinds
-
-
-def run_structure(dag) -> tuple[dict[str, list[str]], list[str]]:
-    """Every task's direct upstream task ids, and the ids of the waiting tasks (gates, run outcome).
-
-    Works on the DAG as written and as Airflow deserialized it in the triggerer, where every task is a
-    generic operator that names its class in ``task_type``.
-    """
-    kinds = _waiting_kinds()
-    upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
-    waiting = sorted(t.task_id for t in dag.tasks if isinstance(t, _Waiting) or getattr(t, "task_type", None) in kinds)
-    return upstream, waiting
 
 
 class RunConditionGate(_Waiting):
@@ -244,7 +193,7 @@ class RunConditionGate(_Waiting):
             snapshot = store.snapshot(whole_interval_requests(self.spec, slot, end))
             intervals = judge_whole_intervals(self.spec, snapshot, slot, end)
         view = RunView(run_id, states, upstream, frozenset(waiting), records)
-        return evaluate(self.spec, view, latest, self._consumed(store), clock, self.policy, _utcnow(), intervals)
+        return evaluate(self.spec, view, latest, self._consumed(store), clock, self.policy, utcnow(), intervals)
 
     def _clock(self, carried: dict | None) -> WaitClock:
         # The check starts when the same-run dependencies are final (see wait_rule); until then a wait
@@ -329,7 +278,7 @@ class RunConditionGate(_Waiting):
     def _wait(
         self, context, clock: WaitClock, in_run_pending: bool, consumed: dict[str, tuple[dt.datetime, int]]
     ) -> None:
-        if not self.deferrable or (in_run_pending and _triggers_run_inline()):
+        if not self.deferrable or (in_run_pending and triggers_run_inline()):
             self._reschedule()
         end = context_interval_end(context)
         self.defer(

@@ -292,7 +292,7 @@ def gate_specs(dag) -> dict[str, GateSpec]:
 
 def dag_nodes(dag) -> dict[str, Node]:
     """The DAG's tasks as graph nodes (see :func:`task_node`); gates and the run-outcome task are left out."""
-    from airflow_leastaction.operators.run_condition import _Waiting
+    from airflow_leastaction.operators.waiting import _Waiting
 
     return {t.task_id: task_node(dag, t.task_id) for t in dag.tasks if not isinstance(t, _Waiting)}
 
@@ -300,7 +300,8 @@ def dag_nodes(dag) -> dict[str, Node]:
 def task_node(dag, task_id: str) -> Node | None:
     """One task as a graph node: a gated task's upstreams are its declared same-run dependencies, any
     other task's are its Airflow upstreams; None for a gate or the run-outcome task."""
-    from airflow_leastaction.operators.run_condition import RunConditionGate, _Waiting
+    from airflow_leastaction.operators.run_condition import RunConditionGate
+    from airflow_leastaction.operators.waiting import _Waiting
 
     task = dag.task_dict[task_id]
     if isinstance(task, _Waiting):
@@ -324,7 +325,8 @@ def task_node(dag, task_id: str) -> Node | None:
 
 def dependents(dag, task_id: str) -> list[str]:
     """The tasks that depend directly on ``task_id``, as graph nodes (a gate stands for its task)."""
-    from airflow_leastaction.operators.run_condition import RunConditionGate, _Waiting
+    from airflow_leastaction.operators.run_condition import RunConditionGate
+    from airflow_leastaction.operators.waiting import _Waiting
 
     out = []
     for down in dag.task_dict[task_id].downstream_task_ids:

@@ -156,7 +156,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                 timeout=self.timeout,
                 execution_timeout=self.execution_timeout,
             )
-        return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
+        return self.classpath(), kwargs
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         parents = [TaskIdentity.from_dict(p) for p in self.parents]

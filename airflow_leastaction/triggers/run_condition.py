@@ -29,18 +29,11 @@ from airflow_leastaction.run_conditions.judging import (
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
+from airflow_leastaction.run_tasks import run_states, run_structure
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
 from airflow_leastaction.triggers.trigger_log import ClassLog
-
-
-async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:
-    """Airflow state of every task of one run, read through the supervisor (no ORM in a trigger)."""
-    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
-    states = await sync_to_async(RuntimeTaskInstance.get_task_states)(dag_id=dag_id, run_ids=[run_id])
-    return {k: (str(v) if v is not None else None) for k, v in (states.get(run_id) or {}).items()}
 
 
 def _last_consumed(url: str, dag_id: str, task_id: str, keys: list[str]) -> dict[str, tuple[dt.datetime, int]]:
@@ -53,10 +46,6 @@ class _Started:
 
     attempt: AttemptKey
     judged_at: RunSlot
-
-
-def _classpath(obj) -> str:
-    return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
 class RunConditionTrigger(ClassLog, BaseTrigger):
@@ -158,7 +147,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             "active",
             "end_from_trigger",
         )
-        return _classpath(self), {k: getattr(self, k) for k in keys}
+        return self.classpath(), {k: getattr(self, k) for k in keys}
 
     def spec(self) -> GateSpec:
         from airflow_leastaction.gate import RunCondition
@@ -255,8 +244,6 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         if judged_at is None:  # the worker judges, or fails naming the run without an instant
             self.log.warning("gate %s has no run context in the triggerer; a worker judges it", self.task_id)
             return self._undecided()
-        from airflow_leastaction.operators.run_condition import run_structure
-
         self.run_id = context["run_id"]
         self.slot = judged_at.instant.isoformat()
         end = context_interval_end(context)

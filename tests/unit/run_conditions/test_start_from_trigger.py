@@ -11,9 +11,9 @@ from airflow.serialization.decoders import smart_decode_trigger_kwargs
 from airflow.serialization.serialized_objects import DagSerialization
 
 from airflow_leastaction.exceptions import RunConditionError
-from airflow_leastaction.operators.run_condition import run_structure
 from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.run_conditions import dag_run_condition, failure, run_condition, success
+from airflow_leastaction.run_tasks import run_structure
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
 
 
