@@ -237,3 +237,10 @@ class InactiveDependencyError(RunConditionError):
     """An active task depends on an inactive one of the same DAG: it could never run."""
 
     exit_status = 17
+
+
+class InvalidFallbackError(RunConditionError):
+    """A fallback that could never apply: ``require`` of 0 or above the number of dependencies, a deadline
+    after the gate's ``max_wait`` or the sensor's ``timeout``, a FAILURE or ALWAYS dependency."""
+
+    exit_status = 18
