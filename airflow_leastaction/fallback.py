@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from airflow_leastaction.exceptions import InvalidFallbackError
-from airflow_leastaction.gate import DependencyType
+from airflow_leastaction.gate import ALL, DependencyType, GateOutcome, Judgement, Verdict, decide, decide_at_deadline
 
 #: What a degraded task does when its missing dependencies arrive: nothing (None, listed stale) or
 #: ``"rerun"`` (its run is cleared and re-run once through Airflow's API).
@@ -179,4 +179,24 @@ def _jump(tz: dt.tzinfo, before: dt.datetime, after: dt.datetime) -> dt.datetime
     return after.replace(microsecond=0)
 
 
-__all__ = ["Fallback", "LATE_ARRIVAL", "check_fallback", "fallback_deadline", "first_reading"]
+def decide_all_with_fallback(
+    judgements: Sequence[Judgement], fallback: tuple[dt.datetime, int] | None, now: dt.datetime
+) -> GateOutcome:
+    """A ``ParentIntervalSensor``'s decision: every parent (ALL); from the fallback's deadline (``fallback``
+    = (deadline, require)) on, at least ``require`` of them, degraded; otherwise it waits, as a sensor does
+    until its timeout (it never skips)."""
+    outcome = decide(ALL, judgements)
+    if outcome.verdict is Verdict.ADMIT or fallback is None or now < fallback[0]:
+        return outcome
+    at = decide_at_deadline(ALL, judgements, fallback[1], fallback[0].isoformat())
+    return at if at.verdict is Verdict.ADMIT else GateOutcome(Verdict.WAIT, ALL, outcome.judgements)
+
+
+__all__ = [
+    "Fallback",
+    "LATE_ARRIVAL",
+    "check_fallback",
+    "decide_all_with_fallback",
+    "fallback_deadline",
+    "first_reading",
+]

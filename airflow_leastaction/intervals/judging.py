@@ -204,6 +204,7 @@ def judge_parent(
         return _judge_ad_hoc(identity, task, slots, child_interval, consumed)
     tz = resolve_timezone(task.timezone)
     check = check_parent_interval(task.cron, task.prev_interval_start, child_interval, timezone=tz, parent_name=label)
+    base["awaited_slot"] = check.expected_slot
     start, end = slot_window(check.expected_slot, check.granularity, tz)
     covering = [s for s in _slots_of(slots, task.pk) if start <= s.slot < end]
     slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
@@ -261,7 +262,7 @@ def judge_parent(
 
 def _judge_without_covering_record(identity, task: TaskSnapshot, check, end: dt.datetime, tz) -> Judgement:
     """No record of the covering slot: the slot records or the watermark decide, as the reason says."""
-    dep, base, reason = identity.key, {"upstream_task_pk": task.pk}, check.reason
+    dep, base, reason = identity.key, {"upstream_task_pk": task.pk, "awaited_slot": check.expected_slot}, check.reason
     if not task.records_slots and task.state in REJECTING_STATES:
         # A parent that reports only its latest outcome (no slot records): a parent in error is rejected
         # outright, before the timing check, as its error may be in the very interval the child reads.
@@ -325,6 +326,7 @@ def _judge_ad_hoc(identity, task, slots, child_interval, consumed) -> Judgement:
         f"{label}: ad hoc parent has no completed run at or after {child_interval.isoformat()}",
         rejected=task.state in REJECTING_STATES,
         upstream_task_pk=task.pk,
+        awaited_slot=child_interval,
     )
 
 

@@ -18,14 +18,16 @@ from airflow_leastaction.airflow_context import (
     context_slot,
     resolve_poll_interval,
 )
+from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import MissingDataIntervalError
+from airflow_leastaction.fallback import Fallback, check_fallback
 from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict, check_condition
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.operators.waiting import _Waiting, utcnow
-from airflow_leastaction.refs import airflow_task
+from airflow_leastaction.refs import airflow_task, schedule_meta
 from airflow_leastaction.run_conditions.judging import (
     RunView,
     evaluate,
@@ -86,7 +88,8 @@ class RunConditionGate(_Waiting):
     :param count: how many dependencies must be satisfied, with ``N`` only.
     :param active: an inactive task never runs: its gate skips it without judging.
     :param max_wait: how long one check waits for a run in progress in another DAG (default
-        ``[leastaction] gate_wait_minutes``, 60; 0 judges at once).
+        ``[leastaction] gate_wait_minutes``, 60, or until the fallback's deadline when later; 0 judges at
+        once).
     :param max_looks: how many times one check looks at runs in progress elsewhere (default 30).
     :param catalog_conn_id: connection of the catalog (default ``[leastaction] catalog_conn_id``).
     :param poll_interval: seconds between looks at the run (default ``[leastaction] poll_interval``).
@@ -98,6 +101,10 @@ class RunConditionGate(_Waiting):
     :param run_gate: the DAG's run gate (set by
         :func:`~airflow_leastaction.run_conditions.dag_run_condition`): nothing is judged before it
         admitted the run.
+    :param fallback: :class:`~airflow_leastaction.fallback.Fallback` (or its dict): at its deadline, on
+        the DAG's local clock, admit the task *degraded* when at least ``require`` dependencies are
+        satisfied (the others recorded MISSING), else skip it. Until then a dependency on another DAG
+        that is not satisfied is waited for. Checked at parse time against ``max_wait``.
     """
 
     ui_color = "#fff1c2"
@@ -118,6 +125,7 @@ class RunConditionGate(_Waiting):
         deferrable: bool = True,
         start_from_trigger: bool = True,
         run_gate: str | None = None,
+        fallback: Fallback | dict | None = None,
         **kwargs,
     ):
         kwargs["trigger_rule"] = TriggerRule.ALWAYS
@@ -135,9 +143,13 @@ class RunConditionGate(_Waiting):
         # Upstream tasks exist before their gate (as run_condition() needs them); without a DAG, none can be told.
         check_upstreams(dag_id, gated_task_id, in_run, self.dag.task_dict if self.has_dag() else set(in_run))
         self.active = active
+        fallback = Fallback.from_dict(fallback) if isinstance(fallback, dict) else fallback
+        given = max_wait
         if max_wait is None:
             max_wait = float(setting("gate_wait_minutes", "60")) * 60
         self.max_wait = max_wait.total_seconds() if isinstance(max_wait, dt.timedelta) else float(max_wait)
+        if given is None and isinstance(fallback, Fallback):  # the default wait lasts until the deadline
+            self.max_wait = max(self.max_wait, fallback.nominal.total_seconds())
         self.catalog_conn_id = catalog_conn_id
         self.poll_interval = resolve_poll_interval(poll_interval)
         self.policy = WaitPolicy(
@@ -145,6 +157,8 @@ class RunConditionGate(_Waiting):
         )
         self.deferrable = deferrable
         self.run_gate = run_gate
+        types = [d.type for d in self.dependencies]
+        self.fallback = check_fallback(dag_id, gated_task_id, fallback, types, dt.timedelta(seconds=self.max_wait))
         # Last: Airflow reads start_trigger_args once __init__ returns, and it needs the fields above.
         self.start_from_trigger = bool(deferrable and start_from_trigger)
 
@@ -170,14 +184,28 @@ class RunConditionGate(_Waiting):
             self.active,
             self.task_id,
             run_gate=self.run_gate,
+            fallback=self.fallback,
+            timezone=self._timezone(),
         )
+
+    def rerun_on_arrival(self) -> RerunOnArrival | None:
+        """What a degraded admission re-runs once its missing dependencies arrive (``on_late_arrival``)."""
+        if self.fallback is None or self.fallback.on_late_arrival != "rerun":
+            return None
+        return RerunOnArrival((self.gated_task_id,))
+
+    def _timezone(self) -> str:
+        """The DAG's timezone (its timetable's), on whose clock the fallback's deadline is read."""
+        return schedule_meta(self.dag).timezone if self.has_dag() else "UTC"
 
     # -- reading and judging ------------------------------------------------------------------------
     def _identities(self) -> dict[str, Any]:
         return {d.upstream: airflow_task(self.dag_id, d.upstream) for d in self.spec.in_run}
 
-    def _consumed(self, store: CatalogStore) -> dict[str, tuple[dt.datetime, int]]:
-        return store.last_consumed(self.dag_id, self.gated_task_id, [d.key for d in self.spec.elsewhere])
+    def _consumed(self, store: CatalogStore, run_id: str) -> dict[str, tuple[dt.datetime, int]]:
+        return store.last_consumed(
+            self.dag_id, self.gated_task_id, [d.key for d in self.spec.elsewhere], other_than=run_id
+        )
 
     def _judge(self, context, store: CatalogStore, clock: WaitClock) -> tuple[GateOutcome, WaitClock]:
         slot, run_id = run_slot(context), context["run_id"]
@@ -193,7 +221,9 @@ class RunConditionGate(_Waiting):
             snapshot = store.snapshot(whole_interval_requests(self.spec, slot, end))
             intervals = judge_whole_intervals(self.spec, snapshot, slot, end)
         view = RunView(run_id, states, upstream, frozenset(waiting), records)
-        return evaluate(self.spec, view, latest, self._consumed(store), clock, self.policy, utcnow(), intervals)
+        consumed = self._consumed(store, run_id)
+        deadline = self.spec.deadline(slot)
+        return evaluate(self.spec, view, latest, consumed, clock, self.policy, utcnow(), intervals, deadline)
 
     def _clock(self, carried: dict | None) -> WaitClock:
         # The check starts when the same-run dependencies are final (see wait_rule); until then a wait
@@ -222,7 +252,7 @@ class RunConditionGate(_Waiting):
                 pending = in_run_pending(outcome)
                 # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
                 waits = outcome.verdict is Verdict.WAIT and (mode == "enforce" or pending)
-                consumed = self._consumed(store) if waits else {}
+                consumed = self._consumed(store, context["run_id"]) if waits else {}
                 if not waits:
                     judged_at = _judged_at(context)
                     outcome = noted(outcome, judged_at)
@@ -235,6 +265,7 @@ class RunConditionGate(_Waiting):
                         outcome,
                         downstream_slot=judged_at.instant,
                         mode=mode,
+                        rerun=self.rerun_on_arrival(),
                     )
                 )
             except Exception as exc:
@@ -256,6 +287,7 @@ class RunConditionGate(_Waiting):
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         if admission.admitted:
             note = f" (gate bypassed: [leastaction] gates = {mode})" if admission.bypassed else ""
+            note = " degraded, without the MISSING dependencies" if admission.degraded else note
             self.log.info("%s admitted%s: %s", self.gated_task_id, note, outcome.summary())
             return None
         raise AirflowSkipException(f"{self.gated_task_id} can never start in this run: {outcome.summary()}")
@@ -319,6 +351,8 @@ class RunConditionGate(_Waiting):
             run_gate=self.run_gate,
             active=self.active,
             end_from_trigger=end_from_trigger,
+            fallback=self.fallback.as_dict() if self.fallback else None,
+            timezone=self._timezone(),
         )
 
 

@@ -14,9 +14,10 @@ from asgiref.sync import sync_to_async
 
 from airflow_leastaction.admission import gate_mode
 from airflow_leastaction.airflow_context import attempt_key, context_interval_end, context_slot, trigger_context
-from airflow_leastaction.catalog.audit import AttemptKey
+from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
 from airflow_leastaction.catalog.engine import aresolve_url, is_outage
-from airflow_leastaction.gate import Verdict
+from airflow_leastaction.fallback import Fallback
+from airflow_leastaction.gate import RunCondition, Verdict
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.run_conditions.judging import (
@@ -36,8 +37,10 @@ from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger
 from airflow_leastaction.triggers.trigger_log import ClassLog
 
 
-def _last_consumed(url: str, dag_id: str, task_id: str, keys: list[str]) -> dict[str, tuple[dt.datetime, int]]:
-    return store_at(url).last_consumed(dag_id, task_id, keys)
+def _last_consumed(
+    url: str, dag_id: str, task_id: str, keys: list[str], run_id: str
+) -> dict[str, tuple[dt.datetime, int]]:
+    return store_at(url).last_consumed(dag_id, task_id, keys, other_than=run_id)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,9 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
     :param active: False: the gated task is inactive; a trigger started in the triggerer skips at once.
     :param end_from_trigger: started in the triggerer: ``run_id``, ``slot``, ``interval_end``,
         ``upstream``, ``waiting`` and ``consumed`` (None) come from the run, and the trigger ends the task.
+    :param fallback: the gate's fallback (``Fallback.as_dict()``), if any: its deadline is judged on each
+        tick of the shared poll, so it is met within one poll interval, with no read of its own.
+    :param timezone: the DAG's timezone, on whose clock the fallback's deadline is read.
     """
 
     def __init__(
@@ -111,6 +117,8 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         interval_end: str | None = None,
         active: bool = True,
         end_from_trigger: bool = False,
+        fallback: dict | None = None,
+        timezone: str = "UTC",
     ):
         super().__init__()
         self.dag_id, self.run_id, self.task_id = dag_id, run_id, task_id
@@ -123,6 +131,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         self.catalog_conn_id, self.poll_interval = catalog_conn_id, float(poll_interval)
         self.interval_end = interval_end
         self.active, self.end_from_trigger = bool(active), bool(end_from_trigger)
+        self.fallback, self.timezone = fallback, timezone
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         keys = (
@@ -147,13 +156,18 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             "active",
             "end_from_trigger",
         )
-        return self.classpath(), {k: getattr(self, k) for k in keys}
+        kwargs = {k: getattr(self, k) for k in keys}
+        if self.fallback is not None:  # a gate without one keeps the form every release reads
+            kwargs.update(fallback=self.fallback, timezone=self.timezone)
+        return self.classpath(), kwargs
 
     def spec(self) -> GateSpec:
-        from airflow_leastaction.gate import RunCondition
-
         deps = tuple(Dependency.from_dict(d) for d in self.dependencies)
-        return GateSpec(self.task_id, deps, RunCondition(self.condition, self.count), run_gate=self.run_gate)
+        fallback = Fallback.from_dict(self.fallback) if self.fallback else None
+        condition = RunCondition(self.condition, self.count)
+        return GateSpec(
+            self.task_id, deps, condition, run_gate=self.run_gate, fallback=fallback, timezone=self.timezone
+        )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         if self.end_from_trigger and not self.active:
@@ -167,6 +181,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             return
         spec = self.spec()
         slot = dt.datetime.fromisoformat(self.slot)
+        deadline = spec.deadline(slot)
         policy = WaitPolicy(
             dt.timedelta(seconds=self.max_wait), self.max_looks, dt.timedelta(seconds=self.poll_interval)
         )
@@ -217,7 +232,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                 records = {tid: found[(i, slot)] for tid, i in by_identity.items() if (i, slot) in found}
                 view = RunView(self.run_id, states, self.upstream, frozenset(self.waiting), records)
                 intervals = judge_whole_intervals(spec, snapshot, slot, end) if snapshot is not None else {}
-                outcome, clock = evaluate(spec, view, latest, consumed, clock, policy, now, intervals)
+                outcome, clock = evaluate(spec, view, latest, consumed, clock, policy, now, intervals, deadline)
                 event = (
                     None
                     if outcome.verdict is Verdict.WAIT
@@ -263,7 +278,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         blind = False
         while True:
             try:
-                consumed = await sync_to_async(_last_consumed)(url, self.dag_id, self.task_id, keys)
+                consumed = await sync_to_async(_last_consumed)(url, self.dag_id, self.task_id, keys, self.run_id)
             except Exception as exc:
                 if not is_outage(exc):
                     raise
@@ -288,8 +303,9 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             return event
         outcome = noted(outcome, started.judged_at)
         try:
+            rerun = RerunOnArrival((self.task_id,)) if (self.fallback or {}).get("on_late_arrival") == "rerun" else None
             admission = await settle_from_trigger(
-                url, started.attempt, outcome, downstream_slot=started.judged_at.instant, mode=mode
+                url, started.attempt, outcome, downstream_slot=started.judged_at.instant, mode=mode, rerun=rerun
             )
         except Exception as exc:
             if not is_outage(exc):
@@ -299,6 +315,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         for j in outcome.judgements:
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         verb = "admitted" if admission.admitted else "can never start in this run"
+        verb += " degraded, without the MISSING dependencies" if admission.degraded else ""
         self.log.info("%s %s: %s", self.task_id, verb, outcome.summary())
         return end_event(admission)
 

@@ -7,14 +7,14 @@ so page 1,000 costs what page 1 costs: an index range scan of ``limit + 1`` rows
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 
 from sqlalchemy import Select, and_, case, func, literal, or_, select, tuple_
 from sqlalchemy.engine import Engine
 
-from airflow_leastaction.catalog.audit import is_stale
+from airflow_leastaction.catalog.audit import consumed_slot, is_stale
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
+from airflow_leastaction.catalog.store import parse_parents
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity
@@ -248,7 +248,7 @@ class CatalogReads:
         stale = is_stale(current)
         chosen = select(c.id, c.consumed_at)
         if f.stale_only:  # the choice itself needs the current revision
-            chosen = chosen.select_from(consumption.outerjoin(up, up.c.id == c.upstream_run_pk)).where(stale)
+            chosen = chosen.select_from(consumption.outerjoin(up, consumed_slot(up))).where(stale)
             if scope.dag_ids is not None:  # an unreadable upstream's staleness is withheld: not chosen by it
                 readable = scope.where(select(task.c.id), task.c.dag_id, no_dag_readable=True)
                 chosen = chosen.where(c.upstream_task_pk.in_(readable))
@@ -271,7 +271,7 @@ class CatalogReads:
             )
             .select_from(
                 page.join(consumption, c.id == page.c.id)
-                .outerjoin(up, up.c.id == c.upstream_run_pk)
+                .outerjoin(up, consumed_slot(up))
                 .outerjoin(ut, ut.c.id == c.upstream_task_pk)
             )
             .order_by(page.c.consumed_at.desc(), page.c.id.desc())
@@ -398,16 +398,6 @@ class CatalogReads:
         with self.engine.connect() as conn:
             rows = conn.execute(select(task).where(task.c.dag_id == dag_id).order_by(task.c.task_id, task.c.id))
             return [dict(r) for r in rows.mappings()]
-
-
-def parse_parents(text: str | None) -> list[TaskIdentity]:
-    """The declared parents of a task row (the JSON list ``CatalogStore.declare_parents`` writes)."""
-    if not text:
-        return []
-    try:
-        return [TaskIdentity.from_dict(p) for p in json.loads(text)]
-    except (ValueError, KeyError, TypeError):
-        return []  # a malformed row must not take the page down; the graph shows no parents for it
 
 
 def _granularity(cron: str | None) -> str | None:
