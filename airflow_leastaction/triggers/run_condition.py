@@ -121,7 +121,9 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         timezone: str = "UTC",
     ):
         super().__init__()
-        self.dag_id, self.run_id, self.task_id = dag_id, run_id, task_id
+        # Not ``self.task_id``: Airflow sets that to the gate's own task id once it hands the trigger its task
+        # instance, and the gated task's would be lost (its consumption, its re-run on late arrival).
+        self.dag_id, self.run_id, self.gated_task_id = dag_id, run_id, task_id
         self.run_gate = run_gate
         self.dependencies, self.condition, self.count = dependencies, condition, count
         self.slot_requests, self.slot, self.upstream, self.waiting = slot_requests, slot, upstream, waiting
@@ -137,7 +139,6 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         keys = (
             "dag_id",
             "run_id",
-            "task_id",
             "dependencies",
             "condition",
             "count",
@@ -156,7 +157,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             "active",
             "end_from_trigger",
         )
-        kwargs = {k: getattr(self, k) for k in keys}
+        kwargs = {"task_id": self.gated_task_id, **{k: getattr(self, k) for k in keys}}
         if self.fallback is not None:  # a gate without one keeps the form every release reads
             kwargs.update(fallback=self.fallback, timezone=self.timezone)
         return self.classpath(), kwargs
@@ -166,12 +167,12 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         fallback = Fallback.from_dict(self.fallback) if self.fallback else None
         condition = RunCondition(self.condition, self.count)
         return GateSpec(
-            self.task_id, deps, condition, run_gate=self.run_gate, fallback=fallback, timezone=self.timezone
+            self.gated_task_id, deps, condition, run_gate=self.run_gate, fallback=fallback, timezone=self.timezone
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         if self.end_from_trigger and not self.active:
-            self.log.info("task %r is inactive; its dependencies are ignored", self.task_id)
+            self.log.info("task %r is inactive; its dependencies are ignored", self.gated_task_id)
             yield TaskSkippedEvent()
             return
         url = await aresolve_url(self.catalog_conn_id)
@@ -216,7 +217,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                     states = await run_states(self.dag_id, self.run_id) if spec.in_run or spec.run_gate else {}
                 except Exception as exc:  # catalog or API down: keep waiting, say why once
                     if not blind:
-                        self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.task_id, exc)
+                        self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.gated_task_id, exc)
                     blind = True
                     relaxed = await self._relaxed(spec, clock, None, f"catalog unreachable: {exc}")
                     if relaxed is not None:
@@ -224,7 +225,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                         return
                     continue
                 if blind:
-                    self.log.warning("gate %s can look again", self.task_id)
+                    self.log.warning("gate %s can look again", self.gated_task_id)
                     blind = False
                 now = dt.datetime.now(dt.UTC)
                 if due(clock, now) or not latest:
@@ -248,7 +249,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                     return
                 if outcome.waiting_reasons != last_reasons:
                     last_reasons = outcome.waiting_reasons
-                    self.log.info("%s waiting: %s", self.task_id, outcome.summary())
+                    self.log.info("%s waiting: %s", self.gated_task_id, outcome.summary())
 
     async def _start(self, url: str) -> _Started | TriggerEvent:
         """Take from the run what a worker would have passed: the run, its slot and interval end, the
@@ -257,7 +258,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         context = await sync_to_async(trigger_context)(self)
         judged_at = context_slot(context) if context is not None else None
         if judged_at is None:  # the worker judges, or fails naming the run without an instant
-            self.log.warning("gate %s has no run context in the triggerer; a worker judges it", self.task_id)
+            self.log.warning("gate %s has no run context in the triggerer; a worker judges it", self.gated_task_id)
             return self._undecided()
         self.run_id = context["run_id"]
         self.slot = judged_at.instant.isoformat()
@@ -278,12 +279,12 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         blind = False
         while True:
             try:
-                consumed = await sync_to_async(_last_consumed)(url, self.dag_id, self.task_id, keys, self.run_id)
+                consumed = await sync_to_async(_last_consumed)(url, self.dag_id, self.gated_task_id, keys, self.run_id)
             except Exception as exc:
                 if not is_outage(exc):
                     raise
                 if not blind:
-                    self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.task_id, exc)
+                    self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.gated_task_id, exc)
                     blind = True
                 relaxed = await self._relaxed(self.spec(), WaitClock(), None, f"catalog unreachable: {exc}")
                 if relaxed is not None:
@@ -291,7 +292,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                 await asyncio.sleep(self.poll_interval)
                 continue
             if blind:
-                self.log.warning("gate %s can look again", self.task_id)
+                self.log.warning("gate %s can look again", self.gated_task_id)
             return consumed
 
     async def _end(self, started: _Started, outcome, url: str, event: TriggerEvent) -> TriggerEvent:
@@ -303,20 +304,24 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             return event
         outcome = noted(outcome, started.judged_at)
         try:
-            rerun = RerunOnArrival((self.task_id,)) if (self.fallback or {}).get("on_late_arrival") == "rerun" else None
+            rerun = (
+                RerunOnArrival((self.gated_task_id,))
+                if (self.fallback or {}).get("on_late_arrival") == "rerun"
+                else None
+            )
             admission = await settle_from_trigger(
                 url, started.attempt, outcome, downstream_slot=started.judged_at.instant, mode=mode, rerun=rerun
             )
         except Exception as exc:
             if not is_outage(exc):
                 raise
-            self.log.warning("gate %s cannot record its decisions; a worker will: %s", self.task_id, exc)
+            self.log.warning("gate %s cannot record its decisions; a worker will: %s", self.gated_task_id, exc)
             return event
         for j in outcome.judgements:
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         verb = "admitted" if admission.admitted else "can never start in this run"
         verb += " degraded, without the MISSING dependencies" if admission.degraded else ""
-        self.log.info("%s %s: %s", self.task_id, verb, outcome.summary())
+        self.log.info("%s %s: %s", self.gated_task_id, verb, outcome.summary())
         return end_event(admission)
 
     @staticmethod
