@@ -20,8 +20,6 @@ from airflow_leastaction.catalog.external import report_completion
 from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival
 from airflow_leastaction.identity import TaskIdentity
 
-pytestmark = pytest.mark.integration
-
 UTC = dt.UTC
 DAY = dt.datetime(2026, 11, 20, tzinfo=UTC)
 DEADLINE = DAY + dt.timedelta(hours=6)
