@@ -1,5 +1,6 @@
 """What a re-run plan reads of the catalog (see :mod:`airflow_leastaction.rerun_plan`): the task asked
-about and its slots in a range, who consumed a frontier of runs, and the tasks of the plan.
+about and its slots in a range, who consumed a frontier of runs, and the tasks of the plan; and the plan
+of what a person typed (the command line and the UI ask the same way, :func:`make_plan`).
 
 Consumption records name the consumer task and slot of every use of an upstream slot by an Airflow task.
 Tasks outside Airflow record no consumption: a task that declared a frontier task as a parent uses, for
@@ -17,9 +18,10 @@ from sqlalchemy import or_, select, tuple_
 
 from airflow_leastaction.catalog.schema import consumption, in_chunks, task, task_run
 from airflow_leastaction.catalog.store import CatalogStore, parse_parents
+from airflow_leastaction.exceptions import PlanError
 from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
 from airflow_leastaction.intervals.slots import expected_slot
-from airflow_leastaction.rerun_plan import Consumed, PlannedTask
+from airflow_leastaction.rerun_plan import Consumed, PlannedTask, RerunPlan, plan_rerun
 
 #: How far after a re-run parent slot a child outside Airflow is looked for: its slots covered by it.
 CHILD_HORIZON = dt.timedelta(days=400)
@@ -113,3 +115,33 @@ class PlanReads:
             for slot in recorded
             if (covering := expected_slot(parent.cron, slot, timezone=parent.timezone)) in slots
         ]
+
+
+def slot_argument(value: str, what: str) -> dt.datetime:
+    try:
+        slot = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise PlanError(f"{what} {value!r} is not an ISO-8601 instant") from None
+    if slot.tzinfo is None:
+        raise PlanError(f"{what} {value!r} has no UTC offset")
+    return slot.astimezone(dt.UTC)
+
+
+def make_plan(store: CatalogStore, task: str, start: str, end: str) -> RerunPlan:
+    """The plan of re-running ``task``'s slots from ``start`` to ``end`` (the text a person typed):
+    :class:`PlanError` for an identity not in the catalog, a bad slot or an empty range."""
+    try:
+        identity = TaskIdentity.parse(task)
+    except ValueError as exc:
+        raise PlanError(str(exc)) from None
+    first, last = slot_argument(start, "--from"), slot_argument(end, "--to")
+    if first > last:
+        raise PlanError(f"empty range: --from {first.isoformat()} is after --to {last.isoformat()}")
+    reads = PlanReads(store)
+    root = reads.task(identity)
+    if root is None:
+        raise PlanError(f"no task {identity} in the catalog")
+    slots = reads.slots(root, first, last)
+    if not slots:
+        raise PlanError(f"empty range: {identity} has no slot from {first.isoformat()} to {last.isoformat()}")
+    return plan_rerun(root, first, last, slots, reads.consumers, reads.describe)

@@ -11,15 +11,11 @@ reach or refusing: nothing is started then).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 
-from airflow_leastaction.catalog.plan_reads import PlanReads
+from airflow_leastaction.catalog.plan_reads import make_plan
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.exceptions import PlanError
-from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.rerun_plan import RerunPlan, plan_rerun
 
 
 def register(sub) -> None:
@@ -31,36 +27,6 @@ def register(sub) -> None:
     p.add_argument("--apply", action="store_true", help="start the waves through Airflow's backfill API")
     p.add_argument("--api-conn-id", default=None, help="the Airflow API connection (--apply)")
     p.set_defaults(func=_plan)
-
-
-def slot_argument(value: str, what: str) -> dt.datetime:
-    try:
-        slot = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise PlanError(f"{what} {value!r} is not an ISO-8601 instant") from None
-    if slot.tzinfo is None:
-        raise PlanError(f"{what} {value!r} has no UTC offset")
-    return slot.astimezone(dt.UTC)
-
-
-def make_plan(store: CatalogStore, task: str, start: str, end: str) -> RerunPlan:
-    """The plan of re-running ``task``'s slots from ``start`` to ``end`` (the text a person typed):
-    :class:`PlanError` for an identity not in the catalog, a bad slot or an empty range."""
-    try:
-        identity = TaskIdentity.parse(task)
-    except ValueError as exc:
-        raise PlanError(str(exc)) from None
-    first, last = slot_argument(start, "--from"), slot_argument(end, "--to")
-    if first > last:
-        raise PlanError(f"empty range: --from {first.isoformat()} is after --to {last.isoformat()}")
-    reads = PlanReads(store)
-    root = reads.task(identity)
-    if root is None:
-        raise PlanError(f"no task {identity} in the catalog")
-    slots = reads.slots(root, first, last)
-    if not slots:
-        raise PlanError(f"empty range: {identity} has no slot from {first.isoformat()} to {last.isoformat()}")
-    return plan_rerun(root, first, last, slots, reads.consumers, reads.describe)
 
 
 def _plan(args) -> int:

@@ -13,9 +13,10 @@ from sqlalchemy import Select, and_, case, func, literal, or_, select, tuple_
 from sqlalchemy.engine import Engine
 
 from airflow_leastaction.catalog.audit import consumed_slot, is_stale
-from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
+from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task, task_run
 from airflow_leastaction.catalog.store import parse_parents
 from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.gate import DecisionResult
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity
 from airflow_leastaction.www.names import rows_by_identity
@@ -154,6 +155,11 @@ class CatalogRow:
     slots: list[dict] = field(default_factory=list)
     #: Declared parents left out: tasks of DAGs the reader may not read.
     withheld: int = 0
+
+    @property
+    def identity(self) -> str:
+        """The task's catalog identity as a person writes it (``project/name``), e.g. to plan a re-run."""
+        return str(TaskIdentity.from_row(self.task))
 
 
 def _unreadable(conn, identities: set[TaskIdentity], scope: DagScope) -> set[TaskIdentity]:
@@ -369,7 +375,8 @@ class CatalogReads:
         return rows
 
     def attempt_tallies(self, attempts) -> dict:
-        """Per attempt: how many decisions it recorded, how many SATISFIED and BYPASSED, and when."""
+        """Per attempt: how many decisions it recorded, how many SATISFIED and BYPASSED, when, and how many
+        MISSING."""
         d = gate_decision.c
         keys = (d.dag_id, d.task_id, d.run_id, d.map_index, d.attempt)
         wanted = sorted({(a.dag_id, a.task_id, a.run_id, a.map_index, a.attempt) for a in attempts})
@@ -379,15 +386,18 @@ class CatalogReads:
             select(
                 *keys,
                 func.count(),
-                func.sum(case((d.result == "SATISFIED", 1), else_=0)),
-                func.sum(case((d.result == "BYPASSED", 1), else_=0)),
+                func.sum(case((d.result == DecisionResult.SATISFIED.value, 1), else_=0)),
+                func.sum(case((d.result == DecisionResult.BYPASSED.value, 1), else_=0)),
                 func.max(d.decided_at),
+                func.sum(case((d.result == DecisionResult.MISSING.value, 1), else_=0)),
             )
             .where(any_of(keys, wanted))
             .group_by(*keys)
         )
         with self.engine.connect() as conn:
-            return {tuple(r[:5]): (r[5], int(r[6] or 0), int(r[7] or 0), r[8]) for r in conn.execute(stmt)}
+            return {
+                tuple(r[:5]): (r[5], int(r[6] or 0), int(r[7] or 0), r[8], int(r[9] or 0)) for r in conn.execute(stmt)
+            }
 
     def task_by_pk(self, pk: int) -> dict | None:
         with self.engine.connect() as conn:
@@ -398,6 +408,32 @@ class CatalogReads:
         with self.engine.connect() as conn:
             rows = conn.execute(select(task).where(task.c.dag_id == dag_id).order_by(task.c.task_id, task.c.id))
             return [dict(r) for r in rows.mappings()]
+
+    def degraded_runs(self, dag_id: str, limit: int = 20) -> list[dict]:
+        """The DAG's latest runs admitted degraded at a fallback's deadline, newest first: per (run, gate),
+        what they ran without, and their re-run on late arrival if they have one."""
+        d, la = gate_decision.c, late_arrival.c
+        missing = (
+            select(d.run_id, d.task_id, d.downstream_slot, d.dependency, d.decided_at)
+            .where(d.dag_id == dag_id, d.result == DecisionResult.MISSING.value)
+            .order_by(d.decided_at.desc(), d.id.desc())
+            .limit(limit * 10)
+        )
+        runs: dict[tuple[str, str], dict] = {}
+        with self.engine.connect() as conn:
+            for r in conn.execute(missing).mappings():
+                run = runs.setdefault((r["run_id"], r["task_id"]), {**r, "without": []})
+                run["without"].append(r["dependency"])
+            shown = list(runs.values())[:limit]
+            reruns = conn.execute(
+                select(la.run_id, la.gate_task_id, la.state, la.detail).where(
+                    la.dag_id == dag_id, la.run_id.in_([r["run_id"] for r in shown])
+                )
+            ).mappings()
+            by_run = {(r["run_id"], r["gate_task_id"]): dict(r) for r in reruns}
+        for run in shown:
+            run["rerun"] = by_run.get((run["run_id"], run["task_id"]))
+        return shown
 
 
 def _granularity(cron: str | None) -> str | None:
