@@ -107,19 +107,25 @@ class AirflowApi:
         """A DAG's details (``max_active_runs``, ``is_paused``...)."""
         return self.request("GET", f"/dags/{dag_id}/details")
 
-    def clear(self, dag_id: str, run_id: str, task_ids: list[str] | None, note: str) -> list[dict]:
-        """Clear ``task_ids`` (None: every task) of one run, whatever their state, so they run again; the
-        run goes back to running. Returns the task instances cleared."""
-        body: dict[str, Any] = {
-            "dry_run": False,
-            "dag_run_id": run_id,
-            "only_failed": False,
-            "reset_dag_runs": True,
-            "note": note[:1000],
-        }
+    def clear(self, dag_id: str, run_id: str, task_ids: list[str] | None) -> list[dict]:
+        """Clear ``task_ids`` (None: every task) of one run, whatever their state, so they run again; a run
+        that had ended goes back to queued. Returns the task instances cleared."""
+        body: dict[str, Any] = {"dry_run": False, "dag_run_id": run_id, "only_failed": False, "reset_dag_runs": True}
         if task_ids is not None:
             body["task_ids"] = task_ids
         return self.request("POST", f"/dags/{dag_id}/clearTaskInstances", json=body).get("task_instances", [])
+
+    def run(self, dag_id: str, run_id: str) -> dict:
+        return self.request("GET", f"/dags/{dag_id}/dagRuns/{run_id}")
+
+    def task_states(self, dag_id: str, run_id: str) -> dict[str, str | None]:
+        """The state of every task instance of one run (mapped ones: the last listed)."""
+        listed = self.request("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances", params={"limit": 1000})
+        return {ti["task_id"]: ti["state"] for ti in listed.get("task_instances", [])}
+
+    def requeue(self, dag_id: str, run_id: str) -> dict:
+        """Set a finished run back to queued, so the scheduler runs its task instances that have no state."""
+        return self.request("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}", json={"state": "queued"})
 
     def backfill(self, dag_id: str, start: dt.datetime, end: dt.datetime, max_active_runs: int) -> dict:
         """Re-run the runs of ``dag_id`` whose logical dates are in ``[start, end]``, completed ones too."""

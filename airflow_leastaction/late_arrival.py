@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 
 from airflow_leastaction.airflow_api import AirflowApi
 from airflow_leastaction.catalog.audit import AttemptKey
@@ -18,6 +19,10 @@ from airflow_leastaction.catalog.late_arrivals import FAILED, RERUN, DueRerun
 from airflow_leastaction.catalog.store import CatalogStore
 
 log = logging.getLogger(__name__)
+
+#: After a clear, how many times (and how many seconds apart) the run is looked at in case it ended anyway.
+REQUEUE_LOOKS = 10
+REQUEUE_PAUSE = 1.0
 
 
 def after_completion(
@@ -49,13 +54,11 @@ def _rerun(store: CatalogStore, rerun: DueRerun, api: AirflowApi | None) -> str 
         log.exception("leastaction: could not claim the re-run of %s run %s", rerun.dag_id, rerun.run_id)
         return None
     what = ", ".join(rerun.to_clear) if rerun.to_clear else "every task"
-    note = f"leastaction: re-run once on late arrival of what its degraded run ran without ({what})"
     try:
-        cleared = (api or AirflowApi.from_connection()).clear(rerun.dag_id, rerun.run_id, rerun.to_clear, note)
+        api = api or AirflowApi.from_connection()
+        cleared = api.clear(rerun.dag_id, rerun.run_id, rerun.to_clear)
         line = f"{rerun.dag_id} run {rerun.run_id}: cleared {len(cleared)} task instance(s) ({what}) to re-run"
         store.finish_late_arrival(rerun.id, RERUN, line)
-        log.info("leastaction: %s", line)
-        return line
     except Exception as exc:
         line = f"{rerun.dag_id} run {rerun.run_id}: the re-run on late arrival failed: {exc}"
         log.warning("leastaction: %s", line)
@@ -64,6 +67,31 @@ def _rerun(store: CatalogStore, rerun: DueRerun, api: AirflowApi | None) -> str 
         except Exception:
             log.exception("leastaction: could not record that %s", line)
         return line
+    try:
+        if _keep_queued(api, rerun):
+            line += " (the run was set back to queued: it had ended as they were cleared)"
+            store.finish_late_arrival(rerun.id, RERUN, line)
+    except Exception as exc:  # cleared; only the look at whether they started again failed
+        log.warning("leastaction: %s; could not check that they started: %s", line, exc)
+    log.info("leastaction: %s", line)
+    return line
+
+
+def _keep_queued(api: AirflowApi, rerun: DueRerun, looks: int = REQUEUE_LOOKS) -> bool:
+    """Make sure the cleared tasks run. The completion that made the re-run due is often the last task of
+    the run, whose end the scheduler may be recording as the tasks are cleared: the run then ends with them
+    cleared and never started. Until they are on their way, a run that ended is set back to queued. True
+    when it had to be."""
+    requeued = False
+    for _ in range(looks):
+        states = api.task_states(rerun.dag_id, rerun.run_id)
+        if all(states.get(t) is not None for t in (rerun.to_clear or states)):
+            return requeued  # scheduled again (or already done)
+        if api.run(rerun.dag_id, rerun.run_id).get("state") in ("success", "failed"):
+            api.requeue(rerun.dag_id, rerun.run_id)
+            requeued = True
+        time.sleep(REQUEUE_PAUSE)
+    return requeued
 
 
 def after_delivered(event, outcome) -> None:

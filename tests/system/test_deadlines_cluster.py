@@ -23,9 +23,9 @@ from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.refs import airflow_task
-from harness.airflow_cluster import ADMIN_PASSWORD, ADMIN_USER, AirflowCluster, fresh_pg_database
+from tests.helpers.airflow_cluster import ADMIN_PASSWORD, ADMIN_USER, AirflowCluster, fresh_pg_database
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
+pytestmark = pytest.mark.postgres
 
 DAGS = Path(__file__).parent / "deadline_dags"
 REPORT = "sys_country_report"
