@@ -27,8 +27,8 @@ DEADLINE = dt.timedelta(seconds=75)
 with DAG("sys_country_report", schedule=None, start_date=START, catchup=False, max_active_runs=4):
     feeds = []
     for country in ("fr", "de", "es", "it"):
-
-        @task(task_id=f"land_{country}")
+        # Retries: a worker that cannot reach a busy API server in time fails its task before it starts.
+        @task(task_id=f"land_{country}", retries=2, retry_delay=dt.timedelta(seconds=3))
         def land(country: str = country, run_id=None):
             while country == "it" and not (MARKERS / f"it-{run_id}").exists():
                 time.sleep(0.5)
@@ -54,7 +54,7 @@ DAILY = IntervalCronTimetable("0 0 * * *")
 def layer(dag_id: str, task_id: str, parents: list[tuple[str, str]]):
     with DAG(dag_id, schedule=DAILY, start_date=START, catchup=False, max_active_runs=2):
 
-        @task(task_id=task_id)
+        @task(task_id=task_id, retries=2, retry_delay=dt.timedelta(seconds=3))
         def work():
             return task_id
 
