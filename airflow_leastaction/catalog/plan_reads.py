@@ -117,21 +117,31 @@ class PlanReads:
         ]
 
 
-def slot_argument(value: str, what: str) -> dt.datetime:
+def slot_argument(value: str | dt.datetime, what: str) -> dt.datetime:
+    """A slot as UTC, from an aware datetime or the ISO-8601 text a person typed."""
+    shown = repr(value.isoformat() if isinstance(value, dt.datetime) else value)
     try:
-        slot = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        slot = (
+            value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        )
     except ValueError:
-        raise PlanError(f"{what} {value!r} is not an ISO-8601 instant") from None
+        raise PlanError(f"{what} {shown} is not an ISO-8601 instant") from None
     if slot.tzinfo is None:
-        raise PlanError(f"{what} {value!r} has no UTC offset")
-    return slot.astimezone(dt.UTC)
-
-
-def make_plan(store: CatalogStore, task: str, start: str, end: str) -> RerunPlan:
-    """The plan of re-running ``task``'s slots from ``start`` to ``end`` (the text a person typed):
-    :class:`PlanError` for an identity not in the catalog, a bad slot or an empty range."""
+        raise PlanError(f"{what} {shown} has no UTC offset")
     try:
-        identity = TaskIdentity.parse(task)
+        return slot.astimezone(dt.UTC)
+    except OverflowError:  # year 1 or 9999 pushed past the calendar by its offset
+        raise PlanError(f"{what} {shown} is out of range") from None
+
+
+def make_plan(
+    store: CatalogStore, task: str | TaskIdentity, start: str | dt.datetime, end: str | dt.datetime
+) -> RerunPlan:
+    """The plan of re-running ``task``'s slots from ``start`` to ``end`` (as a person typed them, or as the
+    command line parsed them): :class:`PlanError` for an identity not in the catalog, a bad slot or an
+    empty range."""
+    try:
+        identity = task if isinstance(task, TaskIdentity) else TaskIdentity.parse(task)
     except ValueError as exc:
         raise PlanError(str(exc)) from None
     first, last = slot_argument(start, "--from"), slot_argument(end, "--to")

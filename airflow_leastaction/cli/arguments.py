@@ -23,6 +23,8 @@ from airflow_leastaction.identity import TaskIdentity
 MAX_COUNT = 2**63 - 1
 #: The longest duration a seconds option takes: 30 days (a heartbeat or a grace period beyond it is a typo).
 MAX_SECONDS = 30 * 24 * 3600.0
+#: The longest Airflow connection id (Airflow's ``ID_LEN``).
+CONN_ID_LENGTH = 250
 #: The longest free text an option takes (Linux's longest single argument is 128 KiB).
 MAX_TEXT = 65_536
 

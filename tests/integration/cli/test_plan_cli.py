@@ -137,9 +137,16 @@ def test_a_plan_from_the_middle_touches_only_what_is_below(diamond, capsys):
         ),
         (
             ["--task", "plan_raw.load", "--from", "2026-11-16T00:00:00+00:00", "--to", "2026-11-17T00:00:00+00:00"],
-            "is not a catalog identity: write it project/name",
+            "argument --task: 'plan_raw.load': expected a catalog task written project/name",
         ),
-        (["--task", str(ROOT), "--from", "2026-11-16", "--to", "2026-11-17T00:00:00+00:00"], "has no UTC offset"),
+        (
+            ["--task", str(ROOT), "--from", "2026-11-16", "--to", "2026-11-17T00:00:00+00:00"],
+            "argument --from: '2026-11-16' has no timezone offset",
+        ),
+        (
+            ["--task", str(ROOT), "--from", "0001-01-01T00:00:00+14:00", "--to", "2026-11-17T00:00:00+00:00"],
+            "--from '0001-01-01T00:00:00+14:00' is out of range",
+        ),
     ],
 )
 def test_bad_input_is_one_error_line_and_exit_2(diamond, capsys, args, words):
