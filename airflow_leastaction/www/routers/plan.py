@@ -14,7 +14,7 @@ from airflow_leastaction.exceptions import PlanError
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS, require_readable
 from airflow_leastaction.www.params import blank
 from airflow_leastaction.www.reads import CatalogReads, DagScope
-from airflow_leastaction.www.render import catalog_reads, render
+from airflow_leastaction.www.render import Scope, catalog_reads, page_scope, render
 
 router = APIRouter(tags=["plan"], dependencies=[READ_TASKS])
 
@@ -61,14 +61,17 @@ def plan_page(
     end: str | None = Query(None, alias="to"),
     reads: CatalogReads = Depends(catalog_reads),
     scope: DagScope = READABLE_DAGS,
+    tab: Scope = Depends(page_scope),
 ):
+    """The plan of re-running a task's slots, with the form that asks for it."""
     form = {"task": blank(task) or "", "from": blank(start) or "", "to": blank(end) or ""}
+    shown = {"form": form, "scope": tab, "plan": None, "error": None}
     if not all(form.values()):
-        return render(request, "plan.html", "catalog", form=form, plan=None, error=None)
+        return render(request, "plan.html", "catalog", **shown)
     try:
         plan = plan_of(form["task"], form["from"], form["to"], reads, scope)
     except HTTPException as exc:
-        page = render(request, "plan.html", "catalog", form=form, plan=None, error=exc.detail)
+        page = render(request, "plan.html", "catalog", **{**shown, "error": exc.detail})
         page.status_code = exc.status_code
         return page
-    return render(request, "plan.html", "catalog", form=form, plan=plan, error=None)
+    return render(request, "plan.html", "catalog", **{**shown, "plan": plan})
