@@ -14,8 +14,6 @@ from sqlalchemy import select
 from airflow_leastaction.catalog.schema import identity_clause, task, task_run
 from airflow_leastaction.refs import airflow_asset
 
-pytestmark = pytest.mark.integration
-
 DAY = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
 
 

@@ -8,8 +8,6 @@ import pytest
 
 from airflow_leastaction.assets import bridge
 
-pytestmark = pytest.mark.integration
-
 HEADER = """
 from airflow.sdk import DAG, StartOfDayMapper, task
 from airflow_leastaction.assets import catalog_asset, partitioned_on_catalog

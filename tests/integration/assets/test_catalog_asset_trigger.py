@@ -18,8 +18,6 @@ from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.catalog_asset import CatalogAssetTrigger
 from airflow_leastaction.triggers.wire import Cursor
 
-pytestmark = pytest.mark.integration
-
 PARIS = TaskMeta(cron="0 0 * * *", timezone="Europe/Paris", source="external")
 FEED = TaskIdentity("feed", "partners")
 ASSET = "catalog:partners/feed"

@@ -22,10 +22,10 @@ from sqlalchemy import create_engine, select, text
 from airflow_leastaction.catalog.external import report_completion
 from airflow_leastaction.catalog.schema import asset_bridge
 from airflow_leastaction.catalog.store import CatalogStore
-from harness.airflow_cluster import AirflowCluster, fresh_pg_database
-from harness.own_postgres import OwnPostgres
+from tests.helpers.airflow_cluster import AirflowCluster, fresh_pg_database
+from tests.helpers.own_postgres import OwnPostgres
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
+pytestmark = pytest.mark.postgres
 
 DAGS = Path(__file__).resolve().parent / "catalog_to_assets_dags"
 ASSET = "catalog:partners/feed"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.airflow_cluster import AirflowCluster, fresh_pg_database
+from tests.helpers.airflow_cluster import AirflowCluster, fresh_pg_database
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.integration]
+pytestmark = pytest.mark.postgres
 
 DAGS = Path(__file__).resolve().parent / "side_by_side_dags"
 DAY = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
