@@ -2,17 +2,19 @@
 two triggerers as processes, Airflow's database on the shared PostgreSQL server, the catalog on a
 PostgreSQL server of the test's own (stopped and started again).
 
-A partner reports hourly slots of ``partners/feed`` to the catalog; ``catalog_asset`` publishes them. Each
-completed slot is one asset event (the watcher's) and, as ``feed_hourly`` is partition-aware, one event
-with the slot as its partition key; a repair is a new pair with revision 2. A watcher whose catalog is
-down says so and publishes what completed meanwhile; a triggerer killed while its watcher publishes loses
-no event and doubles none.
+The example ``partner_feed_assets.py``: a partner reports hourly slots of ``partners/partner_feed`` to the
+catalog; ``catalog_asset`` publishes them. Each completed slot is one asset event (the watcher's) and, as
+``partner_feed_hourly`` is partition-aware, one event with the slot as its partition key; a repair is a
+new pair with revision 2. A watcher whose catalog is down says so and publishes what completed meanwhile;
+a triggerer killed while its watcher publishes loses no event and doubles none; once every hour of the day
+is reported (with the command line, as the partner's system does), ``partner_feed_daily`` rolls it up.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -24,11 +26,13 @@ from airflow_leastaction.catalog.schema import asset_bridge
 from airflow_leastaction.catalog.store import CatalogStore
 from tests.helpers.airflow_cluster import AirflowCluster, fresh_pg_database
 from tests.helpers.own_postgres import OwnPostgres
+from tests.helpers.paths import ROOT
 
 pytestmark = pytest.mark.postgres
 
 DAGS = Path(__file__).resolve().parent / "catalog_to_assets_dags"
-ASSET = "catalog:partners/feed"
+EXAMPLE = ROOT / "dags_examples" / "partner_feed_assets.py"
+ASSET = "catalog:partners/partner_feed"
 DAY = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
 TIMEOUT = 240
 
@@ -39,11 +43,15 @@ def deployment(pg_admin_url, tmp_path_factory):
     catalog_server.start()
     catalog_url = catalog_server.create_database("la_catalog")
     airflow_url, drop_airflow = fresh_pg_database(pg_admin_url, "la_e2e_assets")
+    work = tmp_path_factory.mktemp("catalog_to_assets")
+    dags = work / "dags"
+    shutil.copytree(DAGS, dags)
+    shutil.copy(EXAMPLE, dags)
     cluster = AirflowCluster(
-        DAGS,
+        dags,
         sql_alchemy_conn=airflow_url,
         catalog_url=catalog_url,
-        home=tmp_path_factory.mktemp("catalog_to_assets") / "home",
+        home=work / "home",
         components=("scheduler", "dag-processor", "api-server", "triggerer", "triggerer"),
         env={"AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "10"},
     )
@@ -61,7 +69,7 @@ def deployment(pg_admin_url, tmp_path_factory):
 def watching(deployment):
     """Both consumers unpaused, and the watcher running (it registered its bridge in the catalog)."""
     cluster, _server, store = deployment
-    for dag_id in ("feed_plain", "feed_hourly"):
+    for dag_id in ("partner_feed_plain", "partner_feed_hourly", "partner_feed_daily"):
         cluster.unpause(dag_id)
 
     def registered():
@@ -74,7 +82,7 @@ def watching(deployment):
 
 def report(store: CatalogStore, hour: int, run_id: str | None = None):
     slot = DAY + dt.timedelta(hours=hour)
-    return report_completion("feed", "partners", slot, cron="0 * * * *", run_id=run_id, store=store)
+    return report_completion("partner_feed", "partners", slot, cron="0 * * * *", run_id=run_id, store=store)
 
 
 def asset_events(cluster: AirflowCluster) -> list[dict]:
@@ -126,10 +134,12 @@ def test_a_completed_slot_is_one_event_and_one_partitioned_event_keyed_by_its_sl
     plain, keyed = wait_published(cluster, {(slot(5), 1)})
     assert plain[(slot(5), 1)] == 1 and keyed[(key(5), 1)] == 1
     runs = cluster.wait_until(
-        lambda: [r for r in cluster.runs("feed_hourly") if r["state"] == "success"], TIMEOUT, "feed_hourly to run"
+        lambda: [r for r in cluster.runs("partner_feed_hourly") if r["state"] == "success"],
+        TIMEOUT,
+        "partner_feed_hourly to run",
     )
     assert [r["partition_key"] for r in runs] == ["2026-11-16T05"]
-    [plain_run] = cluster.wait_for_runs("feed_plain", 1)
+    [plain_run] = cluster.wait_for_runs("partner_feed_plain", 1)
     assert plain_run["state"] == "success"
 
 
@@ -148,14 +158,21 @@ def triggerer_log(cluster: AirflowCluster, name: str) -> str:
     return cluster.component(name).log_path.read_text(errors="replace")
 
 
-def publishing_lines(cluster: AirflowCluster) -> list[tuple[str, str]]:
-    """(time, triggerer) of each start of the feed's watcher, oldest first."""
-    lines = []
-    for name in ("triggerer-1", "triggerer-2"):
-        for line in triggerer_log(cluster, name).splitlines():
-            if "publishing partners/feed to asset" in line:
-                lines.append((line.split(" ", 1)[0], name))
-    return sorted(lines)
+def starts(cluster: AirflowCluster, name: str) -> int:
+    """How many times the feed's watcher started in triggerer ``name``."""
+    return triggerer_log(cluster, name).count("publishing partners/partner_feed to asset")
+
+
+def published_by(cluster: AirflowCluster, hour: int) -> str:
+    """The triggerer whose watcher published the hour last (its log says so, each line with its time)."""
+    text = f"slot {slot(hour)} completed (revision 1)"
+    found = [
+        (line.split(" ", 1)[0], name)
+        for name in ("triggerer-1", "triggerer-2")
+        for line in triggerer_log(cluster, name).splitlines()
+        if text in line
+    ]
+    return max(found)[1]
 
 
 def test_a_watcher_whose_catalog_is_down_waits_says_so_and_publishes_what_completed_meanwhile(
@@ -179,7 +196,7 @@ def test_a_watcher_whose_catalog_is_down_waits_says_so_and_publishes_what_comple
     for hour in (7, 8):
         outcome = SlotEvent(
             "success",
-            TaskIdentity("feed", "partners"),
+            TaskIdentity("partner_feed", "partners"),
             DAY + dt.timedelta(hours=hour),
             dt.datetime.now(dt.UTC),
             meta=TaskMeta(cron="0 * * * *", source="external"),
@@ -197,21 +214,33 @@ def test_a_watcher_whose_catalog_is_down_waits_says_so_and_publishes_what_comple
 
 def test_a_triggerer_killed_while_its_watcher_publishes_loses_no_event_and_doubles_none(watching):
     cluster, _server, store = watching
-    starts = publishing_lines(cluster)
-    holder = starts[-1][1]
-    survivor = "triggerer-2" if holder == "triggerer-1" else "triggerer-1"
     for hour in range(10, 16):
         report(store, hour)
     wait_published(cluster, {(slot(10), 1)})  # the watcher is publishing the burst
+    holder = published_by(cluster, 10)
+    survivor = "triggerer-2" if holder == "triggerer-1" else "triggerer-1"
+    before = starts(cluster, survivor)
     cluster.kill(holder)
     for hour in range(16, 19):  # completed while no watcher runs
         report(store, hour)
-    cluster.wait_until(
-        lambda: publishing_lines(cluster)[-1][1] == survivor and len(publishing_lines(cluster)) > len(starts),
-        TIMEOUT,
-        f"{survivor} to take the watcher over",
-    )
+    cluster.wait_until(lambda: starts(cluster, survivor) > before, TIMEOUT, f"{survivor} to take the watcher over")
     plain, keyed = wait_published(cluster, {(slot(h), 1) for h in range(10, 19)})
     assert {n for n in plain.values()} == {1}, plain
     assert {n for n in keyed.values()} == {1}, keyed
     assert len(keyed) == len(plain)
+
+
+def test_the_partners_command_line_reports_complete_the_day_and_the_daily_rollup_runs_once(watching):
+    cluster, _server, store = watching
+    reported = {h for h in range(24) if published(cluster)[0][(slot(h), 1)]}
+    for hour in sorted(set(range(24)) - reported):
+        cluster.run_leastaction(
+            "catalog", "report", "partner_feed", "--project", "partners", "--slot", slot(hour), "--cron", "0 * * * *"
+        )
+    wait_published(cluster, {(slot(h), 1) for h in range(24)})
+    runs = cluster.wait_until(
+        lambda: [r for r in cluster.runs("partner_feed_daily") if r["state"] == "success"],
+        TIMEOUT,
+        "partner_feed_daily to roll the day up",
+    )
+    assert [r["partition_key"] for r in runs] == ["2026-11-16"]
