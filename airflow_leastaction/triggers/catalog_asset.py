@@ -19,7 +19,8 @@ from airflow_leastaction.catalog.bridges import AssetBridges
 from airflow_leastaction.catalog.engine import aresolve_url, get_engine, is_outage
 from airflow_leastaction.config import setting
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.triggers.poller import OUTAGE_BACKOFF_CAP, CatalogPoller
+from airflow_leastaction.triggers.poll_group import backoff
+from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.trigger_log import ClassLog
 from airflow_leastaction.triggers.wire import CURSOR_KEY, Cursor, slot_event
 
@@ -140,7 +141,7 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
         """The cursor to start from: the one committed with the last event in Airflow's state store, else the
         catalog's bridge cursor (registering the bridge; a new one starts now, or at ``from_slot``)."""
         stored = await self._stored_cursor()
-        delay = self.poll_interval
+        failures = 0
         while True:
             try:
                 bridges = AssetBridges(await asyncio.to_thread(get_engine, url))
@@ -159,8 +160,8 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
                 if not is_outage(exc):
                     raise
                 self._say_unreachable(exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, OUTAGE_BACKOFF_CAP)
+                failures += 1
+                await asyncio.sleep(backoff(self.poll_interval, failures))
         self._say_reachable()
         if stored is not None:
             return stored

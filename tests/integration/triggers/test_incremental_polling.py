@@ -24,6 +24,7 @@ from airflow_leastaction.catalog.snapshots import wanted_windows
 from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import read_windows
+from airflow_leastaction.triggers.poll_group import PollGroup
 from airflow_leastaction.triggers.poller import CatalogPoller
 from tests.helpers.statement_count import StatementCounter
 
@@ -144,7 +145,7 @@ async def test_a_subscriber_joining_during_a_tick_is_read_in_full_on_the_next_on
         store.record_success(p, day(0), meta=DAILY, run_id="r0")
     poller = CatalogPoller(catalog_url, QUIET)
     reading, resume = threading.Event(), threading.Event()
-    original = CatalogPoller._changes
+    original = PollGroup._changes
 
     def changes(poller_, store_, since, names):
         out = original(poller_, store_, since, names)
@@ -155,7 +156,7 @@ async def test_a_subscriber_joining_during_a_tick_is_read_in_full_on_the_next_on
     async with poller.subscribe([(watched, day(1))]) as first:
         await asyncio.wait_for(first.next_change(), HANG)  # the poller's own loop ticks once, then sleeps
         await asyncio.to_thread(store.record_success, watched, day(1), run_id="r1")
-        monkeypatch.setattr(CatalogPoller, "_changes", changes)
+        monkeypatch.setattr(PollGroup, "_changes", changes)
         tick = asyncio.create_task(poller._tick(store))
         await asyncio.to_thread(reading.wait, HANG)
         async with poller.subscribe([(watched, day(1)), (unread, day(1))]) as joined:
