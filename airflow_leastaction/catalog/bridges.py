@@ -14,7 +14,7 @@ from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from airflow_leastaction.catalog.schema import asset_bridge, change_counter, task_run, utcnow
+from airflow_leastaction.catalog.schema import asset_bridge, change_counter, in_chunks, task_run, utcnow
 from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.wire import Cursor
@@ -136,14 +136,28 @@ class AssetBridges:
 
     def bridges(self, identities: Iterable[TaskIdentity] | None = None) -> list[Bridge]:
         """Every bridge (of ``identities`` only, when given), by task then asset."""
-        query = select(asset_bridge).order_by(asset_bridge.c.name, asset_bridge.c.project, asset_bridge.c.asset_name)
-        wanted = set(identities) if identities is not None else None
-        if wanted is not None:
-            query = query.where(asset_bridge.c.name.in_(sorted({i.name for i in wanted})))
         with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
-        found = [_bridge(r) for r in rows]
-        return [b for b in found if wanted is None or b.identity in wanted]
+            if identities is not None:
+                return [b for found in bridges_of(conn, identities).values() for b in found]
+            query = select(asset_bridge).order_by(*_BRIDGE_ORDER)
+            return [_bridge(r) for r in conn.execute(query)]
+
+
+def bridges_of(conn: Connection, identities: Iterable[TaskIdentity]) -> dict[TaskIdentity, list[Bridge]]:
+    """The bridges of each of ``identities`` that has any, each task's by deployment and asset: one
+    statement (one more per :data:`~airflow_leastaction.catalog.schema.IN_CHUNK` names)."""
+    wanted = set(identities)
+    found: dict[TaskIdentity, list[Bridge]] = {}
+    for chunk in in_chunks(sorted({i.name for i in wanted})):
+        query = select(asset_bridge).where(asset_bridge.c.name.in_(chunk)).order_by(*_BRIDGE_ORDER)
+        for row in conn.execute(query):
+            bridge = _bridge(row)
+            if bridge.identity in wanted:
+                found.setdefault(bridge.identity, []).append(bridge)
+    return found
+
+
+_BRIDGE_ORDER = (asset_bridge.c.name, asset_bridge.c.project, asset_bridge.c.deployment, asset_bridge.c.asset_name)
 
 
 def _bridge_clause(deployment: str, asset_name: str):
