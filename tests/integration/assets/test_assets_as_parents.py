@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pytest
 from sqlalchemy import select
 
 from airflow_leastaction.catalog.schema import identity_clause, task, task_run
 from airflow_leastaction.refs import airflow_asset
+from tests.helpers.run_conditions import states
 
 DAY = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
 
@@ -40,18 +40,6 @@ def asset_task(store, asset_name: str):
 def produce(run_dag, *numbers: int, rows: int = 10):
     run = run_dag("asc_hourly_producer", None, run_conf={"keys": hours(*numbers), "rows": rows})
     assert run.state == "success"
-
-
-@pytest.fixture
-def catalog(store, catalog_url, use_catalog, tmp_path, monkeypatch):
-    """The catalog the runs write to, on each backend (SQLite and PostgreSQL)."""
-    monkeypatch.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(tmp_path / "spool"))
-    use_catalog(catalog_url)
-    return store
-
-
-def states(run) -> dict[str, str]:
-    return {ti.task_id: getattr(ti.state, "value", ti.state) for ti in run.get_task_instances()}
 
 
 def test_each_partition_of_an_event_is_a_slot_record_of_the_asset_with_the_rows_of_its_extra(catalog, run_dag):

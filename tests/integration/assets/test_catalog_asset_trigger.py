@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-import pytest
 from sqlalchemy import select
 
 from airflow_leastaction.catalog.bridges import AssetBridges
@@ -83,12 +82,6 @@ async def registered(store) -> None:
     bridges = AssetBridges(store.engine)
     while not await asyncio.to_thread(bridges.bridges, [FEED]):
         await asyncio.sleep(0.02)
-
-
-@pytest.fixture
-def catalog(store, catalog_url, use_catalog):
-    use_catalog(catalog_url)
-    return store
 
 
 def test_every_write_of_a_slot_record_gives_it_the_next_change_number(catalog):

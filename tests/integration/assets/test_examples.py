@@ -6,25 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pytest
 from sqlalchemy import select
 
 from airflow_leastaction.catalog.schema import identity_clause, task, task_run
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.refs import airflow_asset
+from tests.helpers.run_conditions import states
 
 MONDAY = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def catalog(store, catalog_url, use_catalog, tmp_path, monkeypatch):
-    monkeypatch.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(tmp_path / "spool"))
-    use_catalog(catalog_url)
-    return store
-
-
-def states(run) -> dict[str, str]:
-    return {ti.task_id: getattr(ti.state, "value", ti.state) for ti in run.get_task_instances()}
 
 
 def test_the_landing_is_recorded_and_the_asset_triggered_dag_waits_for_its_catalog_parent(catalog, run_dag):

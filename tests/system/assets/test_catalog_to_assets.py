@@ -21,9 +21,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, select, text
 
+from airflow_leastaction.catalog.bridges import AssetBridges
 from airflow_leastaction.catalog.external import report_completion
 from airflow_leastaction.catalog.schema import asset_bridge
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.triggers.wire import Cursor
 from tests.helpers.airflow_cluster import AirflowCluster, fresh_pg_database
 from tests.helpers.own_postgres import OwnPostgres
 from tests.helpers.paths import ROOT
@@ -33,6 +36,7 @@ pytestmark = pytest.mark.postgres
 DAGS = Path(__file__).resolve().parent / "catalog_to_assets_dags"
 EXAMPLE = ROOT / "dags_examples" / "partner_feed_assets.py"
 ASSET = "catalog:partners/partner_feed"
+PARTNER_FEED = TaskIdentity("partner_feed", "partners")
 DAY = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
 TIMEOUT = 240
 
@@ -180,7 +184,6 @@ def test_a_watcher_whose_catalog_is_down_waits_says_so_and_publishes_what_comple
 ):
     from airflow_leastaction.catalog.outcomes import SlotEvent, deliver, replay
     from airflow_leastaction.catalog.store import TaskMeta
-    from airflow_leastaction.identity import TaskIdentity
 
     cluster, server, store = watching
     monkeypatch.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(tmp_path))
@@ -244,3 +247,12 @@ def test_the_partners_command_line_reports_complete_the_day_and_the_daily_rollup
         "partner_feed_daily to roll the day up",
     )
     assert [r["partition_key"] for r in runs] == ["2026-11-16"]
+    # The catalog's cursor of the bridge (the UI's, and the resume point without a state store) follows
+    # each commit: it reaches the last event Airflow recorded.
+    last = max(
+        (Cursor.decode(e["extra"]["payload"]["cursor"]) for e in asset_events(cluster)), key=lambda c: (c.seq, c.slot)
+    )
+    bridges = AssetBridges(store.engine)
+    cluster.wait_until(
+        lambda: [b.cursor for b in bridges.bridges([PARTNER_FEED])] == [last], TIMEOUT, "the catalog's cursor"
+    )
