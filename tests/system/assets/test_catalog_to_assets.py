@@ -256,3 +256,15 @@ def test_the_partners_command_line_reports_complete_the_day_and_the_daily_rollup
     cluster.wait_until(
         lambda: [b.cursor for b in bridges.bridges([PARTNER_FEED])] == [last], TIMEOUT, "the catalog's cursor"
     )
+    # The cursor a watcher resumes from is in the asset's state store, written with the last event.
+    assert stored_cursor(cluster) == last
+
+
+def stored_cursor(cluster: AirflowCluster) -> Cursor | None:
+    query = text(
+        "SELECT s.value FROM asset_state_store s JOIN asset a ON a.id = s.asset_id "
+        "WHERE a.name = :name AND s.key = 'leastaction.cursor'"
+    )
+    with cluster.metadata.connect() as conn:
+        value = conn.execute(query, {"name": ASSET}).scalar()
+    return Cursor.decode(json.loads(value)) if value else None
