@@ -9,6 +9,7 @@ naive time in the given timezone (a key format with ``%z`` carries its own offse
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.intervals.slots import resolve_timezone
@@ -42,12 +43,14 @@ def check_key_format(key_format: str, owner: str) -> str:
     """``key_format`` if it names the year and a key written with it reads back as the same key; else
     :class:`ConfigurationError` naming ``owner``. A format coarser than the slots (``%Y-%m-%d`` for an
     hourly task) gives several slots one key: it is for tasks whose slots are that coarse."""
+    if not isinstance(key_format, str):
+        raise ConfigurationError(f"{owner}: key_format {key_format!r} is not text (a strftime format)")
     if key_format.count("%Y") != 1:
         raise ConfigurationError(f"{owner}: key_format {key_format!r} must name the year (%Y) once")
     try:
         key = partition_key(SAMPLE_SLOT, "UTC", key_format)
         again = partition_key(slot_of_key(key, "UTC", key_format), "UTC", key_format)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, re.error) as exc:  # re.error: a field twice (%m%m), strptime's regex
         raise ConfigurationError(f"{owner}: key_format {key_format!r} cannot write and read a key: {exc}") from exc
     if again != key:
         raise ConfigurationError(f"{owner}: key_format {key_format!r} reads its key {key!r} back as {again!r}")

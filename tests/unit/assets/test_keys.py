@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_leastaction.assets.keys import (
@@ -65,7 +65,12 @@ def test_a_key_with_an_offset_carries_its_own_zone():
 
 @pytest.mark.parametrize(
     ("fmt", "why"),
-    [("%m-%d", "must name the year"), ("%Y-%Y", "must name the year"), ("%Y-W%U", "reads its key")],
+    [
+        ("%m-%d", "must name the year"),
+        ("%Y-%Y", "must name the year"),
+        ("%Y-W%U", "reads its key"),
+        ("%Y%m%m", "cannot write and read a key"),  # strptime's regex names the month twice
+    ],
 )
 def test_a_key_format_that_cannot_write_and_read_its_keys_is_refused_naming_its_owner(fmt, why):
     with pytest.raises(ConfigurationError, match=rf"catalog_asset\(x\): key_format .* {why}"):
@@ -75,3 +80,29 @@ def test_a_key_format_that_cannot_write_and_read_its_keys_is_refused_naming_its_
 def test_coarser_key_formats_are_accepted_for_coarse_slots():
     assert check_key_format("%Y-%m-%d", "x") == "%Y-%m-%d"
     assert partition_key(dt.datetime(2026, 11, 16, tzinfo=dt.UTC), "UTC", "%Y-%m-%d") == "2026-11-16"
+
+
+#: Pieces of key formats a DAG author may write: strftime directives (some that strptime cannot read back,
+#: some it ignores), literal text, and a stray percent sign.
+FORMAT_PIECES = st.sampled_from(
+    ["%Y", "%m", "%d", "%H", "%M", "%S", "%j", "%y", "%I", "%p", "%a", "%U", "%z", "%%", "%", "-", "T", ":", " ", "W"]
+)
+
+
+@settings(max_examples=300)
+@given(fmt=st.lists(FORMAT_PIECES, max_size=8).map("".join) | st.text(max_size=12), instant=INSTANTS)
+def test_a_key_format_is_refused_naming_its_owner_or_every_key_it_writes_reads_back_as_itself(fmt, instant):
+    try:
+        check_key_format(fmt, "catalog_asset(x)")
+    except ConfigurationError as exc:
+        assert str(exc).startswith(f"catalog_asset(x): key_format {fmt!r} "), exc
+        return
+    assert fmt.count("%Y") == 1
+    key = partition_key(instant, "UTC", fmt)
+    assert partition_key(slot_of_key(key, "UTC", fmt), "UTC", fmt) == key
+
+
+@pytest.mark.parametrize("fmt", [None, 5, b"%Y"])
+def test_a_key_format_that_is_not_text_is_refused_naming_its_owner(fmt):
+    with pytest.raises(ConfigurationError, match=rf"^asset_schedule\(x\): key_format {fmt!r} is not text"):
+        check_key_format(fmt, "asset_schedule(x)")
