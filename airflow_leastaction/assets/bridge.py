@@ -6,6 +6,7 @@ file is parsed. Every error names both sides (see :class:`~airflow_leastaction.e
 from __future__ import annotations
 
 import datetime as dt
+import math
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from airflow.sdk import Asset, AssetWatcher
 
 from airflow_leastaction.assets.compat import HAS_PARTITIONS
 from airflow_leastaction.assets.keys import DEFAULT_KEY_FORMAT, check_key_format, sample_key
+from airflow_leastaction.catalog.schema import asset_bridge
 from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import (
     AssetNameCollisionError,
@@ -29,6 +31,10 @@ from airflow_leastaction.triggers.catalog_asset import CatalogAssetTrigger
 EXTRA_KEY = "leastaction"
 #: The URI scheme of a catalog task's asset.
 URI_SCHEME = "leastaction"
+#: The longest key format the catalog keeps with a bridge (its column's width).
+KEY_FORMAT_WIDTH = asset_bridge.c.key_format.type.length
+#: The longest poll interval a watcher takes: a day (a longer one is a typo).
+MAX_POLL_INTERVAL = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -95,18 +101,24 @@ def catalog_asset(
             "external_task(name, project)"
         )
     owner = f"catalog_asset({parent})"
-    check_key_format(key_format, owner)
+    _check_key_format(key_format, owner)
     if timezone is not None:
-        resolve_timezone(timezone)
+        try:
+            resolve_timezone(timezone)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{owner}: {exc}") from exc
+    if not isinstance(extra, dict | None):
+        raise ConfigurationError(f"{owner}: extra {extra!r} is not a dict")
+    asset = _airflow_asset(_text(name, "name", parent.key, owner), _text(uri, "uri", default_uri(parent), owner), owner)
     trigger = CatalogAssetTrigger(
         identity=parent.as_dict(),
-        asset_name=name or parent.key,
-        asset_uri=Asset(name=name or parent.key, uri=uri or default_uri(parent)).uri,
+        asset_name=asset.name,
+        asset_uri=asset.uri,
         key_format=key_format,
         timezone=timezone,
         from_slot=_slot_text(from_slot, owner),
         catalog_conn_id=catalog_conn_id,
-        poll_interval=poll_interval if poll_interval is not None else float(setting("poll_interval", "5")),
+        poll_interval=_seconds(poll_interval if poll_interval is not None else setting("poll_interval", "5"), owner),
     )
     kwargs = trigger.serialize()[1]
     bridge = _register(parent, _Bridge(kwargs["asset_name"], kwargs["asset_uri"], tuple(sorted(kwargs.items()))))
@@ -119,9 +131,46 @@ def catalog_asset(
     )
 
 
+def _check_key_format(key_format: str, owner: str) -> None:
+    check_key_format(key_format, owner)
+    if len(key_format) > KEY_FORMAT_WIDTH:
+        raise ConfigurationError(f"{owner}: key_format {key_format!r} is longer than {KEY_FORMAT_WIDTH} characters")
+
+
+def _text(value, what: str, default: str, owner: str) -> str:
+    """The asset's ``name`` or ``uri`` as given (``default`` when None): text the catalog can store."""
+    if value is None:
+        return default
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        raise ConfigurationError(f"{owner}: asset {what} {value!r} is not non-empty text without NUL characters")
+    return value
+
+
+def _airflow_asset(name: str, uri: str, owner: str) -> Asset:
+    """The asset as Airflow checks and normalizes it (its URI's scheme, the length of both)."""
+    try:
+        return Asset(name=name, uri=uri)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{owner}: Airflow refuses asset {name!r} ({uri!r}): {exc}") from exc
+
+
+def _seconds(value, owner: str) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_POLL_INTERVAL):
+        raise ConfigurationError(
+            f"{owner}: poll_interval {value!r} is not a number of seconds above 0 and at most {MAX_POLL_INTERVAL:g}"
+        )
+    return seconds
+
+
 def _slot_text(value: str | dt.datetime | None, owner: str) -> str | None:
     if value is None:
         return None
+    if not isinstance(value, str | dt.datetime):
+        raise ConfigurationError(f"{owner}: from_slot {value!r} is neither an ISO-8601 instant nor a datetime")
     try:
         slot = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError as exc:

@@ -4,9 +4,12 @@ file is parsed, each error naming both sides."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 import pytest
 from airflow.sdk import Asset, DayWindow, RollupMapper, StartOfDayMapper, StartOfHourMapper
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from airflow_leastaction.assets import bridge
 from airflow_leastaction.assets.bridge import catalog_asset, partitioned_on_catalog
@@ -20,6 +23,12 @@ from airflow_leastaction.refs import airflow_task, external_task
 from airflow_leastaction.triggers.catalog_asset import CatalogAssetTrigger
 
 FEED = external_task("feed", "partners")
+#: Instants as a partner writes them: with an offset or Z, or none.
+ISO_INSTANTS = st.builds(
+    lambda instant, suffix: instant.isoformat() + suffix,
+    st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)),
+    st.sampled_from(["", "Z", "+00:00", "+05:30", "-23:59"]),
+)
 
 
 @pytest.fixture(autouse=True)
@@ -82,6 +91,59 @@ class TestCatalogAsset:
     def test_bad_arguments_are_refused_naming_the_task(self, kwargs, message):
         with pytest.raises(ConfigurationError, match=message):
             catalog_asset(FEED, **kwargs)
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"name": ""}, "asset name '' is not non-empty text"),
+            ({"name": "feed\x00"}, "asset name 'feed.x00' is not non-empty text without NUL"),
+            ({"uri": 5}, "asset uri 5 is not non-empty text"),
+            ({"name": "x" * 1501}, "Airflow refuses asset 'xxx.*cannot exceed 1500 characters"),
+            ({"uri": "airflow://feed"}, "Airflow refuses asset .*'airflow' is reserved"),
+            ({"key_format": 5}, "key_format 5 is not text"),
+            ({"key_format": "%Y" + "-" * 99}, "key_format '%Y-+' is longer than 100 characters"),
+            ({"poll_interval": 0}, "poll_interval 0 is not a number of seconds above 0"),
+            ({"poll_interval": -1}, "poll_interval -1 is not"),
+            ({"poll_interval": float("nan")}, "poll_interval nan is not"),
+            ({"poll_interval": float("inf")}, "poll_interval inf is not"),
+            ({"poll_interval": "soon"}, "poll_interval 'soon' is not"),
+            ({"from_slot": 1763251200}, "from_slot 1763251200 is neither an ISO-8601 instant nor a datetime"),
+            ({"extra": ["owner"]}, r"extra \['owner'\] is not a dict"),
+        ],
+    )
+    def test_bad_asset_watcher_and_extra_arguments_are_refused_naming_the_task(self, kwargs, message):
+        with pytest.raises(ConfigurationError, match=rf"^catalog_asset\(partners/feed\): {message}"):
+            catalog_asset(FEED, **kwargs)
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        name=st.none() | st.text(max_size=40),
+        uri=st.none() | st.text(max_size=40) | st.builds("s3://bucket/{}".format, st.text(max_size=20)),
+        timezone=st.none() | st.sampled_from(["UTC", "Europe/Paris"]) | st.text(max_size=20),
+        from_slot=st.none() | st.text(max_size=30) | st.datetimes().map(dt.datetime.isoformat) | ISO_INSTANTS,
+        poll_interval=st.none() | st.floats(allow_nan=True) | st.integers(-5, 5),
+    )
+    def test_any_value_is_an_asset_watched_as_given_or_an_error_naming_the_task(
+        self, name, uri, timezone, from_slot, poll_interval
+    ):
+        for registry in ("_by_task", "_by_name", "_by_uri"):  # each example is a DAG file of its own
+            getattr(bridge, registry).clear()
+        given_args = {"name": name, "uri": uri, "timezone": timezone, "from_slot": from_slot}
+        try:
+            asset = catalog_asset(FEED, poll_interval=poll_interval, **given_args)
+        except ConfigurationError as exc:
+            assert str(exc).startswith("catalog_asset(partners/feed): "), exc
+            return
+        trigger = asset.watchers[0].trigger
+        assert asset.name == (name if name is not None else "catalog:partners/feed")
+        assert name is None or (name.strip() and "\x00" not in name)
+        assert uri is None or (uri.strip() and "\x00" not in uri)
+        assert (trigger.asset_name, trigger.asset_uri) == (asset.name, asset.uri)
+        assert trigger.poll_interval > 0 and math.isfinite(trigger.poll_interval)
+        if from_slot is not None:
+            instant = dt.datetime.fromisoformat(from_slot.replace("Z", "+00:00"))
+            assert instant.tzinfo is not None
+            assert dt.datetime.fromisoformat(trigger.from_slot) == instant
 
     def test_anything_but_a_catalog_identity_is_refused(self):
         with pytest.raises(ConfigurationError, match="not a catalog task identity"):
