@@ -85,3 +85,14 @@ def test_a_whole_dag_condition_waits_for_the_asset(catalog, run_dag):
     assert first["price_report"] == "skipped", first
     assert run_dag("asc_prices_producer", DAY).state == "success"
     assert states(run_dag("asc_on_prices", DAY + dt.timedelta(days=1)))["price_report"] == "success"
+
+
+def test_an_event_whose_key_is_no_time_is_left_out_and_rows_of_another_kind_are_unknown(catalog, run_dag):
+    """Bad input from a producer is the producer's: its run still succeeds, the catalog records what it can."""
+    produce(run_dag, 6, rows="many")
+    run = run_dag("asc_hourly_producer", None, run_conf={"keys": ["yesterday", hours(7)[0]], "rows": -3})
+    assert run.state == "success"
+    assert records(catalog, "asc_hourly_orders") == {
+        DAY + dt.timedelta(hours=6): ("success", 1, None),
+        DAY + dt.timedelta(hours=7): ("success", 1, None),
+    }
