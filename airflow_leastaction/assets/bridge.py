@@ -222,7 +222,8 @@ def partitioned_on_catalog(assets, *, default_partition_mapper=None, partition_m
     from airflow.sdk import IdentityMapper, PartitionedAssetTimetable
 
     default = default_partition_mapper or IdentityMapper()
-    config = dict(partition_mapper_config or {})
+    config = partition_mapper_config or {}
+    _check_schedule(assets, default, config)
     by_name = {asset.name: mapper for condition, mapper in config.items() for asset in _assets_of(condition)}
     names: dict[str, str] = {}
     uris: dict[str, str] = {}
@@ -239,6 +240,27 @@ def partitioned_on_catalog(assets, *, default_partition_mapper=None, partition_m
         if bridged is not None:
             _check_mapper(asset.name, *bridged, by_name.get(asset.name, default))
     return PartitionedAssetTimetable(assets=assets, default_partition_mapper=default, partition_mapper_config=config)
+
+
+def _check_schedule(assets, default, config) -> None:
+    """The arguments of :func:`partitioned_on_catalog` are of the kinds Airflow's timetable takes."""
+    from airflow.sdk import PartitionMapper
+    from airflow.sdk.definitions.asset import BaseAsset
+
+    owner = "partitioned_on_catalog()"
+    if not isinstance(assets, BaseAsset):
+        raise ConfigurationError(f"{owner}: {assets!r} is neither an asset nor a condition of assets (a & b, a | b)")
+    if not isinstance(config, dict):
+        raise ConfigurationError(f"{owner}: partition_mapper_config {config!r} is not a dict of assets to mappers")
+    for mapper, what in [
+        (default, "default_partition_mapper"),
+        *((m, f"the mapper of {a!r}") for a, m in config.items()),
+    ]:
+        if not isinstance(mapper, PartitionMapper):
+            raise ConfigurationError(f"{owner}: {what} {mapper!r} is not a partition mapper (StartOfDayMapper(), ...)")
+    for key in config:
+        if not isinstance(key, BaseAsset):
+            raise ConfigurationError(f"{owner}: partition_mapper_config key {key!r} is not an asset")
 
 
 def _assets_of(condition):

@@ -198,3 +198,30 @@ class TestPartitionedOnCatalog:
             partitioned_on_catalog(
                 feed | Asset("catalog:partners/feed", uri="s3://x"), default_partition_mapper=StartOfHourMapper()
             )
+
+    @pytest.mark.parametrize(
+        ("assets", "kwargs", "message"),
+        [
+            ("catalog:partners/feed", {}, "'catalog:partners/feed' is neither an asset nor a condition of assets"),
+            (None, {}, "None is neither an asset"),
+            (
+                Asset("landing"),
+                {"default_partition_mapper": "day"},
+                "default_partition_mapper 'day' is not a partition",
+            ),
+            (
+                Asset("landing"),
+                {"partition_mapper_config": [("landing", 1)]},
+                "partition_mapper_config .* is not a dict",
+            ),
+            (
+                Asset("landing"),
+                {"partition_mapper_config": {"landing": StartOfDayMapper()}},
+                "partition_mapper_config key 'landing' is not an asset",
+            ),
+            (Asset("landing"), {"partition_mapper_config": {Asset("landing"): "day"}}, "the mapper of .* is not a"),
+        ],
+    )
+    def test_a_schedule_of_other_kinds_than_airflows_timetable_takes_is_refused(self, assets, kwargs, message):
+        with pytest.raises(ConfigurationError, match=rf"^partitioned_on_catalog\(\): {message}"):
+            partitioned_on_catalog(assets, **kwargs)
