@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from airflow_leastaction.catalog.bound_rows import bound_rows
-from airflow_leastaction.catalog.schema import consumption, gate_decision, task_run, utcnow
+from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run, utcnow
 from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.gate import DecisionResult, Judgement
 
@@ -93,6 +93,25 @@ class AuditRecords:
         params.update({f"c_gate_{i}": gate for i, gate in enumerate(gates)})
         # INSERT ... SELECT: the decisions never travel through Python, one statement whatever their number.
         return conn.execute(_consumption_statement(conn.dialect, consume_own, len(gates)), params).rowcount
+
+    def admitting_decisions(self, who: AttemptKey, gate_task_ids: Sequence[str] = ()) -> list:
+        """The SATISFIED decisions the attempt ``who`` consumes when it succeeds (its own and those of the
+        latest attempt of each gate admitting it, as :meth:`_consume` records them), each with the upstream
+        task's identity columns (None for a task of the same run), in decision order."""
+        gates = list(dict.fromkeys(gate_task_ids))
+        decisions = _admitting_decisions(True, len(gates))
+        params = {f"c_gate_{i}": gate for i, gate in enumerate(gates)}
+        params.update(
+            c_dag_id=who.dag_id, c_task_id=who.task_id, c_run_id=who.run_id, c_map_index=who.map_index,
+            c_attempt=who.attempt, c_satisfied=DecisionResult.SATISFIED.value,
+        )  # fmt: skip
+        query = (
+            select(decisions, task.c.name, task.c.project, task.c.account, task.c.partition)
+            .outerjoin(task, task.c.id == decisions.c.upstream_task_pk)
+            .order_by(decisions.c.id)
+        )
+        with self.engine.connect() as conn:
+            return conn.execute(query, params).mappings().all()
 
     def _consumed_by(self, conn: Connection, who: AttemptKey) -> bool:
         """Has the attempt ``who`` already recorded consumption (a replayed success must not repeat it)?"""
@@ -333,30 +352,36 @@ _COPIED = ("dependency", "upstream_task_pk", "upstream_run_pk", "upstream_slot",
 _CONSUMPTIONS: dict[tuple, object] = {}
 
 
+def _admitting_decisions(own_attempt: bool, gates: int):
+    """The SATISFIED decisions an attempt consumes: its own (when ``own_attempt``) and those of the latest
+    attempt of each of ``gates`` gate tasks of the same task instance's run (bound as ``c_gate_<i>``)."""
+    d = gate_decision.c
+    same_ti = (
+        d.dag_id == bindparam("c_dag_id"),
+        d.run_id == bindparam("c_run_id"),
+        d.map_index == bindparam("c_map_index"),
+    )
+    # One branch per source attempt, each keyed on the whole attempt index: an OR of attempts let
+    # planners pick the (result, time) index instead and scan every SATISFIED decision ever recorded.
+    # A gate's latest attempt is an uncorrelated scalar subquery, evaluated once per statement.
+    sources = [(bindparam("c_task_id"), bindparam("c_attempt"))] if own_attempt else []
+    for i in range(gates):
+        gate = bindparam(f"c_gate_{i}")
+        sources.append((gate, select(func.max(d.attempt)).where(*same_ti, d.task_id == gate).scalar_subquery()))
+    branches = [
+        select(gate_decision).where(*same_ti, d.result == bindparam("c_satisfied"), d.task_id == t, d.attempt == n)
+        for t, n in sources
+    ]
+    return (branches[0] if len(branches) == 1 else union_all(*branches)).subquery()
+
+
 def _consumption_statement(dialect, own_attempt: bool, gates: int):
-    """INSERT of one consumption record per SATISFIED decision of the consuming attempt itself (when
-    ``own_attempt``) and of the latest attempt of each of ``gates`` gate tasks of the same task instance's
-    run; built once per dialect and shape, the values bound (see :meth:`AuditRecords._consume`)."""
+    """INSERT of one consumption record per decision the attempt consumes (:func:`_admitting_decisions`);
+    built once per dialect and shape, the values bound (see :meth:`AuditRecords._consume`)."""
     key = (type(dialect), dialect.name, own_attempt, gates)
     if key not in _CONSUMPTIONS:
-        d, c = gate_decision.c, consumption.c
-        same_ti = (
-            d.dag_id == bindparam("c_dag_id"),
-            d.run_id == bindparam("c_run_id"),
-            d.map_index == bindparam("c_map_index"),
-        )
-        # One branch per source attempt, each keyed on the whole attempt index: an OR of attempts let
-        # planners pick the (result, time) index instead and scan every SATISFIED decision ever recorded.
-        # A gate's latest attempt is an uncorrelated scalar subquery, evaluated once per statement.
-        sources = [(bindparam("c_task_id"), bindparam("c_attempt"))] if own_attempt else []
-        for i in range(gates):
-            gate = bindparam(f"c_gate_{i}")
-            sources.append((gate, select(func.max(d.attempt)).where(*same_ti, d.task_id == gate).scalar_subquery()))
-        branches = [
-            select(gate_decision).where(*same_ti, d.result == bindparam("c_satisfied"), d.task_id == t, d.attempt == n)
-            for t, n in sources
-        ]
-        decisions = (branches[0] if len(branches) == 1 else union_all(*branches)).subquery()
+        c = consumption.c
+        decisions = _admitting_decisions(own_attempt, gates)
         own = [*_OWN, "downstream_task_pk", "downstream_slot", "consumed_at"]
         # type_coerce, not CAST: SQLite's CAST(... AS DATETIME) would turn the stored text into a number.
         values = [type_coerce(bindparam(f"c_{name}"), c[name].type) for name in own]

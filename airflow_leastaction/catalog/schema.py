@@ -79,8 +79,36 @@ task_run = Table(
     Column("started_at", UtcDateTime(), nullable=True),
     Column("finished_at", UtcDateTime(), nullable=True),
     Column("updated_at", UtcDateTime(), nullable=False),
+    # The change number of the record's last write (as ``la_task.change_seq``): an asset watcher's cursor.
+    Column("change_seq", BigInteger, nullable=False, server_default="0"),
     UniqueConstraint("task_pk", "slot"),
     Index("ix_la_task_run_updated", "updated_at"),
+    Index("ix_la_task_run_change_seq", "task_pk", "change_seq"),
+)
+
+#: One row per asset a deployment's watcher publishes a catalog task to (see :mod:`airflow_leastaction.assets`).
+asset_bridge = Table(
+    "la_asset_bridge",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    # The deployment (``[leastaction] project``) whose Airflow holds the asset: asset names are per deployment.
+    Column("deployment", String(250), nullable=False),
+    Column("asset_name", String(1500), nullable=False),
+    Column("asset_uri", String(1500), nullable=False),
+    # The catalog task published, by identity (it may not be in the catalog yet).
+    Column("name", String(250), nullable=False),
+    Column("project", String(250), nullable=False),
+    Column("account", String(250), nullable=False, default=""),
+    Column("partition", String(250), nullable=False, default=""),
+    Column("key_format", String(100), nullable=False),
+    # The watcher's cursor as of the last event Airflow committed: (change number, slot) of that slot record.
+    Column("cursor_seq", BigInteger, nullable=True),
+    Column("cursor_slot", UtcDateTime(), nullable=True),
+    Column("last_revision", Integer, nullable=True),
+    Column("last_emitted_at", UtcDateTime(), nullable=True),
+    Column("created_at", UtcDateTime(), nullable=False),
+    UniqueConstraint("deployment", "asset_name"),
+    Index("ix_la_asset_bridge_task", "name", "project"),
 )
 
 gate_decision = Table(

@@ -14,6 +14,7 @@ from sqlalchemy import Select, and_, case, func, literal, or_, select, tuple_
 from sqlalchemy.engine import Engine
 
 from airflow_leastaction.catalog.audit import is_stale
+from airflow_leastaction.catalog.bridges import Bridge, bridges_of
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.identity import TaskIdentity
@@ -154,6 +155,8 @@ class CatalogRow:
     slots: list[dict] = field(default_factory=list)
     #: Declared parents left out: tasks of DAGs the reader may not read.
     withheld: int = 0
+    #: The assets the task is published to (:mod:`airflow_leastaction.assets`).
+    assets: list[Bridge] = field(default_factory=list)
 
 
 def _unreadable(conn, identities: set[TaskIdentity], scope: DagScope) -> set[TaskIdentity]:
@@ -307,6 +310,7 @@ class CatalogReads:
             slots = self._recent_slots(conn, [r["id"] for r in tasks])
             parents = {r["id"]: parse_parents(r["parents"]) for r in tasks}
             hidden = _unreadable(conn, {p for ps in parents.values() for p in ps}, scope)
+            assets = bridges_of(conn, [TaskIdentity.from_row(r) for r in tasks])
         rows = [
             CatalogRow(
                 r,
@@ -314,6 +318,7 @@ class CatalogReads:
                 [p for p in parents[r["id"]] if p not in hidden],
                 slots.get(r["id"], []),
                 withheld=sum(p in hidden for p in parents[r["id"]]),
+                assets=assets.get(TaskIdentity.from_row(r), []),
             )
             for r in tasks
         ]
