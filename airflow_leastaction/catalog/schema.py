@@ -176,7 +176,17 @@ consumption = Table(
     Column("upstream_slot", UtcDateTime(), nullable=True),
     Column("upstream_revision", Integer, nullable=True),
     Column("consumed_at", UtcDateTime(), nullable=False),
-    Index("ix_la_consumption_downstream", "dag_id", "task_id", "downstream_slot"),
+    # A consumer's records of one slot, down to what a staleness check looks up (audit.is_stale): the
+    # check then reads the records that match, not every record of the consumer's slot.
+    Index(
+        "ix_la_consumption_downstream",
+        "dag_id",
+        "task_id",
+        "downstream_slot",
+        "dependency",
+        "upstream_run_pk",
+        "upstream_revision",
+    ),
     Index("ix_la_consumption_upstream", "upstream_task_pk", "upstream_slot"),
     Index("ix_la_consumption_time", "consumed_at", "id"),
 )

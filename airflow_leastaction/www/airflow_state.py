@@ -49,22 +49,26 @@ _PARSED_MAX = 512
 
 def declared_tasks(dag_ids: Iterable[str]) -> dict[str, dict[str, DeclaredTask]]:
     """The tasks of each DAG as its latest serialized version declares them (a DAG Airflow does not have
-    is left out), in one query."""
-    from airflow.models.serialized_dag import SerializedDagModel
+    is left out): one query for the latest versions' hashes, and the serialized form of a version only
+    when it was not parsed before (loading it means reading and decoding the whole DAG's JSON)."""
+    from airflow.models.serialized_dag import SerializedDagModel as SDM
 
     wanted = sorted({d for d in dag_ids if d})
     if not wanted:
         return {}
-    out = {}
+    # Airflow's own choice of a DAG's latest serialized version, reduced to its ids and hashes.
+    latest = SDM._latest_by_version_select(wanted).with_only_columns(SDM.id, SDM.dag_id, SDM.dag_hash)
     with _session() as session:
-        for found in SerializedDagModel.get_latest_serialized_dags(dag_ids=wanted, session=session):
-            key = (found.dag_id, str(found.dag_hash))
-            if key not in _PARSED:
-                if len(_PARSED) >= _PARSED_MAX:
-                    _PARSED.clear()
-                _PARSED[key] = parse_tasks(found.data or {})
-            out[found.dag_id] = _PARSED[key]
-    return out
+        versions = {row.id: (row.dag_id, str(row.dag_hash)) for row in session.execute(latest)}
+        parsed = {key: _PARSED[key] for key in versions.values() if key in _PARSED}
+        unparsed = [pk for pk, key in versions.items() if key not in parsed]
+        if unparsed:
+            for found in session.scalars(select(SDM).where(SDM.id.in_(unparsed))):
+                parsed[versions[found.id]] = parse_tasks(found.data or {})
+            if len(_PARSED) + len(unparsed) > _PARSED_MAX:
+                _PARSED.clear()
+            _PARSED.update(parsed)
+    return {dag_id: parsed[(dag_id, dag_hash)] for dag_id, dag_hash in versions.values()}
 
 
 def recent_runs(dag_id: str, limit: int = RECENT_RUNS, run_id: str | None = None) -> list[RunFacts]:

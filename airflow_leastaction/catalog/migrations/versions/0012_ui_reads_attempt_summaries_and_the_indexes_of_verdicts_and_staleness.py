@@ -1,8 +1,10 @@
-"""Gate attempts: one summary row per attempt that recorded decisions (how many, how many met or
-bypassed, when), counted from the decisions already recorded; and the attempt index of the decisions
-ends with their id, so an attempt's first decisions are the start of its index range
+"""UI reads: one summary row per gate attempt that recorded decisions (how many, how many met or
+bypassed, when), counted from the decisions already recorded; the attempt index of the decisions ends
+with their id, so an attempt's first decisions are the start of its index range; and the consumer
+index of the consumption records holds what a staleness check looks up (dependency, upstream slot
+record, revision), so the check reads the matching records, not the consumer's whole slot
 
-Revision ID: 0012_gate_attempts
+Revision ID: 0012_ui_reads
 Revises: 0007_change_seq
 Create Date: 2026-12-03 18:00:00
 """
@@ -12,12 +14,14 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012_gate_attempts"
+revision = "0012_ui_reads"
 down_revision = "0009_asset_bridge"
 branch_labels = None
 depends_on = None
 
 ATTEMPT = ["dag_id", "task_id", "run_id", "map_index", "attempt"]
+CONSUMER = ["dag_id", "task_id", "downstream_slot"]
+CAUGHT_UP = [*CONSUMER, "dependency", "upstream_run_pk", "upstream_revision"]
 
 
 def upgrade() -> None:
@@ -47,9 +51,13 @@ def upgrade() -> None:
     )
     op.drop_index("ix_la_gate_decision_attempt", table_name="la_gate_decision")
     op.create_index("ix_la_gate_decision_attempt", "la_gate_decision", [*ATTEMPT, "id"], unique=False)
+    op.drop_index("ix_la_consumption_downstream", table_name="la_consumption")
+    op.create_index("ix_la_consumption_downstream", "la_consumption", CAUGHT_UP, unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index("ix_la_consumption_downstream", table_name="la_consumption")
+    op.create_index("ix_la_consumption_downstream", "la_consumption", CONSUMER, unique=False)
     op.drop_index("ix_la_gate_decision_attempt", table_name="la_gate_decision")
     op.create_index("ix_la_gate_decision_attempt", "la_gate_decision", ATTEMPT, unique=False)
     op.drop_table("la_gate_attempt")
