@@ -256,7 +256,9 @@ def ui(doc: dict, part: str | None) -> list[str]:
         rows.append([label, _ms(b), _ms(a), f"{_ms(min(after))} to {_ms(max(after))}", f"{b / a:.1f}x"])
     head = (
         f"{i['tasks']:,} tasks, {i['slots']:,} slots, {i['decisions']:,} decisions, {i['consumption']:,} "
-        f"consumption rows loaded in {r['load_s']:.1f} s; UI indexes created in {r['index_s']:.1f} s; "
+        f"consumption rows loaded in {r['load_s']:.1f} s; "
+        + (f"upgraded to the current schema in {r['upgrade_s']:.1f} s; " if "upgrade_s" in r else "")
+        + f"UI indexes created in {r['index_s']:.1f} s; "
         f"{i['repeat']} requests per endpoint and index set."
     )
     return [
