@@ -312,15 +312,20 @@ def airflow_database() -> None:
     subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
 
 
-def main(argv=None) -> int:
-    from bench.common import environment, temporary_airflow_home, write_json
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def scale_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the catalog's size, the backends, the repeats and the JSON path (also compare_ui's)."""
     parser.add_argument("--backend", action="append", choices=["sqlite", "postgres"])
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--decisions", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--json", help="write inputs, environment and every raw sample here")
+
+
+def main(argv=None) -> int:
+    from bench.common import environment, temporary_airflow_home, write_json
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    scale_arguments(parser)
     args = parser.parse_args(argv)
     temporary_airflow_home()
     airflow_database()
