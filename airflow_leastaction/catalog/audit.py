@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, bindparam, case, exists, func, insert, or_, select, type_coerce, union_all
+from sqlalchemy import and_, bindparam, case, func, insert, or_, select, type_coerce, union_all
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
@@ -261,14 +261,17 @@ def is_stale(current_revision) -> ColumnElement:
     s = since.c
 
     def consumed_since(same_slot) -> ColumnElement:
-        return exists().where(
-            s.dag_id == c.dag_id,
-            s.task_id == c.task_id,
-            same_slot,
-            s.dependency == c.dependency,
-            s.upstream_run_pk == c.upstream_run_pk,
-            s.upstream_revision >= current_revision,
+        # The newest revision the consumer took of the same dependency and slot record: a max(), which
+        # PostgreSQL answers as the last entry of the consumer index's range (ordered by the revision).
+        # As an EXISTS it estimated one record per consumer, preferred the smaller (DAG, task, time) index
+        # and filtered a busy consumer's whole history for every row checked.
+        newest = (
+            select(func.max(s.upstream_revision))
+            .where(s.dag_id == c.dag_id, s.task_id == c.task_id, same_slot)
+            .where(s.dependency == c.dependency, s.upstream_run_pk == c.upstream_run_pk)
+            .scalar_subquery()
         )
+        return func.coalesce(newest, current_revision - 1) >= current_revision
 
     # "The same downstream slot, or both none", written as two lookups: each compares the slot with = or
     # IS NULL, which the (DAG, task, downstream slot) index answers; IS NOT DISTINCT FROM is not indexable
