@@ -157,7 +157,8 @@ def run_backend(backend: str, versions: list[tuple[str, str]], args) -> dict:
             subprocess.run([sys.executable, "-c", UPGRADE, copy], cwd=tree, env=env, check=True)
             upgraded[label] = round(time.perf_counter() - start, 1)
             ports[label] = serve(tree, copy, keep)
-        timed = time_in_turn(ports, pages(args.tasks), args.repeat)
+        chosen = [(label, path) for label, path in pages(args.tasks) if not args.page or label in args.page]
+        timed = time_in_turn(ports, chosen, args.repeat)
         return {"backend": backend, "load_s": round(took, 1), "upgrade_s": upgraded, "endpoints": timed}
     finally:
         for undo in reversed(keep):
@@ -171,6 +172,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="append", required=True, help="LABEL=COMMIT (. for this tree)")
     scale_arguments(parser)
+    parser.add_argument("--page", action="append", help="time only this page or endpoint (its label)")
     args = parser.parse_args(argv)
     versions = [tuple(v.split("=", 1)) for v in args.version]
     temporary_airflow_home()
