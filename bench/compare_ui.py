@@ -63,7 +63,12 @@ def checkout(commit: str, keep: list) -> Path:
         return ROOT
     where = Path(tempfile.mkdtemp(prefix="la-compare-")) / "tree"
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), commit], check=True)
-    keep.append(lambda: subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(where)]))
+
+    def remove():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(where)])
+        shutil.rmtree(where.parent, ignore_errors=True)
+
+    keep.append(remove)
     return where
 
 
