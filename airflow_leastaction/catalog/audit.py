@@ -10,12 +10,13 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, bindparam, exists, func, insert, or_, select, type_coerce, union_all
+from sqlalchemy import and_, bindparam, case, func, insert, or_, select, type_coerce, union_all
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from airflow_leastaction.catalog.bound_rows import bound_rows
-from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run, utcnow
+from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_decision, task, task_run, utcnow
 from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.gate import DecisionResult, Judgement
 
@@ -50,14 +51,18 @@ class AuditRecords:
         """Append one decision per judged dependency of this attempt; their ids, in ``judgements`` order.
 
         ``bypass_reason`` (a relaxed gate admitting anyway) records each *unsatisfied* dependency
-        BYPASSED with that reason; a satisfied one is SATISFIED all the same, and is consumed.
+        BYPASSED with that reason; a satisfied one is SATISFIED all the same, and is consumed. The
+        attempt's summary (``la_gate_attempt``: how many decisions, how many met or bypassed, when) counts
+        them in the same transaction.
         """
         now = at or utcnow()
         rows = [_decision_values(j, bypass_reason) for j in judgements]
         if not rows:
             return []
         with self.transactions.write() as conn:
-            return sorted(conn.execute(*_decisions_insert(conn, attempt, downstream_slot, now, rows)).scalars())
+            ids = sorted(conn.execute(*_decisions_insert(conn, attempt, downstream_slot, now, rows)).scalars())
+            conn.execute(_summary_statement(conn.dialect), _summary_params(attempt, now, rows))
+            return ids
 
     def _consume(
         self,
@@ -256,14 +261,17 @@ def is_stale(current_revision) -> ColumnElement:
     s = since.c
 
     def consumed_since(same_slot) -> ColumnElement:
-        return exists().where(
-            s.dag_id == c.dag_id,
-            s.task_id == c.task_id,
-            same_slot,
-            s.dependency == c.dependency,
-            s.upstream_run_pk == c.upstream_run_pk,
-            s.upstream_revision >= current_revision,
+        # The newest revision the consumer took of the same dependency and slot record: a max(), which
+        # PostgreSQL answers as the last entry of the consumer index's range (ordered by the revision).
+        # As an EXISTS it estimated one record per consumer, preferred the smaller (DAG, task, time) index
+        # and filtered a busy consumer's whole history for every row checked.
+        newest = (
+            select(func.max(s.upstream_revision))
+            .where(s.dag_id == c.dag_id, s.task_id == c.task_id, same_slot)
+            .where(s.dependency == c.dependency, s.upstream_run_pk == c.upstream_run_pk)
+            .scalar_subquery()
         )
+        return func.coalesce(newest, current_revision - 1) >= current_revision
 
     # "The same downstream slot, or both none", written as two lookups: each compares the slot with = or
     # IS NULL, which the (DAG, task, downstream slot) index answers; IS NOT DISTINCT FROM is not indexable
@@ -325,8 +333,8 @@ def _decisions_insert(conn: Connection, attempt: AttemptKey, downstream_slot, no
     return statement, {**own, **judged.params(rows)}
 
 
-#: The columns that name the attempt.
-_OWN = ("dag_id", "task_id", "run_id", "map_index", "attempt")
+#: The columns that name an attempt (:class:`AttemptKey`'s fields, in its order), in every table keyed by one.
+ATTEMPT_COLUMNS = ("dag_id", "task_id", "run_id", "map_index", "attempt")
 
 _DECISIONS: dict[tuple, tuple] = {}
 
@@ -336,13 +344,46 @@ def _decisions_statement(dialect):
     if key not in _DECISIONS:
         d = gate_decision.c
         judged = bound_rows(dialect, "j", [(name, d[name].type) for name in _JUDGED])
-        own = [*_OWN, "downstream_slot", "decided_at"]
+        own = [*ATTEMPT_COLUMNS, "downstream_slot", "decided_at"]
         # type_coerce, not CAST: SQLite's CAST(... AS DATETIME) would turn the stored text into a number.
         values = [type_coerce(bindparam(f"d_{name}"), d[name].type) for name in own]
         source = select(*values, *judged.columns).select_from(judged.table).order_by(judged.order)
         statement = insert(gate_decision).from_select([*own, *_JUDGED], source).returning(d.id)
         _DECISIONS[key] = (statement, judged)
     return _DECISIONS[key]
+
+
+def _summary_params(attempt: AttemptKey, now, rows: list[tuple]) -> dict:
+    results = [row[_JUDGED.index("result")] for row in rows]
+    return {
+        **{name: getattr(attempt, name) for name in ATTEMPT_COLUMNS},
+        "decisions": len(results),
+        "satisfied": results.count(DecisionResult.SATISFIED.value),
+        "bypassed": results.count(DecisionResult.BYPASSED.value),
+        "decided_at": now,
+    }
+
+
+_SUMMARIES: dict[tuple, object] = {}
+
+
+def _summary_statement(dialect):
+    """The upsert of an attempt's summary: a second write for the same attempt adds to its counts."""
+    key = (type(dialect), dialect.name)
+    if key not in _SUMMARIES:
+        dialect_insert = postgresql.insert if dialect.name == "postgresql" else sqlite.insert
+        statement = dialect_insert(gate_attempt)
+        new, old = statement.excluded, gate_attempt.c
+        _SUMMARIES[key] = statement.on_conflict_do_update(
+            index_elements=[old[name] for name in ATTEMPT_COLUMNS],
+            set_={
+                "decisions": old.decisions + new.decisions,
+                "satisfied": old.satisfied + new.satisfied,
+                "bypassed": old.bypassed + new.bypassed,
+                "decided_at": case((new.decided_at > old.decided_at, new.decided_at), else_=old.decided_at),
+            },
+        )
+    return _SUMMARIES[key]
 
 
 #: The columns a consumption record copies from the decision it consumes, after ``decision_id``.
@@ -382,7 +423,7 @@ def _consumption_statement(dialect, own_attempt: bool, gates: int):
     if key not in _CONSUMPTIONS:
         c = consumption.c
         decisions = _admitting_decisions(own_attempt, gates)
-        own = [*_OWN, "downstream_task_pk", "downstream_slot", "consumed_at"]
+        own = [*ATTEMPT_COLUMNS, "downstream_task_pk", "downstream_slot", "consumed_at"]
         # type_coerce, not CAST: SQLite's CAST(... AS DATETIME) would turn the stored text into a number.
         values = [type_coerce(bindparam(f"c_{name}"), c[name].type) for name in own]
         source = select(decisions.c.id, *values, *(decisions.c[name] for name in _COPIED))

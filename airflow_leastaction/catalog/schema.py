@@ -132,9 +132,29 @@ gate_decision = Table(
     Column("result", String(12), nullable=False),
     Column("reason", Text, nullable=False),
     Column("decided_at", UtcDateTime(), nullable=False),
-    Index("ix_la_gate_decision_attempt", "dag_id", "task_id", "run_id", "map_index", "attempt"),
+    # Ends with the id: an attempt's first rows are the start of its index range (PostgreSQL otherwise
+    # walked the primary key from the oldest decision to find them).
+    Index("ix_la_gate_decision_attempt", "dag_id", "task_id", "run_id", "map_index", "attempt", "id"),
     Index("ix_la_gate_decision_time", "decided_at", "id"),
     Index("ix_la_gate_decision_result_time", "result", "decided_at", "id"),
+)
+
+#: One row per gate attempt that recorded decisions: how they came out, counted when they were written
+#: (in the same transaction), so a verdict does not count an attempt's thousands of decisions on every read.
+gate_attempt = Table(
+    "la_gate_attempt",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("dag_id", String(250), nullable=False),
+    Column("task_id", String(250), nullable=False),
+    Column("run_id", String(250), nullable=False),
+    Column("map_index", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("decisions", Integer, nullable=False),
+    Column("satisfied", Integer, nullable=False),
+    Column("bypassed", Integer, nullable=False),
+    Column("decided_at", UtcDateTime(), nullable=False),  # the attempt's last decision
+    UniqueConstraint("dag_id", "task_id", "run_id", "map_index", "attempt"),
 )
 
 consumption = Table(
@@ -156,7 +176,17 @@ consumption = Table(
     Column("upstream_slot", UtcDateTime(), nullable=True),
     Column("upstream_revision", Integer, nullable=True),
     Column("consumed_at", UtcDateTime(), nullable=False),
-    Index("ix_la_consumption_downstream", "dag_id", "task_id", "downstream_slot"),
+    # A consumer's records of one slot, down to what a staleness check looks up (audit.is_stale): the
+    # check then reads the records that match, not every record of the consumer's slot.
+    Index(
+        "ix_la_consumption_downstream",
+        "dag_id",
+        "task_id",
+        "downstream_slot",
+        "dependency",
+        "upstream_run_pk",
+        "upstream_revision",
+    ),
     Index("ix_la_consumption_upstream", "upstream_task_pk", "upstream_slot"),
     Index("ix_la_consumption_time", "consumed_at", "id"),
 )
