@@ -28,6 +28,7 @@ def get_provider_info() -> dict:
                     "airflow_leastaction.triggers.run_condition",
                     "airflow_leastaction.triggers.run_outcome",
                     "airflow_leastaction.triggers.held_work",
+                    "airflow_leastaction.triggers.catalog_asset",
                 ],
             }
         ],

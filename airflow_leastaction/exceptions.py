@@ -54,6 +54,39 @@ class MissingDataIntervalError(ConfigurationError):
         super().__init__(f"task {task_id!r} of DAG {dag_id!r} (run {run_id!r}) has no data interval: {remedy}")
 
 
+class AssetBridgeError(ConfigurationError):
+    """A catalog task published as an asset in a way that cannot work; found at DAG parse time. Each
+    message names both sides: the catalog task and the asset, or the asset and the DAG's mapper."""
+
+
+class BridgeConflictError(AssetBridgeError):
+    """One catalog task bridged to two assets (or twice to one asset, differently)."""
+
+    def __init__(self, task: str, first: str, second: str):
+        self.task = task
+        super().__init__(f"catalog task {task} is already published as {first}; it cannot also be {second}")
+
+
+class AssetNameCollisionError(AssetBridgeError):
+    """An asset name (or URI) that another catalog task's bridge or another asset already uses."""
+
+    def __init__(self, what: str, value: str, first: str, second: str):
+        self.value = value
+        super().__init__(f"asset {what} {value!r} names two things: {first}, and {second}")
+
+
+class UnreadablePartitionKeyError(AssetBridgeError):
+    """A partition-aware DAG's mapper cannot read the partition keys a catalog asset's events carry."""
+
+    def __init__(self, asset: str, task: str, key: str, key_format: str, mapper: str, why: str):
+        self.asset = asset
+        super().__init__(
+            f"{mapper} cannot read the partition keys of asset {asset!r} (catalog task {task} writes keys like "
+            f"{key!r}, key_format {key_format!r}): {why}; give the mapper input_format={key_format!r}, or give "
+            "catalog_asset() the key_format the mapper reads"
+        )
+
+
 class CatalogError(LeastActionError):
     """The catalog database cannot be reached or configured."""
 

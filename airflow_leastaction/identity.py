@@ -131,3 +131,12 @@ def airflow_dag_name(dag_id: str) -> str:
     ``:`` cannot appear in a DAG or task id, so no task's catalog name can take this form.
     """
     return f"{dag_id}::run"
+
+
+def airflow_asset_name(asset_name: str) -> str:
+    """The catalog name of an Airflow asset's events: ``asset:<name>``.
+
+    An Airflow task's name has a colon only after a DAG id that contains a dot, and ``asset`` has none, so
+    no task of the deployment shares it.
+    """
+    return f"asset:{asset_name}"

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.config import setting
-from airflow_leastaction.identity import TaskIdentity, airflow_dag_name, airflow_task_name
+from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.identity import TaskIdentity, airflow_asset_name, airflow_dag_name, airflow_task_name
 from airflow_leastaction.intervals.coverage import check_coverage
+
+#: The longest name the catalog keeps for a task (its column's width).
+NAME_WIDTH = task.c.name.type.length
 
 
 def deployment_project() -> str:
@@ -33,6 +38,26 @@ def airflow_dag(dag_id: str, *, project: str | None = None) -> TaskIdentity:
     """The runs of DAG ``dag_id`` (one slot record per DAG run, written by the catalog listener), in this
     deployment unless ``project`` names another one."""
     return TaskIdentity(airflow_dag_name(dag_id), project or deployment_project())
+
+
+def airflow_asset(asset, *, project: str | None = None, coverage: str | None = None) -> TaskIdentity:
+    """The events of an Airflow asset (an ``Asset`` or its name), recorded in the catalog by the provider's
+    listener: one slot record per partition, or per producing run, each event a completion (a repair when
+    the slot was recorded already). In this deployment unless ``project`` names another one.
+
+    :param coverage: as for :func:`airflow_task`.
+    """
+    name = asset if isinstance(asset, str) else getattr(asset, "name", None)
+    if not isinstance(name, str) or not name.strip() or "\x00" in name:
+        raise ConfigurationError(f"airflow_asset({asset!r}): expected an Asset or an asset name")
+    catalog_name = airflow_asset_name(name)
+    if len(catalog_name) > NAME_WIDTH:
+        raise ConfigurationError(
+            f"airflow_asset({name[:40]!r}...): the asset's catalog name {catalog_name[:40]!r}... has "
+            f"{len(catalog_name)} characters; the catalog keeps names of at most {NAME_WIDTH}"
+        )
+    check_coverage(coverage, f"parent airflow_asset({name!r})")
+    return TaskIdentity(catalog_name, project or deployment_project(), coverage=coverage)
 
 
 def external_task(

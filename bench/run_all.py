@@ -39,6 +39,21 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_dbt_queue": ["--parts", "enqueue,builds,replay", "--requests", "1500", "--k", "4"],
     "bench_gate": ["--parts", "engine,writes,latency", "--runs", "7", "--attempts", "200"],
     "bench_ui": ["--backend", "sqlite", "--backend", "postgres", "--repeat", "15"],
+    # The pages before the gate verdicts, with them as first built, and now: each on its own copy of one catalog.
+    "compare_ui": [
+        "--version",
+        "pre-verdicts=e4ae7fe",
+        "--version",
+        "verdicts=93570a3",
+        "--version",
+        "current=.",
+        "--backend",
+        "sqlite",
+        "--backend",
+        "postgres",
+        "--repeat",
+        "15",
+    ],
 }
 
 

@@ -256,7 +256,9 @@ def ui(doc: dict, part: str | None) -> list[str]:
         rows.append([label, _ms(b), _ms(a), f"{_ms(min(after))} to {_ms(max(after))}", f"{b / a:.1f}x"])
     head = (
         f"{i['tasks']:,} tasks, {i['slots']:,} slots, {i['decisions']:,} decisions, {i['consumption']:,} "
-        f"consumption rows loaded in {r['load_s']:.1f} s; UI indexes created in {r['index_s']:.1f} s; "
+        f"consumption rows loaded in {r['load_s']:.1f} s; "
+        + (f"upgraded to the current schema in {r['upgrade_s']:.1f} s; " if "upgrade_s" in r else "")
+        + f"UI indexes created in {r['index_s']:.1f} s; "
         f"{i['repeat']} requests per endpoint and index set."
     )
     return [
@@ -276,7 +278,40 @@ def ui(doc: dict, part: str | None) -> list[str]:
     ]
 
 
+# -- compare_ui ---------------------------------------------------------------------------------------
+def ui_versions(doc: dict, part: str | None) -> list[str]:
+    runs = [r for r in doc["results"] if r["backend"] == part]
+    if not runs:
+        raise ReportError(f"compare_ui.json has no run on {part!r}")
+    r, i = runs[0], doc["inputs"]
+    labels = [label for label, _ in i["versions"]]
+    first, last = labels[0], labels[-1]
+    rows = []
+    for e in r["endpoints"]:
+        med = {v: statistics.median(s) for v, s in e["ms"].items()}
+        cells = [_ms(med[v]) if v in med else "—" for v in labels]
+        ratio = f"{med[last] / med[first]:.2f}x" if first in med and last in med else "—"
+        rows.append([e["endpoint"], *cells, ratio])
+    versions = ", ".join(f"{v} = `{c}`" for v, c in i["versions"])
+    upgrades = ", ".join(f"{v} {r['upgrade_s'][v]:.1f} s" for v in labels)
+    head = (
+        f"{i['tasks']:,} tasks, {i['decisions']:,} decisions, loaded in {r['load_s']:.1f} s; versions: {versions}; "
+        f"each copy of the catalog upgraded by its version's migrations in {upgrades}; {i['repeat']} requests "
+        "per endpoint and version, the versions in turn."
+    )
+    return [
+        head,
+        "",
+        *_table(
+            ["endpoint", *(f"{v}: median ms" for v in labels), f"{last} / {first}"],
+            ["---", *("---:" for _ in labels), "---:"],
+            rows,
+        ),
+    ]
+
+
 RENDERERS = {
+    "compare_ui": ui_versions,
     "bench_triggers": triggers,
     "bench_retention": retention,
     "bench_dbt_queue": dbt_queue,

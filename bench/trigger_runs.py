@@ -60,6 +60,7 @@ def _writer_process(url: str, names: list[str], go, done, done_at) -> None:
 
 def _use_catalog(url: str) -> None:
     from airflow_leastaction.catalog.engine import dispose_all
+    from airflow_leastaction.triggers.poll_group import PollGroup
     from airflow_leastaction.triggers.poller import CatalogPoller
 
     os.environ["AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT"] = json.dumps(
@@ -67,6 +68,7 @@ def _use_catalog(url: str) -> None:
     )
     dispose_all()
     CatalogPoller._shared.clear()
+    PollGroup._shared.clear()
 
 
 def _triggerer_process(url: str, families: list, warm: dict, pool_size: int, ready, go, done_at, results) -> None:

@@ -11,12 +11,21 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, bindparam, case, exists, func, insert, or_, select, type_coerce, union_all
+from sqlalchemy import and_, bindparam, case, func, insert, or_, select, type_coerce, union_all
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from airflow_leastaction.catalog.bound_rows import bound_rows
-from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task_run, utcnow
+from airflow_leastaction.catalog.schema import (
+    consumption,
+    gate_attempt,
+    gate_decision,
+    late_arrival,
+    task,
+    task_run,
+    utcnow,
+)
 from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.gate import CONSUMED_RESULTS, DecisionResult, Judgement
 
@@ -68,7 +77,8 @@ class AuditRecords:
         ``degraded`` (admitted at a fallback's deadline) records each unsatisfied dependency MISSING, naming
         the slot it waited for (:meth:`~airflow_leastaction.gate.Judgement.as_missing`); with ``rerun``, in
         the same transaction, the run is to re-run once they arrive (``la_late_arrival``, one row per run
-        and gate: a run admitted degraded again keeps it).
+        and gate: a run admitted degraded again keeps it). The attempt's summary (``la_gate_attempt``: how
+        many decisions, how many met, bypassed or missing, when) counts them in the same transaction.
         """
         now = at or utcnow()
         missing = downstream_slot if degraded else None
@@ -77,6 +87,7 @@ class AuditRecords:
             return []
         with self.transactions.write() as conn:
             ids = sorted(conn.execute(*_decisions_insert(conn, attempt, downstream_slot, now, rows)).scalars())
+            conn.execute(_summary_statement(conn.dialect), _summary_params(attempt, now, rows))
             if degraded and rerun is not None:
                 _expect_late_arrival(conn, attempt, rerun, downstream_slot, now)
             return ids
@@ -115,6 +126,26 @@ class AuditRecords:
         params.update({f"c_gate_{i}": gate for i, gate in enumerate(gates)})
         # INSERT ... SELECT: the decisions never travel through Python, one statement whatever their number.
         return conn.execute(_consumption_statement(conn.dialect, consume_own, len(gates)), params).rowcount
+
+    def admitting_decisions(self, who: AttemptKey, gate_task_ids: Sequence[str] = ()) -> list:
+        """The SATISFIED decisions the attempt ``who`` consumes when it succeeds (its own and those of the
+        latest attempt of each gate admitting it, as :meth:`_consume` records them; not the MISSING ones a
+        degraded run ran without), each with the upstream task's identity columns (None for a task of the
+        same run), in decision order."""
+        gates = list(dict.fromkeys(gate_task_ids))
+        decisions = _admitting_decisions(True, len(gates))
+        params = {f"c_gate_{i}": gate for i, gate in enumerate(gates)}
+        params.update(
+            c_dag_id=who.dag_id, c_task_id=who.task_id, c_run_id=who.run_id, c_map_index=who.map_index,
+            c_attempt=who.attempt, c_result_0=DecisionResult.SATISFIED.value,
+        )  # fmt: skip
+        query = (
+            select(decisions, task.c.name, task.c.project, task.c.account, task.c.partition)
+            .outerjoin(task, task.c.id == decisions.c.upstream_task_pk)
+            .order_by(decisions.c.id)
+        )
+        with self.engine.connect() as conn:
+            return conn.execute(query, params).mappings().all()
 
     def _consumed_by(self, conn: Connection, who: AttemptKey) -> bool:
         """Has the attempt ``who`` already recorded consumption (a replayed success must not repeat it)?"""
@@ -249,8 +280,8 @@ class AuditRecords:
                 func.max(c.run_id).label("run_id"),
                 ran_without,
             )
-            .join(task_run, consumed_slot(task_run))
-            .where(is_stale(r.output_revision))
+            .select_from(consumption.join(task_run, consumed_slot(task_run)))
+            .where(is_stale(task_run))
             .group_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, r.output_revision)
             .order_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency)
         )
@@ -283,38 +314,51 @@ def _expect_late_arrival(conn: Connection, attempt: AttemptKey, rerun: RerunOnAr
 
 
 def consumed_slot(record) -> ColumnElement:
-    """The join of a ``la_consumption`` row to the slot record (``la_task_run`` or an alias) of the upstream
-    slot it names: by task and slot, so that a MISSING consumption joins the record its late upstream
-    writes when it arrives (it had none at the deadline)."""
+    """The join of a ``la_consumption`` row to the slot record (``la_task_run`` or an alias) it names.
+
+    By the record's id (``upstream_run_pk``), which the consumer index holds; a MISSING consumption of a
+    slot that had no record at the deadline has none, and joins the record its late upstream writes when
+    it arrives, by task and slot (looked up only for such a row)."""
     c = consumption.c
-    return and_(record.c.task_pk == c.upstream_task_pk, record.c.slot == c.upstream_slot)
+    awaited = task_run.alias("awaited")
+    arrived = (
+        select(awaited.c.id)
+        .where(c.result == DecisionResult.MISSING.value)
+        .where(awaited.c.task_pk == c.upstream_task_pk, awaited.c.slot == c.upstream_slot)
+        .scalar_subquery()
+    )
+    return record.c.id == func.coalesce(c.upstream_run_pk, arrived)
 
 
-def is_stale(current_revision) -> ColumnElement:
+def is_stale(record) -> ColumnElement:
     """The one meaning of "stale", for a ``la_consumption`` row, as a SQL condition.
 
     A consumption is stale when the upstream slot it selected now has a higher revision (a repair, or the
     arrival of a slot a degraded run ran without) and the same consumer (DAG, task, downstream slot) has
-    not consumed that revision or a later one of the same dependency and slot since: a consumer that
-    re-ran after the repair is no longer stale.
+    not consumed that revision or a later one of the same dependency and slot record since: a consumer
+    that re-ran after the repair is no longer stale.
 
-    :param current_revision: the selected upstream slot record's current ``output_revision`` (a column
-        of ``la_task_run`` joined by :func:`consumed_slot`).
+    :param record: the selected upstream slot record, ``la_task_run`` or an alias of it, joined by
+        :func:`consumed_slot` (its ``output_revision`` is the current revision).
     """
     c = consumption.c
+    current_revision = record.c.output_revision
     since = consumption.alias("since")
     s = since.c
 
     def consumed_since(same_slot) -> ColumnElement:
-        return exists().where(
-            s.dag_id == c.dag_id,
-            s.task_id == c.task_id,
-            same_slot,
-            s.dependency == c.dependency,
-            s.upstream_task_pk == c.upstream_task_pk,
-            s.upstream_slot == c.upstream_slot,
-            s.upstream_revision >= current_revision,
+        # The newest revision the consumer took of the same dependency and slot record: a max(), which
+        # PostgreSQL answers as the last entry of the consumer index's range (ordered by the revision).
+        # As an EXISTS it estimated one record per consumer, preferred the smaller (DAG, task, time) index
+        # and filtered a busy consumer's whole history for every row checked. The record is the joined
+        # one: a MISSING consumption names none, the consumption that caught up names the one that arrived.
+        newest = (
+            select(func.max(s.upstream_revision))
+            .where(s.dag_id == c.dag_id, s.task_id == c.task_id, same_slot)
+            .where(s.dependency == c.dependency, s.upstream_run_pk == record.c.id)
+            .scalar_subquery()
         )
+        return func.coalesce(newest, current_revision - 1) >= current_revision
 
     # "The same downstream slot, or both none", written as two lookups: each compares the slot with = or
     # IS NULL, which the (DAG, task, downstream slot) index answers; IS NOT DISTINCT FROM is not indexable
@@ -379,8 +423,8 @@ def _decisions_insert(conn: Connection, attempt: AttemptKey, downstream_slot, no
     return statement, {**own, **judged.params(rows)}
 
 
-#: The columns that name the attempt.
-_OWN = ("dag_id", "task_id", "run_id", "map_index", "attempt")
+#: The columns that name an attempt (:class:`AttemptKey`'s fields, in its order), in every table keyed by one.
+ATTEMPT_COLUMNS = ("dag_id", "task_id", "run_id", "map_index", "attempt")
 
 _DECISIONS: dict[tuple, tuple] = {}
 
@@ -390,13 +434,48 @@ def _decisions_statement(dialect):
     if key not in _DECISIONS:
         d = gate_decision.c
         judged = bound_rows(dialect, "j", [(name, d[name].type) for name in _JUDGED])
-        own = [*_OWN, "downstream_slot", "decided_at"]
+        own = [*ATTEMPT_COLUMNS, "downstream_slot", "decided_at"]
         # type_coerce, not CAST: SQLite's CAST(... AS DATETIME) would turn the stored text into a number.
         values = [type_coerce(bindparam(f"d_{name}"), d[name].type) for name in own]
         source = select(*values, *judged.columns).select_from(judged.table).order_by(judged.order)
         statement = insert(gate_decision).from_select([*own, *_JUDGED], source).returning(d.id)
         _DECISIONS[key] = (statement, judged)
     return _DECISIONS[key]
+
+
+def _summary_params(attempt: AttemptKey, now, rows: list[tuple]) -> dict:
+    results = [row[_JUDGED.index("result")] for row in rows]
+    return {
+        **{name: getattr(attempt, name) for name in ATTEMPT_COLUMNS},
+        "decisions": len(results),
+        "satisfied": results.count(DecisionResult.SATISFIED.value),
+        "bypassed": results.count(DecisionResult.BYPASSED.value),
+        "missing": results.count(DecisionResult.MISSING.value),
+        "decided_at": now,
+    }
+
+
+_SUMMARIES: dict[tuple, object] = {}
+
+
+def _summary_statement(dialect):
+    """The upsert of an attempt's summary: a second write for the same attempt adds to its counts."""
+    key = (type(dialect), dialect.name)
+    if key not in _SUMMARIES:
+        dialect_insert = postgresql.insert if dialect.name == "postgresql" else sqlite.insert
+        statement = dialect_insert(gate_attempt)
+        new, old = statement.excluded, gate_attempt.c
+        _SUMMARIES[key] = statement.on_conflict_do_update(
+            index_elements=[old[name] for name in ATTEMPT_COLUMNS],
+            set_={
+                "decisions": old.decisions + new.decisions,
+                "satisfied": old.satisfied + new.satisfied,
+                "bypassed": old.bypassed + new.bypassed,
+                "missing": old.missing + new.missing,
+                "decided_at": case((new.decided_at > old.decided_at, new.decided_at), else_=old.decided_at),
+            },
+        )
+    return _SUMMARIES[key]
 
 
 #: The columns a consumption record copies from the decision it consumes, after ``decision_id``.
@@ -406,29 +485,37 @@ _COPIED = ("dependency", "upstream_task_pk", "upstream_run_pk", "upstream_slot",
 _CONSUMPTIONS: dict[tuple, object] = {}
 
 
+def _admitting_decisions(own_attempt: bool, gates: int, results: int = 1):
+    """The decisions an attempt consumes: its own (when ``own_attempt``) and those of the latest attempt of
+    each of ``gates`` gate tasks of the same task instance's run (bound as ``c_gate_<i>``), of the
+    ``results`` results bound as ``c_result_<i>`` (SATISFIED; and MISSING, what a degraded run ran
+    without, for its consumption records)."""
+    d = gate_decision.c
+    same_ti = (
+        d.dag_id == bindparam("c_dag_id"),
+        d.run_id == bindparam("c_run_id"),
+        d.map_index == bindparam("c_map_index"),
+    )
+    # One branch per source attempt, each keyed on the whole attempt index: an OR of attempts let
+    # planners pick the (result, time) index instead and scan every SATISFIED decision ever recorded.
+    # A gate's latest attempt is an uncorrelated scalar subquery, evaluated once per statement.
+    sources = [(bindparam("c_task_id"), bindparam("c_attempt"))] if own_attempt else []
+    for i in range(gates):
+        gate = bindparam(f"c_gate_{i}")
+        sources.append((gate, select(func.max(d.attempt)).where(*same_ti, d.task_id == gate).scalar_subquery()))
+    consumed = d.result.in_([bindparam(f"c_result_{i}") for i in range(results)])
+    branches = [select(gate_decision).where(*same_ti, consumed, d.task_id == t, d.attempt == n) for t, n in sources]
+    return (branches[0] if len(branches) == 1 else union_all(*branches)).subquery()
+
+
 def _consumption_statement(dialect, own_attempt: bool, gates: int):
-    """INSERT of one consumption record per SATISFIED decision of the consuming attempt itself (when
-    ``own_attempt``) and of the latest attempt of each of ``gates`` gate tasks of the same task instance's
-    run; built once per dialect and shape, the values bound (see :meth:`AuditRecords._consume`)."""
+    """INSERT of one consumption record per decision the attempt consumes (:func:`_admitting_decisions`);
+    built once per dialect and shape, the values bound (see :meth:`AuditRecords._consume`)."""
     key = (type(dialect), dialect.name, own_attempt, gates)
     if key not in _CONSUMPTIONS:
-        d, c = gate_decision.c, consumption.c
-        same_ti = (
-            d.dag_id == bindparam("c_dag_id"),
-            d.run_id == bindparam("c_run_id"),
-            d.map_index == bindparam("c_map_index"),
-        )
-        # One branch per source attempt, each keyed on the whole attempt index: an OR of attempts let
-        # planners pick the (result, time) index instead and scan every SATISFIED decision ever recorded.
-        # A gate's latest attempt is an uncorrelated scalar subquery, evaluated once per statement.
-        sources = [(bindparam("c_task_id"), bindparam("c_attempt"))] if own_attempt else []
-        for i in range(gates):
-            gate = bindparam(f"c_gate_{i}")
-            sources.append((gate, select(func.max(d.attempt)).where(*same_ti, d.task_id == gate).scalar_subquery()))
-        consumed = d.result.in_([bindparam(f"c_result_{i}") for i in range(len(CONSUMED_RESULTS))])
-        branches = [select(gate_decision).where(*same_ti, consumed, d.task_id == t, d.attempt == n) for t, n in sources]
-        decisions = (branches[0] if len(branches) == 1 else union_all(*branches)).subquery()
-        own = [*_OWN, "downstream_task_pk", "downstream_slot", "consumed_at"]
+        c = consumption.c
+        decisions = _admitting_decisions(own_attempt, gates, len(CONSUMED_RESULTS))
+        own = [*ATTEMPT_COLUMNS, "downstream_task_pk", "downstream_slot", "consumed_at"]
         # type_coerce, not CAST: SQLite's CAST(... AS DATETIME) would turn the stored text into a number.
         values = [type_coerce(bindparam(f"c_{name}"), c[name].type) for name in own]
         source = select(decisions.c.id, *values, *(decisions.c[name] for name in _COPIED), decisions.c.result)

@@ -1,9 +1,11 @@
 """The catalog change sequence: how a triggerer's poller learns, in one query, which tasks changed.
 
 Writers: every write transaction that changes what a gate judges of a task (its row: schedule, state,
-watermark; or its slot records: inserted, updated, pruned) marks the task with :func:`mark_changed`.
-Just before that transaction commits, :func:`publish_changes` takes the next number from the one-row
-counter ``la_change_counter`` and sets it as the marked tasks' ``change_seq``.
+watermark; or its slot records: inserted, updated, pruned) marks the task with :func:`mark_changed`, and
+the slot records it wrote with :func:`mark_run_changed`. Just before that transaction commits,
+:func:`publish_changes` takes the next number from the one-row counter ``la_change_counter`` and sets it
+as the marked tasks' and slot records' ``change_seq``: an asset watcher's cursor is the number of the
+last slot record it emitted.
 
 Why a reader never misses a change: the counter row stays locked from the moment a transaction takes its
 number until it commits (PostgreSQL row lock; SQLite's single writer), so numbers are committed in the
@@ -26,6 +28,7 @@ from airflow_leastaction.catalog.schema import change_counter, in_chunks, task, 
 from airflow_leastaction.exceptions import CatalogError
 
 _MARKS = "leastaction_changed_tasks"
+_RUN_MARKS = "leastaction_changed_runs"
 
 
 def mark_changed(conn: Connection, *task_pks: int) -> None:
@@ -33,14 +36,21 @@ def mark_changed(conn: Connection, *task_pks: int) -> None:
     conn.info.setdefault(_MARKS, set()).update(task_pks)
 
 
+def mark_run_changed(conn: Connection, *run_pks: int) -> None:
+    """Record that this write transaction wrote the slot records ``run_pks`` (their task is marked too)."""
+    conn.info.setdefault(_RUN_MARKS, set()).update(run_pks)
+
+
 def forget_marks(conn: Connection) -> None:
     """Drop the marks of a transaction that ends without publishing (rolled back)."""
     conn.info.pop(_MARKS, None)
+    conn.info.pop(_RUN_MARKS, None)
 
 
 def publish_changes(conn: Connection) -> int | None:
     """Give the tasks marked in this transaction the next change number; the transaction's last writes."""
     pks = sorted(conn.info.pop(_MARKS, ()))
+    runs = sorted(conn.info.pop(_RUN_MARKS, ()))
     if not pks:
         return None
     if conn.dialect.name != "sqlite":
@@ -59,6 +69,8 @@ def publish_changes(conn: Connection) -> int | None:
         raise CatalogError("the catalog has no change counter row (la_change_counter): run its migrations")
     for chunk in in_chunks(pks):
         conn.execute(update(task).where(task.c.id.in_(chunk)).values(change_seq=seq))
+    for chunk in in_chunks(runs):  # rows this transaction wrote: already locked by it
+        conn.execute(update(task_run).where(task_run.c.id.in_(chunk)).values(change_seq=seq))
     return seq
 
 

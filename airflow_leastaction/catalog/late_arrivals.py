@@ -117,7 +117,7 @@ def _all_arrived(conn: Connection, row) -> bool:
         c.result == DecisionResult.MISSING.value,
         exists().where(gate_decision.c.id == c.decision_id, gate_decision.c.task_id == row["gate_task_id"]),
     )
-    arrived = and_(r.id.is_not(None), is_stale(r.output_revision))
+    arrived = and_(r.id.is_not(None), is_stale(task_run))
     total, done = conn.execute(
         select(func.count(), func.coalesce(func.sum(case((arrived, 1), else_=0)), 0))
         .select_from(consumption.outerjoin(task_run, consumed_slot(task_run)))

@@ -14,6 +14,8 @@ The rules, in the order the tables are pruned (a later rule reads what an earlie
 * ``la_gate_decision``: older than the cutoff, unless a kept consumption row points at it, or its run
   is still in flight (a slot record of its DAG at its downstream slot is queued, running or up for
   retry): a running task consumes its gate's decisions when it succeeds.
+* ``la_gate_attempt`` (an attempt's summary): older than the cutoff, once no decision of its attempt
+  is kept.
 * ``la_task_run`` (slot records): last changed before the cutoff, finished and not awaiting a repair,
   unless it is its task's latest slot or the slot at its watermark, or a kept consumption row selected it.
 * ``la_dbt_request_event``: older than the cutoff, unless its queue row is still active.
@@ -32,9 +34,9 @@ from sqlalchemy import Table, and_, delete, exists, func, not_, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
-from airflow_leastaction.catalog.audit import consumed_slot, is_stale
+from airflow_leastaction.catalog.audit import ATTEMPT_COLUMNS, consumed_slot, is_stale
 from airflow_leastaction.catalog.changes import mark_pruned_slots
-from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
+from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_decision, task, task_run
 from airflow_leastaction.dbt.schema import (
     ACTIVE_STATUSES,
     RowStatus,
@@ -67,7 +69,7 @@ def consumption_prunable(c: Table, cutoff: dt.datetime) -> ColumnElement:
     # must stay this subquery's own.
     stale = exists(
         select(o.id)
-        .join(task_run, consumed_slot(task_run))
+        .select_from(consumption.join(task_run, consumed_slot(task_run)))
         .where(
             o.dag_id == c.c.dag_id,
             o.task_id == c.c.task_id,
@@ -75,7 +77,7 @@ def consumption_prunable(c: Table, cutoff: dt.datetime) -> ColumnElement:
             o.downstream_slot.is_not_distinct_from(c.c.downstream_slot),
             o.upstream_task_pk == c.c.upstream_task_pk,
             o.upstream_slot == c.c.upstream_slot,
-            is_stale(task_run.c.output_revision),
+            is_stale(task_run),
         )
         .correlate(c)
     )
@@ -116,6 +118,13 @@ def decision_prunable(d: Table, cutoff: dt.datetime) -> ColumnElement:
         )
     )
     return and_(d.c.decided_at < cutoff, ~consumed, ~in_flight)
+
+
+def attempt_summary_prunable(s: Table, cutoff: dt.datetime) -> ColumnElement:
+    """May the attempt summary ``s`` go? Not while a decision of its attempt stays."""
+    d = gate_decision.alias("of_attempt")
+    kept = exists().where(*(d.c[name] == s.c[name] for name in ATTEMPT_COLUMNS), not_(decision_prunable(d, cutoff)))
+    return and_(s.c.decided_at < cutoff, ~kept)
 
 
 def slot_prunable(r: Table, cutoff: dt.datetime) -> ColumnElement:
@@ -164,6 +173,7 @@ def queue_row_prunable(q: Table, cutoff: dt.datetime) -> ColumnElement:
 RULES: tuple[tuple[Table, Callable[[Table, dt.datetime], ColumnElement]], ...] = (
     (consumption, consumption_prunable),
     (gate_decision, decision_prunable),
+    (gate_attempt, attempt_summary_prunable),
     (task_run, slot_prunable),
     (dbt_request_event, request_event_prunable),
     (dbt_request, request_prunable),

@@ -11,7 +11,9 @@ from collections.abc import Iterable
 from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.engine import Engine
 
+from airflow_leastaction.catalog.bridges import completions_by_pk
 from airflow_leastaction.catalog.schema import IN_CHUNK, in_chunks, task, task_run
+from airflow_leastaction.catalog.snapshots import task_columns, task_snapshot
 from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord
@@ -67,6 +69,23 @@ class RunReads:
         for identity, pk in pks.items():
             out[identity] = by_pk[pk]
         return out
+
+    def completions(self, requests: Iterable[tuple[TaskIdentity, int]]) -> dict:
+        """What asset watchers read: per requested task, its row as gates see it (None: not in the catalog)
+        and its completed slot records written at or after the request's change number, in cursor order.
+        Two statements for any number of tasks."""
+        floors: dict[TaskIdentity, int] = {}
+        for identity, seq in requests:
+            floors[identity] = min(seq, floors.get(identity, seq))
+        tasks = {}
+        with self.transactions.poll_read() as conn:
+            for chunk in in_chunks(sorted({i.name for i in floors})):
+                for row in conn.execute(select(*task_columns()).where(task.c.name.in_(chunk))):
+                    snap = task_snapshot(row)
+                    if snap.identity in floors:
+                        tasks[snap.identity] = snap
+            by_pk = completions_by_pk(conn, {t.pk: floors[i] for i, t in tasks.items()})
+        return {i: (tasks.get(i), by_pk[tasks[i].pk] if i in tasks else []) for i in floors}
 
     def run_rows_written(self, dag_id: str, run_id: str) -> int | None:
         """Rows the tasks of one DAG run reported writing, summed (None: none of them reported any)."""

@@ -79,8 +79,36 @@ task_run = Table(
     Column("started_at", UtcDateTime(), nullable=True),
     Column("finished_at", UtcDateTime(), nullable=True),
     Column("updated_at", UtcDateTime(), nullable=False),
+    # The change number of the record's last write (as ``la_task.change_seq``): an asset watcher's cursor.
+    Column("change_seq", BigInteger, nullable=False, server_default="0"),
     UniqueConstraint("task_pk", "slot"),
     Index("ix_la_task_run_updated", "updated_at"),
+    Index("ix_la_task_run_change_seq", "task_pk", "change_seq"),
+)
+
+#: One row per asset a deployment's watcher publishes a catalog task to (see :mod:`airflow_leastaction.assets`).
+asset_bridge = Table(
+    "la_asset_bridge",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    # The deployment (``[leastaction] project``) whose Airflow holds the asset: asset names are per deployment.
+    Column("deployment", String(250), nullable=False),
+    Column("asset_name", String(1500), nullable=False),
+    Column("asset_uri", String(1500), nullable=False),
+    # The catalog task published, by identity (it may not be in the catalog yet).
+    Column("name", String(250), nullable=False),
+    Column("project", String(250), nullable=False),
+    Column("account", String(250), nullable=False, default=""),
+    Column("partition", String(250), nullable=False, default=""),
+    Column("key_format", String(100), nullable=False),
+    # The watcher's cursor as of the last event Airflow committed: (change number, slot) of that slot record.
+    Column("cursor_seq", BigInteger, nullable=True),
+    Column("cursor_slot", UtcDateTime(), nullable=True),
+    Column("last_revision", Integer, nullable=True),
+    Column("last_emitted_at", UtcDateTime(), nullable=True),
+    Column("created_at", UtcDateTime(), nullable=False),
+    UniqueConstraint("deployment", "asset_name"),
+    Index("ix_la_asset_bridge_task", "name", "project"),
 )
 
 gate_decision = Table(
@@ -104,9 +132,31 @@ gate_decision = Table(
     Column("result", String(12), nullable=False),
     Column("reason", Text, nullable=False),
     Column("decided_at", UtcDateTime(), nullable=False),
-    Index("ix_la_gate_decision_attempt", "dag_id", "task_id", "run_id", "map_index", "attempt"),
+    # Ends with the id: an attempt's first rows are the start of its index range (PostgreSQL otherwise
+    # walked the primary key from the oldest decision to find them).
+    Index("ix_la_gate_decision_attempt", "dag_id", "task_id", "run_id", "map_index", "attempt", "id"),
     Index("ix_la_gate_decision_time", "decided_at", "id"),
     Index("ix_la_gate_decision_result_time", "result", "decided_at", "id"),
+)
+
+#: One row per gate attempt that recorded decisions: how they came out, counted when they were written
+#: (in the same transaction), so a verdict does not count an attempt's thousands of decisions on every read.
+gate_attempt = Table(
+    "la_gate_attempt",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("dag_id", String(250), nullable=False),
+    Column("task_id", String(250), nullable=False),
+    Column("run_id", String(250), nullable=False),
+    Column("map_index", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("decisions", Integer, nullable=False),
+    Column("satisfied", Integer, nullable=False),
+    Column("bypassed", Integer, nullable=False),
+    Column("decided_at", UtcDateTime(), nullable=False),  # the attempt's last decision
+    # MISSING: what an attempt admitted degraded at its fallback's deadline ran without.
+    Column("missing", Integer, nullable=False, server_default="0"),
+    UniqueConstraint("dag_id", "task_id", "run_id", "map_index", "attempt"),
 )
 
 consumption = Table(
@@ -131,7 +181,17 @@ consumption = Table(
     # The decision's result: SATISFIED (ran with it), or MISSING (ran degraded without it: revision 0, or
     # the one its awaited slot had, is what it "consumed", so the slot's arrival makes it stale).
     Column("result", String(12), nullable=False, server_default="SATISFIED"),
-    Index("ix_la_consumption_downstream", "dag_id", "task_id", "downstream_slot"),
+    # A consumer's records of one slot, down to what a staleness check looks up (audit.is_stale): the
+    # check then reads the records that match, not every record of the consumer's slot.
+    Index(
+        "ix_la_consumption_downstream",
+        "dag_id",
+        "task_id",
+        "downstream_slot",
+        "dependency",
+        "upstream_run_pk",
+        "upstream_revision",
+    ),
     Index("ix_la_consumption_upstream", "upstream_task_pk", "upstream_slot"),
     Index("ix_la_consumption_time", "consumed_at", "id"),
 )

@@ -18,7 +18,7 @@ from sqlalchemy import and_, case, insert, literal, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.audit import AttemptKey, AuditRecords
-from airflow_leastaction.catalog.changes import mark_changed
+from airflow_leastaction.catalog.changes import mark_changed, mark_run_changed
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.late_arrivals import LateArrivals
 from airflow_leastaction.catalog.run_reads import RunReads
@@ -392,8 +392,9 @@ def _update_task(
 ) -> None:
     """Set the task row's current state (``latest``) unless another of its slots has a newer outcome: a
     late replay of an older slot changes that slot's record, never the task's current state. Either
-    way the task's slot records changed: it is marked for the change sequence."""
+    way the task's slot records changed: it and the record are marked for the change sequence."""
     mark_changed(conn, task_pk)
+    mark_run_changed(conn, run_pk)
     newer = conn.execute(
         select(task_run.c.id)
         .where(task_run.c.task_pk == task_pk, task_run.c.id != run_pk, task_run.c.updated_at > now)

@@ -29,6 +29,7 @@ from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.dbt.worker import QueueWorker, default_owner
 from airflow_leastaction.exceptions import ConfigurationError, DbtBuildFailedError
+from airflow_leastaction.lineage import openlineage_installed
 from airflow_leastaction.states import ALIVE_STATES
 
 #: How long one wait of a drain, deferred, for work a tier holds back or a follow-up owed may last: the
@@ -303,6 +304,10 @@ class DbtDrainOperator(_DbtQueueOperator):
             same_task=same_task,
         )
         report = worker.drain(self.max_batches).as_dict()
+        if openlineage_installed():  # each batch a run event; without the provider nothing is imported
+            from airflow_leastaction.lineage.facets import emit_batch_events
+
+            emit_batch_events(report, context["ti"], self.environment)
         if not report["owned"]:
             self.log.info("environment %r is being drained by another worker; nothing claimed", self.environment)
         if report["lease_lost"]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from operator import attrgetter
 from types import MappingProxyType
 
+from airflow_leastaction.catalog.bridges import completions_by_pk
 from airflow_leastaction.catalog.run_reads import latest_runs_by_pk, slot_records_by_pk
 from airflow_leastaction.catalog.snapshots import read_slots, wanted_windows
 from airflow_leastaction.identity import TaskIdentity
@@ -152,9 +153,23 @@ class LatestRunsView(View):
         return {i: self.data.get(i) or LatestRuns(None, None, None, None) for i in requests}
 
 
+class CompletionsView(View):
+    """An asset watcher's read: per task, its row and its completed slot records written at or after the
+    change number its request names (``(task, change number)``), in cursor order."""
+
+    def read(self, conn, tasks, requests):
+        floors = {tasks[i].pk: min(seq for _, seq in reqs) for i, reqs in requests.items() if i in tasks and reqs}
+        by_pk = completions_by_pk(conn, floors)
+        return {i: by_pk.get(t.pk, []) for i, t in tasks.items()}
+
+    def build(self, requests):
+        return {ident: (self.tasks.get(ident), self.data.get(ident) or []) for ident, _ in requests}
+
+
 #: The store read each view stands for (the poller's ``read``).
 VIEWS: dict[str, type[View]] = {
     "snapshot": SnapshotView,
     "slot_records": SlotRecordsView,
     "latest_runs": LatestRunsView,
+    "completions": CompletionsView,
 }

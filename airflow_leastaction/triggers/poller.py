@@ -1,20 +1,22 @@
 """One catalog poll per tick for every waiting gate in a triggerer process, incremental.
 
 Triggers subscribe the requests they wait on (``(parent, child interval)`` pairs for the default
-``snapshot`` read; run-condition gates also share ``slot_records`` and ``latest_runs``). A single poller
-task per event loop, catalog, poll interval and read kind asks the catalog once per tick which tasks
-changed since its last tick (:func:`airflow_leastaction.catalog.changes.changed_tasks`: one statement,
-one row of NULLs when nothing changed). Only the tasks that changed, and the tasks of subscriptions
-that are new, are read again (one more statement), in a worker thread so the event loop never blocks;
+``snapshot`` read; run-condition gates also share ``slot_records`` and ``latest_runs``, asset watchers
+``completions``). One poll loop per event loop, catalog and poll interval
+(:class:`~airflow_leastaction.triggers.poll_group.PollGroup`) asks the catalog once per tick, for every
+read kind, which tasks changed since its last tick (:func:`airflow_leastaction.catalog.changes.changed_tasks`:
+one statement, one row of NULLs when nothing changed). Per read kind (a :class:`CatalogPoller`), only the
+tasks that changed, and the tasks of subscriptions that are new, are read again (one more statement), in a
+worker thread so the event loop never blocks;
 each subscriber whose tasks changed is handed a value that holds what the store's full read of its own
 requests would return (:mod:`~airflow_leastaction.triggers.poll_views`). The others keep their snapshot: a subscriber
 awaiting :meth:`Subscription.next` gets the same object again each tick (run-condition gates also read
 Airflow's task states each tick), one awaiting :meth:`Subscription.next_change` (the interval gates,
 through :func:`next_until`) is not woken at all.
 
-While the catalog cannot be reached the poller keeps polling, backing off up to
-:data:`OUTAGE_BACKOFF_CAP`, and hands each subscriber the error instead of a snapshot; once it answers
-again every subscription is read in full.
+While the catalog cannot be reached the poll loop keeps polling, backing off up to
+:data:`~airflow_leastaction.triggers.poll_group.OUTAGE_BACKOFF_CAP`, and hands each subscriber the error
+instead of a snapshot; once it answers again every subscription is read in full.
 """
 
 from __future__ import annotations
@@ -24,22 +26,16 @@ import datetime as dt
 import logging
 from contextlib import asynccontextmanager
 
-from airflow_leastaction.catalog.changes import changed_tasks
-from airflow_leastaction.catalog.engine import get_engine, shown_url
-from airflow_leastaction.catalog.snapshots import task_columns, task_snapshot
+from airflow_leastaction.catalog.snapshots import task_snapshot
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.config import setting
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.triggers.poll_group import PollGroup, backoff
 from airflow_leastaction.triggers.poll_views import VIEWS, View
 
 log = logging.getLogger(__name__)
 
 Request = tuple[TaskIdentity, dt.datetime]
-
-#: Longest pause between two polls of an unreachable catalog: 12 poll intervals, at most 60 seconds
-#: (never less than one interval), so a catalog that returns is seen soon after.
-OUTAGE_BACKOFF_CAP = 60.0
-OUTAGE_BACKOFF_INTERVALS = 12
 
 
 class Subscription:
@@ -123,7 +119,8 @@ async def next_until(sub: Subscription, deadline: dt.datetime | None):
 
 
 class CatalogPoller:
-    """The shared poll loop of one (event loop, catalog URL, poll interval, read kind)."""
+    """The subscribers of one read kind of a poll loop (:class:`PollGroup`), shared per (event loop, catalog
+    URL, poll interval, read kind). Made directly, it has a poll loop of its own."""
 
     _shared: dict[tuple, CatalogPoller] = {}
 
@@ -156,10 +153,10 @@ class CatalogPoller:
         # its key by identity instead of comparing fields.
         self._by_key: dict[tuple[str, str, str, str], TaskIdentity] = {}
         self._view: View = VIEWS[read]()
-        self._since: int | None = None  # the change counter as the last tick read it
         self._gates: str | None = None  # the deployment's gate mode as the last tick saw it
-        self._task: asyncio.Task | None = None
         self._key: tuple | None = None
+        self._group = PollGroup(url, interval)  # a loop of its own, until shared() puts it in a shared one
+        self._group.channels[read] = self
 
     @classmethod
     def shared(cls, url: str, interval: float, read: str = "snapshot") -> CatalogPoller:
@@ -170,7 +167,14 @@ class CatalogPoller:
         if poller is None:
             poller = cls._shared[key] = cls(url, float(interval), read)
             poller._key = key
+            poller._group = PollGroup.shared(url, float(interval))
+            poller._group.channels[read] = poller
         return poller
+
+    @property
+    def _task(self) -> asyncio.Task | None:
+        """The poll loop's task (its group's, shared with the other read kinds)."""
+        return self._group._task
 
     @property
     def subscribers(self) -> int:
@@ -210,8 +214,7 @@ class CatalogPoller:
         self._subs[id(sub)] = self._new[id(sub)] = sub
         for ident in self._identities(sub):
             self._watching[ident][id(sub)] = sub
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"leastaction-poller {self._name()}")
+        self._group.wake()
         return sub
 
     def _identities(self, sub: Subscription) -> dict[TaskIdentity, None]:
@@ -262,34 +265,25 @@ class CatalogPoller:
         return distinct
 
     def _delay(self, failures: int) -> float:
-        """Seconds to the next poll: the interval, doubled per failed poll in a row up to a cap, so an
-        outage costs a few connection attempts a minute, not one per tick per triggerer."""
-        if not failures:
-            return self.interval
-        cap = max(self.interval, min(OUTAGE_BACKOFF_CAP, OUTAGE_BACKOFF_INTERVALS * self.interval))
-        return min(self.interval * 2 ** min(failures, 16), cap)
-
-    async def _poll(self, store: CatalogStore | None) -> CatalogStore:
-        """One tick; the engine is created (and its schema checked) on the first poll that can."""
-        if store is None:
-            store = CatalogStore(await asyncio.to_thread(get_engine, self.url))
-        await self._tick(store)
-        return store
+        """Seconds to the next poll after ``failures`` failed polls in a row (:func:`backoff`)."""
+        return backoff(self.interval, failures)
 
     async def _tick(self, store: CatalogStore) -> None:
-        """Ask which tasks changed since the last tick (one statement); re-read only those and the tasks
-        of new subscriptions (one more); hand the subscribers whose tasks changed their new snapshot."""
-        self._drop_leaving()
-        new = list(self._new.values())
+        """One tick of the poll loop this read kind belongs to (:meth:`PollGroup._tick`)."""
+        await self._group._tick(store)
+
+    async def _apply(self, store: CatalogStore, rows: list, since: int | None, new: list[Subscription]) -> None:
+        """This read kind's part of a tick: given the rows of the tick's change statement, re-read only the
+        watched tasks that changed and those of new subscriptions (one statement), and hand the subscribers
+        whose tasks changed their new value."""
+        tasks, changed = await asyncio.to_thread(self._snapshots, rows, since)
         new_idents = {i for sub in new for i in self._identities(sub)}
-        tasks, changed, high = await asyncio.to_thread(self._changes, store, self._since, {i.name for i in new_idents})
         fresh = (changed | new_idents) & self._watching.keys()
         if fresh:
             requests = {i: self._request_set(i) for i in fresh}
             present = {i: tasks[i] for i in fresh if i in tasks}
             data = await asyncio.to_thread(self._details, store, present, requests) if present else {}
             self._view.update(fresh & self._watching.keys(), present, data)  # not what was left meanwhile
-        self._since = high
         self._deliver(new, changed)
 
     def _deliver(self, new: list[Subscription], changed: set[TaskIdentity]) -> None:
@@ -311,68 +305,33 @@ class CatalogPoller:
             if sub.every_tick and sub.served and key not in woken:
                 sub.deliver(sub._latest, None)
 
-    def _changes(self, store: CatalogStore, since: int | None, names: set[str]):
-        """The tick's first statement: the watched tasks among those read, as snapshots, those of them
-        that changed since ``since``, and the change counter. Rows become snapshots here, as they are
-        read, so a release of thousands of parents keeps no database row past its tick."""
-        with store.poll_read() as conn:
-            rows, high = changed_tasks(conn, task_columns(), since, names)
+    def _snapshots(self, rows: list, since: int | None) -> tuple[dict, set[TaskIdentity]]:
+        """The watched tasks among the tick's rows, as snapshots, and those of them that changed after
+        ``since``: rows become snapshots in the read's thread, and a task nobody here watches is skipped."""
         by_key = self._by_key
         tasks: dict[TaskIdentity, object] = {}
         changed: set[TaskIdentity] = set()
-        while rows:
-            row = rows.pop()
+        for row in rows:
             ident = by_key.get((row.name, row.project, row.account or "", row.partition or ""))
             if ident is None:  # a task nobody here watches: not even its snapshot is built
                 continue
             tasks[ident] = task_snapshot(row, ident)
             if since is not None and row.change_seq > since:
                 changed.add(ident)
-        return tasks, changed, high
+        return tasks, changed
 
     def _details(self, store: CatalogStore, tasks: dict, requests: dict):
         with store.poll_read() as conn:
             return self._view.read(conn, tasks, requests)
 
     def _reset(self) -> None:
-        """After a failed poll every subscriber is read in full again: the catalog that returns may not
-        be the one that left (restored from a backup, its change counter behind)."""
-        self._since, self._view = None, VIEWS[self.read]()
+        """After a failed poll every subscriber is read in full again (:meth:`PollGroup._fail`)."""
+        self._view = VIEWS[self.read]()
         for key, sub in self._subs.items():
             sub.served = False
             self._new[key] = sub
 
-    async def _run(self) -> None:
-        # Never gives up while anyone waits: an unreachable catalog (engine creation, schema check or a
-        # read failing) is delivered to every subscriber and polled again with back-off until it returns.
-        store, failures = None, 0
-        try:
-            while self._subs:
-                try:
-                    store = await self._poll(store)
-                    error = None
-                except Exception as exc:  # catalog down: every subscriber hears about it and keeps waiting
-                    error = exc
-                    self._reset()
-                    for sub in list(self._subs.values()):
-                        sub.deliver(None, error)
-                if error is not None and not failures:
-                    log.warning(
-                        "catalog %s unreachable (%s poll), polling again with back-off: %s",
-                        self._name(),
-                        self.read,
-                        error,
-                    )
-                elif error is None and failures:
-                    log.warning(
-                        "catalog %s reachable again (%s poll) after %d failed polls", self._name(), self.read, failures
-                    )
-                failures = failures + 1 if error is not None else 0
-                self.ticks += 1
-                await asyncio.sleep(self._delay(failures))
-        finally:
-            if not self._subs and self._shared.get(self._key) is self:
-                del self._shared[self._key]
-
-    def _name(self) -> str:
-        return shown_url(self.url)
+    def _ended(self) -> None:
+        """The poll loop ended with nobody subscribed: a later subscriber gets a new shared poller."""
+        if self._shared.get(self._key) is self:
+            del self._shared[self._key]

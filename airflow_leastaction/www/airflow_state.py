@@ -11,11 +11,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
-from sqlalchemy import select
+from sqlalchemy import and_, bindparam, or_, select
 
 from airflow_leastaction.www.declared import DeclaredTask, parse_tasks
-from airflow_leastaction.www.reads import any_of
 from airflow_leastaction.www.verdicts import TaskInstanceFacts
 
 #: Runs offered as the judged interval of a DAG's graph.
@@ -49,22 +49,26 @@ _PARSED_MAX = 512
 
 def declared_tasks(dag_ids: Iterable[str]) -> dict[str, dict[str, DeclaredTask]]:
     """The tasks of each DAG as its latest serialized version declares them (a DAG Airflow does not have
-    is left out), in one query."""
-    from airflow.models.serialized_dag import SerializedDagModel
+    is left out): one query for the latest versions' hashes, and the serialized form of a version only
+    when it was not parsed before (loading it means reading and decoding the whole DAG's JSON)."""
+    from airflow.models.serialized_dag import SerializedDagModel as SDM
 
     wanted = sorted({d for d in dag_ids if d})
     if not wanted:
         return {}
-    out = {}
+    # Airflow's own choice of a DAG's latest serialized version, reduced to its ids and hashes.
+    latest = SDM._latest_by_version_select(wanted).with_only_columns(SDM.id, SDM.dag_id, SDM.dag_hash)
     with _session() as session:
-        for found in SerializedDagModel.get_latest_serialized_dags(dag_ids=wanted, session=session):
-            key = (found.dag_id, str(found.dag_hash))
-            if key not in _PARSED:
-                if len(_PARSED) >= _PARSED_MAX:
-                    _PARSED.clear()
-                _PARSED[key] = parse_tasks(found.data or {})
-            out[found.dag_id] = _PARSED[key]
-    return out
+        versions = {row.id: (row.dag_id, str(row.dag_hash)) for row in session.execute(latest)}
+        parsed = {key: _PARSED[key] for key in versions.values() if key in _PARSED}
+        unparsed = [pk for pk, key in versions.items() if key not in parsed]
+        if unparsed:
+            for found in session.scalars(select(SDM).where(SDM.id.in_(unparsed))):
+                parsed[versions[found.id]] = parse_tasks(found.data or {})
+            if len(_PARSED) + len(unparsed) > _PARSED_MAX:
+                _PARSED.clear()
+            _PARSED.update(parsed)
+    return {dag_id: parsed[(dag_id, dag_hash)] for dag_id, dag_hash in versions.values()}
 
 
 def recent_runs(dag_id: str, limit: int = RECENT_RUNS, run_id: str | None = None) -> list[RunFacts]:
@@ -94,22 +98,33 @@ def run_states(dag_id: str, run_id: str) -> dict[tuple[str, int], str | None]:
         return {(t, m): _text(s) for t, m, s in session.execute(stmt)}
 
 
+@lru_cache(maxsize=64)
+def _task_instances_statement(count: int):
+    """Task instances by ``count`` keys, bound as ``k<i>_<j>``: an OR of one primary-key lookup per key (a
+    row-value IN list is a scan of the whole table on SQLite and PostgreSQL). Built once per count: building
+    and compiling an OR of 30 keys anew cost more than the query."""
+    from airflow.models.taskinstance import TaskInstance as TI
+
+    t = TI.__table__.c
+    cols = (t.dag_id, t.task_id, t.run_id, t.map_index)
+    lookups = (and_(*(c == bindparam(f"k{i}_{j}") for j, c in enumerate(cols))) for i in range(count))
+    return select(*cols, t.state, t.try_number, t.start_date, t.end_date, t.trigger_timeout, t.trigger_id).where(
+        or_(*lookups)
+    )
+
+
 def task_instances(keys: Iterable[tuple[str, str, str, int]]) -> dict[tuple[str, str, str, int], TaskInstanceFacts]:
     """Airflow's facts of the task instances ``(dag_id, task_id, run_id, map_index)``; a waiting gate's
     check (its trigger's ``clock``) included."""
-    from airflow.models.taskinstance import TaskInstance as TI
     from airflow.models.trigger import Trigger
 
     wanted = sorted(set(keys))
     if not wanted:
         return {}
-    cols = (TI.dag_id, TI.task_id, TI.run_id, TI.map_index)
-    stmt = select(*cols, TI.state, TI.try_number, TI.start_date, TI.end_date, TI.trigger_timeout, TI.trigger_id).where(
-        any_of(cols, wanted)
-    )
+    params = {f"k{i}_{j}": value for i, key in enumerate(wanted) for j, value in enumerate(key)}
     out = {}
     with _session() as session:
-        rows = session.execute(stmt).all()
+        rows = session.execute(_task_instances_statement(len(wanted)), params).all()
         triggers = {r[9] for r in rows if r[9] is not None}
         clocks = {}
         if triggers:

@@ -76,8 +76,8 @@ def attempt_views(
     if not order:
         return []
     everything = group_attempts(reads.attempt_rows(order, scope, rows))
-    # Only an attempt with more decisions than the page shows is counted in the database.
-    tallies = reads.attempt_tallies(k for k in order if len(everything.get(k, ())) >= rows)
+    # Each attempt's counts were written with its decisions: the page reads them, it does not count.
+    tallies = reads.attempt_tallies(order)
     dags = DagGates(k.dag_id for k in order)
     facts = airflow_state.task_instances((k.dag_id, k.task_id, k.run_id, k.map_index) for k in order)
     views = []

@@ -9,16 +9,18 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from sqlalchemy import Select, and_, case, func, literal, or_, select, tuple_
+from sqlalchemy import Select, case, func, literal, or_, select, tuple_
 from sqlalchemy.engine import Engine
 
 from airflow_leastaction.catalog.audit import consumed_slot, is_stale
+from airflow_leastaction.catalog.bridges import Bridge, bridges_of
 from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task, task_run
 from airflow_leastaction.catalog.store import parse_parents
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gate import DecisionResult
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity
+from airflow_leastaction.www.attempt_reads import attempt_keys, first_decisions, summaries
 from airflow_leastaction.www.names import rows_by_identity
 from airflow_leastaction.www.params import MAX_ID, in_time_range
 
@@ -155,6 +157,8 @@ class CatalogRow:
     slots: list[dict] = field(default_factory=list)
     #: Declared parents left out: tasks of DAGs the reader may not read.
     withheld: int = 0
+    #: The assets the task is published to (:mod:`airflow_leastaction.assets`).
+    assets: list[Bridge] = field(default_factory=list)
 
     @property
     def identity(self) -> str:
@@ -176,18 +180,6 @@ def _newest_first(stmt: Select, at_col, id_col, cursor: Cursor | None, limit: in
         # A row-value comparison walks the (time, id) index from the cursor on both backends.
         stmt = stmt.where(tuple_(at_col, id_col) < tuple_(_typed(at_col, cursor.at), cursor.id))
     return stmt.order_by(at_col.desc(), id_col.desc()).limit(limit + 1)
-
-
-def _attempt_is(a) -> tuple:
-    d = gate_decision.c
-    return (d.dag_id == a.dag_id, d.task_id == a.task_id, d.run_id == a.run_id, d.map_index == a.map_index,
-            d.attempt == a.attempt)  # fmt: skip
-
-
-def any_of(cols, keys):
-    """Rows whose ``cols`` equal one of ``keys``, as an OR of ANDs: both backends read each key from the
-    index on those columns (a row-value IN list is a scan of the whole table on SQLite and PostgreSQL)."""
-    return or_(*(and_(*(c == v for c, v in zip(cols, key, strict=True))) for key in keys))
 
 
 def _in_sets(stmt: Select, pairs) -> Select:
@@ -251,7 +243,7 @@ class CatalogReads:
         up = task_run.alias("up")
         ut = task.alias("ut")
         current = up.c.output_revision
-        stale = is_stale(current)
+        stale = is_stale(up)
         chosen = select(c.id, c.consumed_at)
         if f.stale_only:  # the choice itself needs the current revision
             chosen = chosen.select_from(consumption.outerjoin(up, consumed_slot(up))).where(stale)
@@ -313,6 +305,7 @@ class CatalogReads:
             slots = self._recent_slots(conn, [r["id"] for r in tasks])
             parents = {r["id"]: parse_parents(r["parents"]) for r in tasks}
             hidden = _unreadable(conn, {p for ps in parents.values() for p in ps}, scope)
+            assets = bridges_of(conn, [TaskIdentity.from_row(r) for r in tasks])
         rows = [
             CatalogRow(
                 r,
@@ -320,6 +313,7 @@ class CatalogReads:
                 [p for p in parents[r["id"]] if p not in hidden],
                 slots.get(r["id"], []),
                 withheld=sum(p in hidden for p in parents[r["id"]]),
+                assets=assets.get(TaskIdentity.from_row(r), []),
             )
             for r in tasks
         ]
@@ -345,30 +339,9 @@ class CatalogReads:
         """The decisions of the given attempts (:class:`~airflow_leastaction.catalog.audit.AttemptKey`), the
         first ``limit`` of each, each with the Airflow run, DAG and task of the upstream slot it selected
         (``upstream_run_id``...; None for an upstream outside Airflow or of a DAG outside ``scope``). One
-        index range per attempt: an attempt may have judged thousands of dependencies."""
-        d = gate_decision.c
-        up, ut = task_run.alias("up"), task.alias("ut")
-        rows = []
+        statement, one index range of ``limit`` rows per attempt: an attempt may have judged thousands."""
         with self.engine.connect() as conn:
-            for a in dict.fromkeys(attempts):
-                # The first rows by the attempt index alone, then their upstreams: joined first, SQLite sorted
-                # every decision of the attempt before taking the first few.
-                first = select(d.id).where(*_attempt_is(a)).order_by(d.id).limit(limit).subquery("first")
-                stmt = (
-                    select(
-                        gate_decision,
-                        up.c.run_id.label("upstream_run_id"),
-                        ut.c.dag_id.label("upstream_dag_id"),
-                        ut.c.task_id.label("upstream_task_id"),
-                    )
-                    .select_from(
-                        first.join(gate_decision, d.id == first.c.id)
-                        .outerjoin(up, up.c.id == d.upstream_run_pk)
-                        .outerjoin(ut, ut.c.id == d.upstream_task_pk)
-                    )
-                    .order_by(d.id)
-                )
-                rows += [dict(r) for r in conn.execute(stmt).mappings()]
+            rows = first_decisions(conn, attempt_keys(attempts), limit)
         for row in rows:
             if row["upstream_dag_id"] is None or not scope.allows(row["upstream_dag_id"]):
                 row.update(upstream_run_id=None, upstream_dag_id=None, upstream_task_id=None)
@@ -376,28 +349,12 @@ class CatalogReads:
 
     def attempt_tallies(self, attempts) -> dict:
         """Per attempt: how many decisions it recorded, how many SATISFIED and BYPASSED, when, and how many
-        MISSING."""
-        d = gate_decision.c
-        keys = (d.dag_id, d.task_id, d.run_id, d.map_index, d.attempt)
-        wanted = sorted({(a.dag_id, a.task_id, a.run_id, a.map_index, a.attempt) for a in attempts})
-        if not wanted:
+        MISSING (its summary, written with its decisions)."""
+        keys = attempt_keys(attempts)
+        if not keys:
             return {}
-        stmt = (
-            select(
-                *keys,
-                func.count(),
-                func.sum(case((d.result == DecisionResult.SATISFIED.value, 1), else_=0)),
-                func.sum(case((d.result == DecisionResult.BYPASSED.value, 1), else_=0)),
-                func.max(d.decided_at),
-                func.sum(case((d.result == DecisionResult.MISSING.value, 1), else_=0)),
-            )
-            .where(any_of(keys, wanted))
-            .group_by(*keys)
-        )
         with self.engine.connect() as conn:
-            return {
-                tuple(r[:5]): (r[5], int(r[6] or 0), int(r[7] or 0), r[8], int(r[9] or 0)) for r in conn.execute(stmt)
-            }
+            return summaries(conn, keys)
 
     def task_by_pk(self, pk: int) -> dict | None:
         with self.engine.connect() as conn:

@@ -101,6 +101,18 @@ class Slot(BaseModel):
     finished_at: dt.datetime | None
 
 
+class PublishedAsset(BaseModel):
+    """An asset a deployment publishes the task to, and the last slot its watcher published."""
+
+    deployment: str
+    name: str
+    uri: str
+    key_format: str
+    last_slot: dt.datetime | None
+    last_revision: int | None
+    last_emitted_at: dt.datetime | None
+
+
 class CatalogTask(BaseModel):
     id: int
     name: str
@@ -120,6 +132,8 @@ class CatalogTask(BaseModel):
     #: Declared parents left out: tasks of DAGs the caller may not read.
     withheld_parents: int = 0
     recent_slots: list[Slot]
+    #: The assets the task is published to.
+    assets: list[PublishedAsset] = []
     updated_at: dt.datetime
 
 

@@ -1,4 +1,5 @@
-"""Cron and timezone the listener records come from the DAG's timetable, whichever kind it is."""
+"""Cron and timezone the listener records come from the DAG's timetable, whichever kind it is; an asset
+parent is refused unless the catalog can store its name."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import datetime as dt
 
 import pytest
 from airflow.sdk import DAG, CronDataIntervalTimetable, CronTriggerTimetable
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from airflow_leastaction.refs import schedule_meta
+from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.refs import airflow_asset, schedule_meta
 from airflow_leastaction.timetables import IntervalCronTimetable
 
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -29,3 +33,24 @@ START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 def test_schedule_meta_reads_cron_and_timezone_from_any_cron_timetable(schedule, cron, timezone):
     meta = schedule_meta(DAG("d", schedule=schedule, start_date=START), "t")
     assert (meta.cron, meta.timezone, meta.dag_id, meta.task_id) == (cron, timezone, "d", "t")
+
+
+@settings(max_examples=200)
+@given(name=st.text(max_size=300) | st.text(alphabet="ab\x00 ", min_size=240, max_size=250))
+def test_an_asset_parent_is_its_name_under_asset_or_refused_naming_the_asset(name):
+    """The catalog keeps the asset's events under ``asset:<name>`` in a column of 250 characters; PostgreSQL
+    stores no NUL character."""
+    storable = bool(name.strip()) and "\x00" not in name and len("asset:" + name) <= 250
+    try:
+        identity = airflow_asset(name, project="p")
+    except ConfigurationError as exc:
+        assert not storable and str(exc).startswith("airflow_asset("), exc
+        assert {"'", '"'} & set(name) or repr(name[:8])[1:-1] in str(exc), exc  # the name, as Python quotes it
+        return
+    assert storable and (identity.name, identity.project) == ("asset:" + name, "p")
+
+
+@pytest.mark.parametrize("asset", [None, 5, "", "   ", "orders\x00", "x" * 245])
+def test_an_asset_parent_that_is_no_storable_asset_name_is_refused(asset):
+    with pytest.raises(ConfigurationError, match=r"^airflow_asset\("):
+        airflow_asset(asset)

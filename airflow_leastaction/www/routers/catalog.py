@@ -9,11 +9,12 @@ from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS
 from airflow_leastaction.www.params import blank, one_of
 from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, CatalogRow, DagScope, Page
 from airflow_leastaction.www.render import Scope, catalog_reads, page_scope, render
-from airflow_leastaction.www.schemas import CatalogTask, Identity, Listing, Slot
+from airflow_leastaction.www.schemas import CatalogTask, Identity, Listing, PublishedAsset, Slot
 
 router = APIRouter(tags=["catalog"], dependencies=[READ_TASKS])
 
-SOURCES = ("airflow", "external")
+#: Who reports a task: Airflow's listener, a system outside Airflow, Airflow's asset events.
+SOURCES = ("airflow", "external", "asset")
 
 
 def catalog_filter(
@@ -68,6 +69,18 @@ def catalog_task(row: CatalogRow) -> CatalogTask:
         parents=[Identity(**p.as_dict()) for p in row.parents],
         withheld_parents=row.withheld,
         recent_slots=[Slot(**{k: s[k] for k in Slot.model_fields}) for s in row.slots],
+        assets=[
+            PublishedAsset(
+                deployment=b.deployment,
+                name=b.asset_name,
+                uri=b.asset_uri,
+                key_format=b.key_format,
+                last_slot=b.cursor.slot if b.cursor else None,
+                last_revision=b.last_revision,
+                last_emitted_at=b.last_emitted_at,
+            )
+            for b in row.assets
+        ],
     )
 
 

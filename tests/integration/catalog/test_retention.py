@@ -283,6 +283,7 @@ class TestRuns:
         assert real.counts() == {
             "la_consumption": 1,
             "la_gate_decision": 6,
+            "la_gate_attempt": 0,  # the seeded decisions were written without a gate's summary
             "la_task_run": 4 + 1,
             "la_dbt_request_event": 1,
             "la_dbt_request": 1,

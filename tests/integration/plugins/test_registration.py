@@ -31,6 +31,7 @@ def test_airflow_plugins_shows_the_listener_the_timetable_and_the_ui():
         "airflow_leastaction.listeners.catalog",
         "airflow_leastaction.listeners.run_end",
         "airflow_leastaction.listeners.dag_runs",
+        "airflow_leastaction.listeners.assets",
     ]
     assert plugin["timetables"] == ["airflow_leastaction.timetables.interval.IntervalCronTimetable"]
     assert [app["url_prefix"] for app in plugin["fastapi_apps"]] == ["/leastaction"]

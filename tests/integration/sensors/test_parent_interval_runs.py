@@ -14,6 +14,7 @@ from airflow_leastaction.catalog.schema import consumption, gate_decision, task,
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import airflow_task
+from tests.helpers.run_conditions import attempt_summaries
 
 UTC = dt.UTC
 RAW = TaskIdentity("orders_raw", "sales-platform")
@@ -93,6 +94,13 @@ class TestParentIntervalSensorRuns:
             assert run_dag("pricing_daily", day(child_day)).state == "success"
         slots = {d["upstream_slot"] for d in decisions(catalog, "pricing_daily", "wait_for_weekly_rates")}
         assert slots == {day(23)}
+
+    def test_the_sensors_attempt_is_summarised_with_its_decision(self, catalog, run_dag):
+        report_raw(catalog, 7)
+        assert run_dag("orders_enriched", day(7)).state == "success"
+        written, counted = attempt_summaries(catalog)
+        assert [key[1] for key in written] == ["wait_for_orders_raw"]
+        assert written == counted
 
     def test_consumption_is_recorded_when_the_gated_task_succeeds(self, catalog, run_dag):
         report_raw(catalog, 6)

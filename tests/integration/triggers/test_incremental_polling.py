@@ -24,6 +24,7 @@ from airflow_leastaction.catalog.snapshots import wanted_windows
 from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import read_windows
+from airflow_leastaction.triggers.poll_group import PollGroup
 from airflow_leastaction.triggers.poller import CatalogPoller
 from tests.helpers.statement_count import StatementCounter
 
@@ -59,12 +60,12 @@ def recorded_rereads(monkeypatch) -> list[set]:
     return reread
 
 
-@pytest.mark.parametrize("read", ["snapshot", "slot_records", "latest_runs"])
+@pytest.mark.parametrize("read", ["snapshot", "slot_records", "latest_runs", "completions"])
 async def test_an_idle_tick_sends_exactly_one_statement(store, catalog_url, read):
     parents = [TaskIdentity(f"idle_{i}", "other-team") for i in range(30)]
     for p in parents:
         store.record_success(p, day(0), meta=DAILY, run_id="r")
-    requests = parents if read == "latest_runs" else [(p, day(1)) for p in parents]
+    requests = parents if read == "latest_runs" else [(p, 0 if read == "completions" else day(1)) for p in parents]
     poller = CatalogPoller.shared(catalog_url, POLL, read)
     async with poller.subscribe(requests) as sub:
         await sub.next()  # the new subscription's full read
@@ -144,7 +145,7 @@ async def test_a_subscriber_joining_during_a_tick_is_read_in_full_on_the_next_on
         store.record_success(p, day(0), meta=DAILY, run_id="r0")
     poller = CatalogPoller(catalog_url, QUIET)
     reading, resume = threading.Event(), threading.Event()
-    original = CatalogPoller._changes
+    original = PollGroup._changes
 
     def changes(poller_, store_, since, names):
         out = original(poller_, store_, since, names)
@@ -155,7 +156,7 @@ async def test_a_subscriber_joining_during_a_tick_is_read_in_full_on_the_next_on
     async with poller.subscribe([(watched, day(1))]) as first:
         await asyncio.wait_for(first.next_change(), HANG)  # the poller's own loop ticks once, then sleeps
         await asyncio.to_thread(store.record_success, watched, day(1), run_id="r1")
-        monkeypatch.setattr(CatalogPoller, "_changes", changes)
+        monkeypatch.setattr(PollGroup, "_changes", changes)
         tick = asyncio.create_task(poller._tick(store))
         await asyncio.to_thread(reading.wait, HANG)
         async with poller.subscribe([(watched, day(1)), (unread, day(1))]) as joined:
@@ -175,7 +176,11 @@ def _full_read(store: CatalogStore, read: str, requests):
 
 def _comparable(read: str, value, requests=None):
     """A read's value, comparable; a held snapshot restricted to what a full read of ``requests`` holds
-    (it may also keep slot records of its parents that other subscribers' windows read)."""
+    (it may also keep slot records of its parents that other subscribers' windows read), held completions
+    to those at or after the subscriber's own change number (another watcher of the task may be behind)."""
+    if read == "completions" and requests is not None:
+        floors = dict(requests)
+        return {i: (t, [c for c in records if c.seq >= floors[i]]) for i, (t, records) in value.items()}
     if read != "snapshot":
         return value
     tasks, slots = value
@@ -188,9 +193,10 @@ def _comparable(read: str, value, requests=None):
 
 
 WRITES = st.sampled_from(["running", "success", "failed", "hourly", "daily"])
+READS = ("snapshot", "slot_records", "latest_runs", "completions")
 STEP = st.one_of(
     st.tuples(st.just("write"), WRITES, st.integers(0, 3), st.integers(0, 3)),
-    st.tuples(st.just("subscribe"), st.sampled_from(["snapshot", "slot_records", "latest_runs"]), st.integers(0, 3)),
+    st.tuples(st.just("subscribe"), st.sampled_from(READS), st.integers(0, 3)),
     st.tuples(st.just("leave"), st.integers(0, 20)),
     st.just(("tick",)),
 )
@@ -211,6 +217,8 @@ def _requests(read: str, parents: list[TaskIdentity], n: int) -> list:
     chosen = [parents[n % len(parents)], parents[(n + 1) % len(parents)]]
     if read == "latest_runs":
         return chosen
+    if read == "completions":  # watchers whose cursors are at change 0 and change n
+        return [(chosen[0], 0), (chosen[1], n)]
     if read == "slot_records":
         return [(p, day(n)) for p in chosen]
     return [(chosen[0], day(n)), (chosen[1], day(n), day(n + 2))]  # one parent judged on the whole interval
@@ -221,7 +229,7 @@ async def _scenario(url: str, steps) -> None:
     project = uuid.uuid4().hex[:8]
     parents = [TaskIdentity(f"p{i}", project) for i in range(3)] + [TaskIdentity("never_reported", project)]
     store.record_success(parents[0], day(0), meta=DAILY, run_id="seed")
-    pollers = {r: CatalogPoller(url, QUIET, r) for r in ("snapshot", "slot_records", "latest_runs")}
+    pollers = {r: CatalogPoller(url, QUIET, r) for r in READS}
     subs: list = []  # (read, subscription, its context)
 
     async def subscribe(read: str, n: int):
@@ -236,7 +244,7 @@ async def _scenario(url: str, steps) -> None:
             await asyncio.to_thread(_write, store, parents[step[2]], step[1], step[3])
         elif step[0] == "subscribe":
             await subscribe(step[1], step[2])
-        elif step[0] == "leave" and len(subs) > 3:
+        elif step[0] == "leave" and len(subs) > len(READS):
             _, _, context = subs.pop(step[1] % len(subs))
             await context.__aexit__(None, None, None)
         elif step[0] == "tick":

@@ -1,9 +1,9 @@
 """What waiting gates cost the catalog per poll tick, counting every statement the catalog engine sends.
 
-K waiting triggers on K distinct parents and intervals share one poll per tick and read kind; a tick
-sends at least one statement (the change query) and at most two (and the changed or new tasks' data),
-whatever K, on SQLite and PostgreSQL. Both bounds can fail: a poll that read nothing would break the
-lower one, a read per trigger or per parent the upper.
+K waiting triggers on K distinct parents and intervals share one poll per tick, whatever their read kinds:
+a tick sends exactly one change query, and at most one more statement per read kind (the changed or new
+tasks' data), whatever K, on SQLite and PostgreSQL. The bounds can fail: a poll that read nothing would
+break the lower one, a change query per read kind, a read per trigger or per parent the upper.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.model import Dependency
 from airflow_leastaction.run_conditions.wait_rule import WaitClock
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
+from airflow_leastaction.triggers.poll_group import PollGroup
 from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
 from tests.helpers.statement_count import StatementCounter
@@ -63,16 +64,18 @@ async def run_until_ticks(triggers, url: str, reads: dict[str, str | None], k: i
 
 
 def attribute_polls(counter: StatementCounter, monkeypatch) -> None:
-    """Every statement of a poller's tick, attributed to its read kind."""
-    for method in ("_changes", "_details"):
-        counter.attribute(CatalogPoller, method, monkeypatch, label=lambda poller: poller.read)
+    """Every statement of a tick: the change query, and each read kind's data."""
+    counter.attribute(PollGroup, "_changes", monkeypatch)
+    counter.attribute(CatalogPoller, "_details", monkeypatch, label=lambda poller: poller.read)
 
 
 def assert_one_or_two_per_tick(counter: StatementCounter, ticks: dict[str, int]) -> None:
     assert counter.by_read[None] == 0, counter.statements  # nothing outside the pollers' reads
-    for kind, n in ticks.items():
-        assert n >= TICKS
-        assert n <= counter.by_read[kind] <= 2 * n, (kind, n, counter.by_read)
+    [n] = set(ticks.values())  # the read kinds tick together
+    assert n >= TICKS
+    assert counter.by_read["_changes"] == n, (n, counter.by_read)  # one change query per tick, for all kinds
+    for kind in ticks:  # none when no task the kind reads is in the catalog
+        assert 0 <= counter.by_read[kind] <= n, (kind, n, counter.by_read)
 
 
 @pytest.mark.parametrize("k", [1, 40, 500])
@@ -135,3 +138,51 @@ async def test_k_waiting_run_condition_gates_send_one_or_two_statements_per_tick
             k,
         )
     assert_one_or_two_per_tick(counter, ticks)
+
+
+async def test_waiting_gates_and_asset_watchers_share_one_statement_per_idle_tick(store, catalog_url, use_catalog):
+    """Interval gates (snapshot read), run-condition gates (slot records, latest runs) and asset watchers
+    (completions) of one triggerer: while nothing changes, each tick sends one statement for all of them."""
+    from airflow_leastaction.triggers.catalog_asset import CatalogAssetTrigger
+
+    use_catalog(catalog_url)
+    k = 20
+    parents = [TaskIdentity(f"shared_{i}", "other-team") for i in range(k)]
+    for i, p in enumerate(parents):
+        store.record_running(p, DAY + dt.timedelta(days=i), meta=DAILY, run_id=f"r{i}")
+    triggers = [
+        *(
+            ParentIntervalTrigger(
+                parents=[p.as_dict()], child_interval=(DAY + dt.timedelta(days=i)).isoformat(), poll_interval=POLL
+            )
+            for i, p in enumerate(parents)
+        ),
+        *(gate_trigger(i, p) for i, p in enumerate(parents)),
+        *(
+            CatalogAssetTrigger(identity=p.as_dict(), asset_name=f"a{i}", asset_uri=f"s3://a/{i}", poll_interval=POLL)
+            for i, p in enumerate(parents)
+        ),
+    ]
+
+    async def run(trigger):
+        async for event in trigger.run():
+            return event.payload
+
+    tasks = [asyncio.create_task(run(t)) for t in triggers]
+    kinds = ("snapshot", "slot_records", "latest_runs", "completions")
+    await wait_for(lambda: all(poller(catalog_url, r if r != "snapshot" else None) is not None for r in kinds))
+    pollers = [poller(catalog_url, r if r != "snapshot" else None) for r in kinds]
+    await wait_for(lambda: all(p.subscribers == k and not p._new for p in pollers))  # every full read done
+    group = pollers[0]._group
+    assert all(p._group is group for p in pollers)
+    with StatementCounter(get_engine(catalog_url)) as counter:
+        start = group.ticks
+        await wait_for(lambda: group.ticks >= start + TICKS + 1)
+        ticked = group.ticks - start
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert not any(t.done() and not t.cancelled() for t in tasks)  # all were still waiting
+    # Ticks that began inside the window each sent one statement; one more may have begun before it.
+    assert ticked - 1 <= counter.total <= ticked + 1, counter.statements
+    assert all("la_change_counter" in s for s in counter.statements)

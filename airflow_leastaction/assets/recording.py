@@ -1,0 +1,127 @@
+"""Asset events recorded in the catalog as slot records of the asset's identity
+(:func:`~airflow_leastaction.refs.airflow_asset`), so a sensor, a run condition or a whole-DAG condition can
+wait for an asset's partition. The provider's listener calls :func:`record` wherever Airflow records an
+asset event (the API server for task outlets and the REST API, the triggerer for watchers).
+
+The slot of an event is its ``partition_date``, else its partition key read with the asset's key format,
+else the slot of the task run that produced it, else the time it was recorded. The identity's schedule is
+the one the asset declares (:func:`asset_schedule`), else the producing task's. ``rows_written`` comes from
+the event's extra. Each event completes its slot: a second event for a recorded slot is a repair.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import uuid
+
+from sqlalchemy import select
+
+from airflow_leastaction.assets.keys import DEFAULT_KEY_FORMAT, check_key_format, slot_of_key
+from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
+from airflow_leastaction.catalog.schema import identity_clause, task, task_run
+from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
+from airflow_leastaction.refs import airflow_asset, airflow_task
+from airflow_leastaction.triggers.wire import read_slot_event
+
+log = logging.getLogger(__name__)
+
+#: The key of an asset's extra holding what the catalog records it with.
+EXTRA_KEY = "leastaction"
+
+
+def asset_schedule(cron: str | None, timezone: str = "UTC", key_format: str = DEFAULT_KEY_FORMAT) -> dict:
+    """An asset's extra saying how the catalog records its events: ``Asset("orders", extra=asset_schedule(
+    "0 * * * *"))``. Children judge the asset's identity by ``cron`` (None: ad hoc) in ``timezone``; its
+    partition keys are read with ``key_format`` in that timezone. Checked when the DAG is parsed."""
+    meta = TaskMeta(cron=cron, timezone=timezone)
+    check_key_format(key_format, f"asset_schedule({cron!r})")
+    return {EXTRA_KEY: {"cron": meta.cron, "timezone": meta.timezone, "key_format": key_format}}
+
+
+def record(asset_event, store_factory=CatalogStore) -> None:
+    """Record ``asset_event`` (Airflow's listener event) in the catalog; never raises. The events of the
+    provider's own watchers are not recorded again: their catalog task is in the catalog already."""
+    if read_slot_event(asset_event.extra) is not None:
+        return
+    try:
+        event = slot_event_of(asset_event, store_factory)
+    except Exception as exc:
+        log.warning("asset %r: event not recorded in the catalog: %s", asset_event.asset.name, exc)
+        return
+    if event is not None:
+        deliver(event, store_factory)
+
+
+def slot_event_of(asset_event, store_factory=CatalogStore) -> SlotEvent | None:
+    """The catalog outcome of ``asset_event``: a success of one slot of the asset's identity."""
+    asset = asset_event.asset
+    declared = (getattr(asset, "extra", None) or {}).get(EXTRA_KEY) or {}
+    timezone = declared.get("timezone", "UTC")
+    meta = TaskMeta(cron=declared.get("cron"), timezone=timezone, source="asset") if "cron" in declared else None
+    produced = _producing_run(asset_event, store_factory)
+    slot = getattr(asset_event, "partition_date", None)
+    key = asset_event.partition_key
+    if slot is None and key is not None:
+        try:
+            slot = slot_of_key(key, timezone, declared.get("key_format", DEFAULT_KEY_FORMAT))
+        except ValueError as exc:
+            log.warning("asset %r: partition key %r is not a time the catalog can record: %s", asset.name, key, exc)
+            return None
+    if produced is not None:
+        slot = slot or produced[0]
+        meta = meta or TaskMeta(cron=produced[1], timezone=produced[2], source="asset")
+    now = dt.datetime.now(dt.UTC)
+    return SlotEvent(
+        state="success",
+        identity=airflow_asset(asset.name),
+        slot=(slot or now).astimezone(dt.UTC),
+        at=now,
+        meta=meta,
+        run_id=_run_id(asset_event, key),
+        rows_written=_rows_written(asset_event.extra),
+    )
+
+
+def _producing_run(asset_event, store_factory) -> tuple[dt.datetime, str | None, str] | None:
+    """The slot, cron and timezone the catalog has for the task run that produced the event, if any."""
+    if not (asset_event.source_dag_id and asset_event.source_task_id and asset_event.source_run_id):
+        return None
+    producer = airflow_task(
+        asset_event.source_dag_id, asset_event.source_task_id, map_index=asset_event.source_map_index or -1
+    )
+    store = store_factory()
+    with store.engine.connect() as conn:
+        row = conn.execute(
+            select(task_run.c.slot, task.c.cron, task.c.timezone)
+            .join(task, task.c.id == task_run.c.task_pk)
+            .where(*identity_clause(producer), task_run.c.run_id == asset_event.source_run_id)
+            .limit(1)
+        ).first()
+    return (row.slot, row.cron, row.timezone) if row is not None else None
+
+
+#: The longest run id a slot record holds (its column's width).
+RUN_ID_WIDTH = 250
+
+
+def _run_id(asset_event, key: str | None) -> str:
+    """The producing run (with the map index and key: one run may emit several partitions), or a new id for
+    an event no run produced. Too long for the column, it keeps its start and a digest of the whole."""
+    if not asset_event.source_run_id:
+        return f"asset-event:{uuid.uuid4().hex}"
+    index = asset_event.source_map_index
+    run_id = (
+        f"{asset_event.source_dag_id}/{asset_event.source_run_id}/{asset_event.source_task_id}"
+        + (f"/{index}" if index is not None and index >= 0 else "")
+        + (f"#{key}" if key else "")
+    )
+    if len(run_id) <= RUN_ID_WIDTH:
+        return run_id
+    return f"{run_id[: RUN_ID_WIDTH - 41]}~{hashlib.sha1(run_id.encode()).hexdigest()}"
+
+
+def _rows_written(extra) -> int | None:
+    value = (extra or {}).get("rows_written")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
