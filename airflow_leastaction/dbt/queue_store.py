@@ -167,8 +167,9 @@ class QueueStore(QueueReads, QueueRecovery):
     def candidates(self, conn: Connection, environment: str) -> list[Candidate]:
         """Pending rows as the batch planner sees them (read without locks).
 
-        A model's last build is its newest done row, or the build an active row owed a follow-up pass has
-        just had (its ``finished_at``): the tier's minimum interval counts from either.
+        A model's last build is its newest done row (a pass owed a follow-up is one too); the tier's minimum
+        interval counts from it. An active row with a ``finished_at`` is one an earlier release sent back to
+        pending after its build: that build counts as well.
         """
         done = dbt_queue.alias("done")
         built = (done.c.status == "done") | (done.c.status.in_(ACTIVE_STATUSES) & done.c.finished_at.isnot(None))
@@ -302,28 +303,31 @@ class QueueStore(QueueReads, QueueRecovery):
         settled = {}
         with self.transactions.write() as conn:
             rows = conn.execute(
-                select(q.id, q.unique_id, q.requested_while_running, q.attempts)
+                select(dbt_queue)
                 .where(q.batch_id == batch.id, q.status == "running")
                 .order_by(q.unique_id)  # the producers' lock order: no deadlock with a concurrent enqueue
                 .with_for_update()
             ).all()
+            claimed_at = conn.execute(select(dbt_batch.c.claimed_at).where(dbt_batch.c.id == batch.id)).scalar()
             for row in rows:
                 outcome = outcomes.get(row.unique_id, ModelOutcome.NOT_RUN)
-                new_status = row_status_after(outcome, row.requested_while_running, row.attempts, max_attempts)
-                message = messages.get(row.unique_id)
-                if outcome is ModelOutcome.NOT_RUN and new_status == "failed":
-                    message = f"not finished after {row.attempts} attempt(s); giving up"
-                values = {"status": new_status, "outcome": outcome.value, "message": message}
-                if new_status == "pending":
-                    # attempts counts claims in a row that ended unfinished; a finished pass resets it.
-                    attempts = row.attempts if outcome is ModelOutcome.NOT_RUN else 0
-                    values.update(batch_id=None, requested_while_running=False, attempts=attempts)
-                    if outcome is ModelOutcome.SUCCESS:  # a follow-up is owed: it waits out the tier
-                        values["finished_at"] = now
+                after = row_status_after(outcome, row.requested_while_running, row.attempts, max_attempts)
+                row_message = messages.get(row.unique_id)
+                if outcome is ModelOutcome.NOT_RUN and after.status == "failed":
+                    row_message = f"not finished after {row.attempts} attempt(s); giving up"
+                values = {"status": after.status, "outcome": outcome.value, "message": row_message}
+                if after.status == "pending":
+                    # attempts counts claims in a row that ended unfinished; the next pass sees new requests.
+                    values.update(batch_id=None, requested_while_running=False)
                 else:
                     values["finished_at"] = now
+                follow_up = follow_up_row(conn, row, claimed_at) if after.follow_up else None
+                if follow_up is not None:  # the requests of the follow-up move to it: each is counted once
+                    values["request_count"] = row.request_count - follow_up["request_count"]
                 conn.execute(update(dbt_queue).where(q.id == row.id).values(**values))
-                settled[row.unique_id] = new_status
+                if follow_up is not None:
+                    conn.execute(insert(dbt_queue).values(**follow_up))
+                settled[row.unique_id] = after.status
             conn.execute(
                 update(dbt_batch)
                 .where(dbt_batch.c.id == batch.id, dbt_batch.c.status == "running")
@@ -336,6 +340,25 @@ class QueueStore(QueueReads, QueueRecovery):
                 )
             )
         return settled
+
+
+def follow_up_row(conn: Connection, row, claimed_at: dt.datetime | None) -> dict:
+    """The pending row a pass owes when requests arrived while it ran: it holds just those requests (their
+    events name the row that was running), so its counts and times are theirs."""
+    e = dbt_request_event.c
+    running = select(e.selector, e.requested_at).where(e.queue_id == row.id, e.outcome == Outcome.ALREADY_RUNNING.value)
+    during = conn.execute(running.where(e.requested_at >= claimed_at).order_by(e.id)).all() if claimed_at else []
+    # Stamped by the producers' clocks: when one ran behind the claim's, every request made while this row
+    # was running (in this claim or an unfinished earlier one) moves to the follow-up.
+    during = during or conn.execute(running.order_by(e.id)).all()
+    return {
+        "environment": row.environment, "unique_id": row.unique_id, "fqn": row.fqn,
+        "materialized": row.materialized, "action": row.action, "mode": row.mode, "exclusions": row.exclusions,
+        "tier": row.tier, "status": "pending", "selectors": "\n".join(dict.fromkeys(r.selector for r in during)),
+        "request_count": len(during), "requested_while_running": False,
+        "first_requested_at": min((r.requested_at for r in during), default=row.last_requested_at),
+        "last_requested_at": row.last_requested_at, "attempts": 0,
+    }  # fmt: skip
 
 
 __all__ = ["Batch", "ClaimedRow", "EnqueueResult", "QueueStore", "summarize"]

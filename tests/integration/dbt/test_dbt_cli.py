@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 
 import pytest
 
@@ -95,3 +97,33 @@ class TestQueueCommand:
         assert out == "" and cli.err.startswith("error: argument selector: '  ': expected a dbt selector")
         code, out = cli("queue", "history", "--environment", "ops", "--json")
         assert printed_json(out)["requests"] == []
+
+    def test_a_drain_whose_model_failed_exits_3_even_when_the_model_was_requested_again_during_its_build(
+        self, cli, sqlite_url
+    ):
+        from airflow_leastaction.dbt.queue_store import QueueStore
+
+        sql = cli.project + "/models/marts/fact_project_labor.sql"
+        with open(sql) as f:
+            good = f.read()
+        with open(sql, "w") as f:
+            f.write(good.replace("sum(t.hours) as hours", "sum(t.no_such_column) as hours"))
+        assert cli("queue", "enqueue", SELECTOR_A, "--project-dir", cli.project, "--environment", "ops")[0] == 0
+        queue = QueueStore(get_engine(sqlite_url))
+        result = []
+        drain = threading.Thread(
+            target=lambda: result.append(
+                main(["queue", "drain", "--project-dir", cli.project, "--environment", "ops", "--heartbeat", "1",
+                      "--max-batches", "1"])
+            )
+        )  # fmt: skip
+        drain.start()
+        deadline = time.monotonic() + 90
+        while not any(r["status"] == "running" for r in queue.active_rows("ops")):
+            assert time.monotonic() < deadline, "the batch never started"
+            time.sleep(0.05)
+        code, _ = cli("queue", "enqueue", SELECTOR_A, "--project-dir", cli.project, "--environment", "ops")
+        drain.join()
+        assert code == 0 and result == [3]
+        failed = [r["unique_id"] for r in queue.history("ops") if r["status"] == "failed"]
+        assert names(failed) == ["agg_labor_history", "fact_project_labor"]

@@ -83,9 +83,14 @@ class TestEnqueue:
         settled = succeed(queue, batch)
         assert settled == {
             "model.field_ops.stg_field_ops__work_orders": "done",
-            "model.field_ops.dim_project": "pending",
-            "model.field_ops.fact_project_labor": "pending",
+            "model.field_ops.dim_project": "done",
+            "model.field_ops.fact_project_labor": "done",
         }
+        # The build is history; the requests that arrived during it wait in one follow-up row per model.
+        owed = {r["unique_id"]: r for r in queue.active_rows("prod")}
+        assert names(owed) == ["dim_project", "fact_project_labor", "stg_field_ops__time_entries"]
+        assert owed["model.field_ops.dim_project"]["request_count"] == 3
+        assert owed["model.field_ops.dim_project"]["selectors"] == "b"
         follow_up = queue.claim("prod", "w1", NO_WAIT)
         assert names(r.unique_id for r in follow_up.rows) == [
             "dim_project",
@@ -95,6 +100,33 @@ class TestEnqueue:
         succeed(queue, follow_up)
         assert queue.active_rows("prod") == []
         assert queue.claim("prod", "w1", NO_WAIT) is None
+
+    def test_a_model_that_fails_while_requested_again_is_failed_in_history_and_owed_one_follow_up(self, queue):
+        queue.enqueue(KEY, REQUEST_A, "a", now=T0)
+        assert queue.acquire_lease("prod", "w1", seconds(30), now=T0)
+        batch = queue.claim("prod", "w1", NO_WAIT, now=T0)
+        for i in (1, 2):  # new data lands twice while dim_project is being built
+            queue.enqueue(KEY, [model("dim_project")], "b", now=T0 + seconds(i))
+        dim = "model.field_ops.dim_project"
+        outcomes = {r.unique_id: ModelOutcome.SUCCESS for r in batch.rows} | {dim: ModelOutcome.ERROR}
+        settled = queue.finish(
+            batch, outcomes, status="partial", invocations=2, exit_code=1, message="dim_project: boom",
+            messages={dim: "boom", "model.field_ops.fact_project_labor": "OK"}, now=T0 + seconds(5),
+        )  # fmt: skip
+        assert settled[dim] == "failed"  # counted by the drain that ran it
+        failed = [r for r in queue.history("prod") if r["unique_id"] == dim]
+        assert [(r["status"], r["outcome"], r["message"]) for r in failed] == [("failed", "error", "boom")]
+        # The batch keeps its failure summary, not the message of whichever model was settled last.
+        assert queue.batches("prod")[0]["message"] == "dim_project: boom"
+        (owed,) = queue.active_rows("prod")
+        assert (owed["unique_id"], owed["status"], owed["request_count"]) == (dim, "pending", 2)
+        assert (owed["first_requested_at"], owed["last_requested_at"]) == (T0 + seconds(1), T0 + seconds(2))
+        assert not owed["requested_while_running"]
+        follow_up = queue.claim("prod", "w1", NO_WAIT, now=T0 + seconds(6))
+        assert [r.unique_id for r in follow_up.rows] == [dim]  # the follow-up runs once
+        succeed(queue, follow_up)
+        assert queue.claim("prod", "w1", NO_WAIT) is None
+        assert [r["status"] for r in queue.history("prod") if r["unique_id"] == dim] == ["done", "failed"]
 
     def test_every_request_writes_one_event_per_model_and_a_request_row(self, queue):
         result = queue.enqueue(KEY, REQUEST_A, "a", requested_by="ingest/run1/enqueue")
@@ -151,7 +183,8 @@ class TestClaim:
         assert queue.acquire_lease("prod", "w1", seconds(30), now=T0)
         batch = queue.claim("prod", "w1", TierPolicy(), now=T0)
         queue.enqueue(KEY, [model("fact_project_labor")], "a", now=T0 + seconds(10))  # during the build
-        assert succeed(queue, batch, now=T0 + seconds(60)) == {"model.field_ops.fact_project_labor": "pending"}
+        assert succeed(queue, batch, now=T0 + seconds(60)) == {"model.field_ops.fact_project_labor": "done"}
+        assert [r["status"] for r in queue.active_rows("prod")] == ["pending"]  # the follow-up owed
         built = T0 + seconds(60)
         assert queue.claim("prod", "w1", TierPolicy(), now=built + seconds(299)) is None
         with queue.engine.connect() as conn:
