@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from airflow_leastaction.dbt.request_key import BatchKey
+
 
 class Outcome(str, enum.Enum):
     """What one model request did to the active queue."""
@@ -48,17 +50,8 @@ def exclusions_key(materializations: Iterable[str]) -> str:
     return ",".join(sorted({m.strip().lower() for m in materializations if m.strip()}))
 
 
-@dataclass(frozen=True)
-class BatchKey:
-    """Rows share one dbt selection only when environment, action, mode and exclusions all match."""
-
-    environment: str
-    action: str = "build"
-    mode: str = "default"
-    exclusions: str = "view"
-
-
 def compatible(a: BatchKey, b: BatchKey) -> bool:
+    """Rows share one dbt command only when their demand keys are equal (see :mod:`request_key`)."""
     return a == b
 
 

@@ -13,6 +13,8 @@ from airflow.sdk import DAG
 
 from airflow_leastaction.dbt.policy import Tier, TierPolicy
 from airflow_leastaction.operators import DbtDrainOperator
+from airflow_leastaction.sensors import ParentIntervalSensor, dbt_model
+from airflow_leastaction.timetables import IntervalCronTimetable
 
 START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 PROJECT_DIR = os.environ.get(
@@ -34,4 +36,18 @@ with DAG("dq_drain_short_historical", schedule=None, start_date=START, catchup=F
         tiers=SHORT_HISTORICAL,
         max_wait=HISTORICAL,
         heartbeat_interval=1.0,
+    )
+
+
+# An hourly report on a dbt model the queue builds: its sensor waits for the model's catalog task to have
+# completed the slot of the report's hour (tests/integration/dbt/test_models_in_the_catalog.py).
+with DAG(
+    "dq_reads_dim_project",
+    schedule=IntervalCronTimetable("0 * * * *"),
+    start_date=START,
+    catchup=False,
+    tags=["test", "dbt"],
+):
+    ParentIntervalSensor(
+        task_id="wait_for_dim_project", parents=[dbt_model("dim_project", "field_ops")], poke_interval=0.2, timeout=5
     )

@@ -279,6 +279,32 @@ class TestOperatorArguments:
         with pytest.raises(ConfigurationError, match="shorter than grace"):
             DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), grace=5, heartbeat_interval=10)
 
+    @pytest.mark.parametrize(
+        ("flags", "message"),
+        [
+            ({"command": "test", "full_refresh": True}, "--full-refresh does not apply to dbt test"),
+            ({"command": "compile"}, "'compile' cannot be queued"),
+            ({"dbt_vars": ["day"]}, "--vars must be a JSON object"),
+        ],
+    )
+    def test_a_request_dbt_would_refuse_fails_at_dag_parse_time(self, deployed_project, flags, message):
+        with pytest.raises(ConfigurationError, match=f"'enqueue'.*{message}"):
+            DbtEnqueueOperator(task_id="enqueue", selector="a+", project_dir=str(deployed_project), **flags)
+
+    @pytest.mark.parametrize(
+        ("options", "message"),
+        [
+            ({"model_cron": "61 * * * *"}, "61"),
+            ({"model_timezone": "Mars/Olympus"}, "Mars/Olympus"),
+            ({"source_tasks": {"field_ops.work_orders": "team_a/load"}}, r"source_tasks\['field_ops.work_orders'\]"),
+        ],
+    )
+    def test_a_drain_whose_catalog_options_cannot_work_fails_at_dag_parse_time(
+        self, deployed_project, options, message
+    ):
+        with pytest.raises(ConfigurationError, match=f"'drain'.*{message}"):
+            DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), **options)
+
     def test_a_negative_max_wait_fails_at_dag_parse_time(self, deployed_project):
         with pytest.raises(ConfigurationError, match="'drain'.*max_wait must not be negative"):
             DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), max_wait=-1)

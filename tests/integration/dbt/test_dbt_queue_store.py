@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from airflow_leastaction.catalog.schema import metadata
 from airflow_leastaction.dbt.planner import PlannedModel
 from airflow_leastaction.dbt.policy import BatchKey, ModelOutcome
+from airflow_leastaction.dbt.request_key import request_key
 from airflow_leastaction.dbt.schema import dbt_queue, dbt_request_event
 from airflow_leastaction.exceptions import DbtLeaseLostError
 from tests.helpers.dbt_queue import NO_WAIT, names, seconds
@@ -137,6 +138,33 @@ class TestEnqueue:
         assert "nothing to build" in requests[noop.request_id]["message"]
         assert {e["requested_by"] for e in queue.events("prod")} == {"ingest/run1/enqueue"}
         assert queue.outcome_counts("prod") == {"new_pending": 3, "already_pending": 0, "already_running": 0}
+
+
+class TestDemandKeys:
+    def test_a_model_requested_under_two_keys_is_two_rows_each_claimed_in_its_own_batch(self, queue):
+        refresh = request_key("prod", full_refresh=True)
+        first = queue.enqueue(KEY, REQUEST_A, "a").by_outcome()
+        second = queue.enqueue(refresh, REQUEST_A, "a").by_outcome()
+        assert len(first["new_pending"]) == len(second["new_pending"]) == 3  # no merge across keys
+        assert len(queue.active_rows("prod")) == 6
+        assert queue.acquire_lease("prod", "w1", seconds(30))
+        batches = [queue.claim("prod", "w1", NO_WAIT) for _ in range(2)]
+        assert {b.key for b in batches} == {KEY, refresh} and all(len(b.rows) == 3 for b in batches)
+        assert {b["full_refresh"] for b in queue.batches("prod")} == {True, False}
+
+    def test_merged_requests_keep_the_newest_slot_and_any_force(self, queue):
+        queue.enqueue(KEY, REQUEST_A, "a", slot=T0 + seconds(3600))
+        queue.enqueue(KEY, REQUEST_A, "a", slot=T0, force=True)  # an older slot, forced
+        queue.enqueue(KEY, REQUEST_A, "a")  # no slot, not forced
+        rows = queue.active_rows("prod")
+        assert {(r["request_slot"], r["force"]) for r in rows} == {(T0 + seconds(3600), True)}
+        assert queue.acquire_lease("prod", "w1", seconds(30))
+        batch = queue.claim("prod", "w1", NO_WAIT)
+        assert {(r.request_slot, r.force) for r in batch.rows} == {(T0 + seconds(3600), True)}
+        queue.enqueue(KEY, REQUEST_A[:1], "a", slot=T0 + seconds(7200))  # during the pass
+        succeed(queue, batch)
+        (owed,) = queue.active_rows("prod")
+        assert (owed["request_slot"], owed["force"], owed["request_count"]) == (T0 + seconds(7200), True, 1)
 
 
 class TestClaim:
