@@ -142,6 +142,7 @@ class GraphNode(BaseModel):
     depth: int
     state: str
     in_catalog: bool
+    source: str | None = None  # airflow, external, or dbt (a model the dbt queue builds)
 
 
 class GraphEdge(BaseModel):

@@ -20,11 +20,10 @@ DIM = TaskIdentity("dim_project", "field_ops")
 
 
 @pytest.fixture
-def cases(airflow_db, sqlite_url, use_catalog):
+def cases(airflow_db, catalog_url, use_catalog):
     from airflow.dag_processing.dagbag import DagBag
 
-    get_engine(sqlite_url, migrate=True)
-    use_catalog(sqlite_url)
+    use_catalog(catalog_url)
     bag = DagBag(str(ROOT / "tests" / "dags" / "dbt_queue_cases.py"))
     assert not bag.import_errors, bag.import_errors
     return bag
@@ -41,9 +40,9 @@ def slots_of(engine, identity: TaskIdentity) -> dict:
 
 
 def test_a_reused_model_completes_its_slot_and_is_a_valid_parent_for_a_sensor_in_a_real_run(
-    cases, sqlite_url, runner, plans
+    cases, catalog_url, runner, plans
 ):
-    queue = QueueStore(get_engine(sqlite_url))
+    queue = QueueStore(get_engine(catalog_url))
     catalog = CatalogStore(queue.engine)
     for loader in LOADERS:
         land(catalog, loader, 0)

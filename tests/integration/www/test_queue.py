@@ -95,3 +95,26 @@ class TestBuiltAndReused:
         page = client.get(P + "/queue").text
         assert "1 build(s) saved" in page and "inputs unchanged since build 7" in page
         assert "<i>orders</i>" not in page and html.escape("<i>orders</i>") in page
+
+
+class TestDbtModelsInTheLineage:
+    def test_the_graph_draws_a_dbt_model_among_the_catalogs_tasks_with_the_inputs_it_declares(
+        self, client, catalog_url
+    ):
+        from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
+        from airflow_leastaction.identity import TaskIdentity
+
+        store = CatalogStore(get_engine(catalog_url))
+        loader, staging = TaskIdentity("load_orders", "ingest"), TaskIdentity("stg_orders", "shop")
+        store.report_completion(loader, dt.datetime(2024, 1, 5, tzinfo=dt.UTC))
+        dbt = TaskMeta(source="dbt")
+        store.declare_parents(staging, dbt, [loader])
+        pk = store.declare_parents(TaskIdentity("revenue", "shop"), dbt, [staging])
+        body = client.get(P + "/api/graph", params={"task_pk": pk}).json()
+        nodes = {n["label"]: (n["depth"], n["source"]) for n in body["nodes"]}
+        assert nodes == {
+            "shop/revenue": (0, "dbt"),
+            "shop/stg_orders": (-1, "dbt"),
+            "ingest/load_orders": (-2, "external"),
+        }
+        assert "dbt model" in client.get(P + "/graph", params={"task_pk": pk}).text
