@@ -217,9 +217,11 @@ class DbtEnqueueOperator(_DbtQueueOperator):
 class DbtDrainOperator(_DbtQueueOperator):
     """Drain an environment's queue: claim compatible batches and build each with one ``dbt build``.
 
-    A second drain while one runs exits without claiming. XCom (return value): ``owned``, ``lease_lost``,
-    ``requeued``, ``claimed``, ``built``, ``failed``, ``next_eligible_at``, ``rounds`` and one entry per
-    batch, over every round.
+    A model whose code and inputs have not changed since its last build is reused, not built (see the dbt
+    queue guide), and every model built or reused completes a slot of its catalog task. A second drain while
+    one runs exits without claiming. XCom (return value): ``owned``, ``lease_lost``, ``requeued``,
+    ``claimed``, ``built``, ``reused``, ``failed``, ``next_eligible_at``, ``rounds`` and one entry per batch
+    (with each model's reason), over every round.
 
     :param project_dir: the dbt project directory (templated).
     :param environment: queue environment (templated).
