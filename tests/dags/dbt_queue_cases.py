@@ -22,7 +22,7 @@ PROJECT_DIR = os.environ.get(
 )
 #: The historical tier's minimum interval, in seconds instead of an hour; the drain's max_wait is as long,
 #: as the default max_wait is as long as the default historical interval.
-HISTORICAL = dt.timedelta(seconds=float(os.environ.get("DQ_HISTORICAL_SECONDS", "15")))
+HISTORICAL = dt.timedelta(seconds=float(os.environ.get("DQ_HISTORICAL_SECONDS", "30")))
 #: The default tiers' names and priorities; only the historical tier holds a model back.
 SHORT_HISTORICAL = TierPolicy(
     tiers=[Tier("fast", 30), Tier("standard", 20), Tier("historical", 10, min_interval=HISTORICAL)]
@@ -35,6 +35,17 @@ with DAG("dq_drain_short_historical", schedule=None, start_date=START, catchup=F
         environment="field_ops",
         tiers=SHORT_HISTORICAL,
         max_wait=HISTORICAL,
+        heartbeat_interval=1.0,
+    )
+
+
+# A drain whose tiers hold nothing back: a follow-up owed to a pass is built in the same drain.
+with DAG("dq_drain_nothing_held", schedule=None, start_date=START, catchup=False, tags=["test", "dbt"]):
+    DbtDrainOperator(
+        task_id="drain",
+        project_dir=PROJECT_DIR,
+        environment="field_ops",
+        tiers=TierPolicy(tiers=[Tier("fast", 30), Tier("standard", 20), Tier("historical", 10)]),
         heartbeat_interval=1.0,
     )
 
