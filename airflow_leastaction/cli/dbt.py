@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 
+from airflow_leastaction.catalog.engine import get_engine, reach, resolve_url
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.cli.queue import source_task_option
+from airflow_leastaction.cli.queue import project_args, source_task_arg, source_task_option
 from airflow_leastaction.dbt.manifest import ProjectGraph
 from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.exceptions import DbtCheckError
@@ -25,23 +26,19 @@ def register(sub) -> None:
     check = dbt.add_parser(
         "check", help="fail when a source maps to no catalog task (or to one the catalog does not hold)"
     )
-    check.add_argument("--project-dir", required=True, help="the dbt project directory")
-    check.add_argument("--profiles-dir", default=None, help="directory holding profiles.yml (default: project dir)")
-    check.add_argument("--target", default=None, help="dbt target name")
-    check.add_argument(
-        "--source-task", action="append", default=[], metavar="SOURCE=PROJECT/TASK",
-        help="the catalog task loading a source, as the drain is given it (repeatable; wins over meta)",
-    )  # fmt: skip
+    project_args(check)
+    source_task_arg(check, "as the drain is given it; wins over the source's meta")
     check.add_argument("--json", action="store_true", help="print the sources as JSON")
     check.set_defaults(func=_check)
 
 
 def _check(args) -> int:
+    # The catalog is checked before dbt is asked anything: an unreachable catalog fails the command first.
+    store = CatalogStore(reach(get_engine(resolve_url(args.conn_id))))
     runner = DbtRunner(args.project_dir, profiles_dir=args.profiles_dir, target=args.target)
     with runner.session() as session:
         graph = ProjectGraph(session.manifest(), runner.project_vars())
     overrides = dict(source_task_option(text) for text in args.source_task)
-    store = CatalogStore(conn_id=args.conn_id)
     found = [_judge(graph, store, source, overrides) for source in graph.all_sources]
     if args.json:
         print(json.dumps(found, indent=2))

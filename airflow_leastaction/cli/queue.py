@@ -29,7 +29,18 @@ EXIT_FAILED_MODELS = 3
 EXIT_UNPLANNABLE = 2
 
 
-def _project_args(parser) -> None:
+def source_task_arg(parser, note: str) -> None:
+    parser.add_argument(
+        "--source-task",
+        action="append",
+        default=[],
+        metavar="SOURCE=PROJECT/TASK",
+        type=Checked(source_task_option, "SOURCE=PROJECT/TASK, e.g. field_ops.orders=team_a/orders_raw"),
+        help=f"the catalog task loading a source, e.g. field_ops.orders=team_a/orders_raw (repeatable; {note})",
+    )
+
+
+def project_args(parser) -> None:
     parser.add_argument(
         "--project-dir", required=True, type=Directory("dbt_project.yml"), help="the dbt project directory"
     )
@@ -104,7 +115,7 @@ def register(sub) -> None:
         help="the interval the request is for (ISO-8601 with offset; default: now): the catalog slot the "
         "models' pass completes",
     )
-    _project_args(enq)
+    project_args(enq)
     enq.set_defaults(func=_enqueue)
     drain = queue.add_parser("drain", help="claim compatible batches and build them until nothing is eligible")
     _environment_arg(drain, "to drain")
@@ -127,22 +138,14 @@ def register(sub) -> None:
         default=True,
         help="reuse models whose code and inputs have not changed since their last build (default: on)",
     )
-    drain.add_argument(
-        "--source-task",
-        action="append",
-        default=[],
-        metavar="SOURCE=PROJECT/TASK",
-        type=Checked(source_task_option, "SOURCE=PROJECT/TASK, e.g. field_ops.orders=team_a/orders_raw"),
-        help="the catalog task loading a source, e.g. field_ops.orders=team_a/orders_raw (repeatable; wins "
-        "over the source's meta)",
-    )
+    source_task_arg(drain, "wins over the source's meta")
     drain.add_argument(
         "--catalog-project",
         default=None,
         type=Name(task.c.project),
         help="catalog project of the models (default: the dbt project's name)",
     )
-    _project_args(drain)
+    project_args(drain)
     drain.set_defaults(func=_drain)
     status = queue.add_parser("status", help="active rows (pending and running)")
     _environment_arg(status, "to show")

@@ -139,7 +139,7 @@ class TestStateAwareOptions:
         [
             (["--command", "test", "--full-refresh"], "--full-refresh does not apply to dbt test"),
             (["--vars", "[1]"], "--vars must be a JSON object"),
-            (["--slot", "2026-11-29T10:00"], "--slot '2026-11-29T10:00' has no offset"),
+            (["--slot", "2026-11-29T10:00"], "argument --slot: '2026-11-29T10:00' has no timezone offset"),
         ],
     )
     def test_a_request_dbt_would_refuse_is_refused_in_one_line_and_records_nothing(self, cli, flags, message):
