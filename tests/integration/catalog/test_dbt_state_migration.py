@@ -15,7 +15,7 @@ from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.dbt.request_key import BatchKey, request_key
 from tests.helpers.dbt_queue import NO_WAIT
 
-BEFORE = "0007_change_seq"
+BEFORE = "0012_ui_reads"
 NOW = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 OLD_QUEUE = sa.table(
     "la_dbt_queue",
@@ -26,7 +26,7 @@ OLD_QUEUE = sa.table(
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def catalog_at_0007(request):
+def catalog_before(request):
     url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
     engine = get_engine(url, migrate=False)
     upgrade(engine, BEFORE)
@@ -48,8 +48,8 @@ def model(name: str) -> PlannedModel:
 
 
 class TestDbtStateMigration:
-    def test_rows_of_an_earlier_release_get_the_key_they_were_requested_under(self, catalog_at_0007):
-        engine = catalog_at_0007
+    def test_rows_of_an_earlier_release_get_the_key_they_were_requested_under(self, catalog_before):
+        engine = catalog_before
         with engine.begin() as conn:
             conn.execute(sa.insert(OLD_QUEUE), [old_row("orders", "pending"), old_row("orders", "done"),
                                                 old_row("refunds", "pending", "run", "")])  # fmt: skip
@@ -67,8 +67,8 @@ class TestDbtStateMigration:
         history = queue.history("prod")
         assert [(r["unique_id"], r["decision"], r["build_ref"]) for r in history] == [("model.shop.orders", None, None)]
 
-    def test_downgrade_keeps_one_active_row_per_model_and_upgrade_again_works(self, catalog_at_0007):
-        engine = catalog_at_0007
+    def test_downgrade_keeps_one_active_row_per_model_and_upgrade_again_works(self, catalog_before):
+        engine = catalog_before
         upgrade(engine)
         queue = QueueStore(engine)
         queue.enqueue(BatchKey("prod"), [model("orders")], "a")

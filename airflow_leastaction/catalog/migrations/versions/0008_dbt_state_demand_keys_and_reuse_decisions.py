@@ -6,7 +6,7 @@ finished pass can now say whether it was built or reused, why, what it consumed 
 on; passes of earlier releases leave those empty.
 
 Revision ID: 0008_dbt_state
-Revises: 0007_change_seq
+Revises: 0012_ui_reads (the newest revision when this one was written; numbers are kept as assigned)
 Create Date: 2026-12-03 16:00:00
 """
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008_dbt_state"
-down_revision = "0007_change_seq"
+down_revision = "0012_ui_reads"
 branch_labels = None
 depends_on = None
 
