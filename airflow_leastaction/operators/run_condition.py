@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator, TriggerRule
-from airflow.sdk.exceptions import AirflowRescheduleException, AirflowSkipException
 from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
@@ -38,6 +37,11 @@ from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 from airflow_leastaction.run_conditions.waves import check_type, check_upstreams
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
+from airflow_leastaction.version_compat import (
+    AirflowRescheduleException,
+    AirflowSkipException,
+    starts_in_triggerer,
+)
 
 RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
 
@@ -197,7 +201,7 @@ class RunConditionGate(_Waiting):
         self.deferrable = deferrable
         self.run_gate = run_gate
         # Last: Airflow reads start_trigger_args once __init__ returns, and it needs the fields above.
-        self.start_from_trigger = bool(deferrable and start_from_trigger)
+        self.start_from_trigger = starts_in_triggerer(bool(deferrable and start_from_trigger))
 
     @property
     def start_trigger_args(self) -> StartTriggerArgs | None:

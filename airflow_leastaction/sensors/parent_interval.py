@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator
-from airflow.sdk.exceptions import AirflowSensorTimeout
 from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
@@ -30,6 +29,7 @@ from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.wire import encode_consumed
+from airflow_leastaction.version_compat import AirflowSensorTimeout, starts_in_triggerer
 
 ON_PARENT_FAILURE = ("wait", "fail")
 
@@ -138,7 +138,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         self.poll_interval = resolve_poll_interval(poll_interval)
         self.consumer_task_ids = list(consumer_task_ids) if consumer_task_ids else None
         self.deferrable = deferrable
-        self.start_from_trigger = bool(deferrable and start_from_trigger)
+        self.start_from_trigger = starts_in_triggerer(bool(deferrable and start_from_trigger))
 
     @property
     def start_trigger_args(self) -> StartTriggerArgs | None:
