@@ -5,7 +5,13 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from airflow.sdk import DAG, CronDataIntervalTimetable, CronTriggerTimetable
+from airflow.sdk import DAG
+
+try:
+    from airflow.sdk import CronDataIntervalTimetable, CronTriggerTimetable
+except ImportError:  # Airflow 3.1: DAG authors import Airflow core's timetables
+    from airflow.timetables.interval import CronDataIntervalTimetable
+    from airflow.timetables.trigger import CronTriggerTimetable
 
 from airflow_leastaction.refs import schedule_meta
 from airflow_leastaction.timetables import IntervalCronTimetable
