@@ -50,6 +50,17 @@ else:
 #: task runs on a worker), so there a gate starts on a worker and defers.
 TRIGGERER_STARTS_TASKS: bool = AIRFLOW_V_3_3_PLUS
 
+
+def dag_bag_class() -> type:
+    """Airflow's ``DagBag`` (parses a DAGs folder or file): ``airflow.models.dagbag`` on 3.1,
+    ``airflow.dag_processing.dagbag`` from 3.2. Imported when asked: it pulls in Airflow's models."""
+    if AIRFLOW_V_3_2_PLUS:
+        from airflow.dag_processing.dagbag import DagBag
+    else:
+        from airflow.models.dagbag import DagBag  # type: ignore[no-redef]
+    return DagBag
+
+
 __all__ = [
     "AIRFLOW_V_3_2_PLUS",
     "AIRFLOW_V_3_3_PLUS",
@@ -59,6 +70,7 @@ __all__ = [
     "AirflowRescheduleException",
     "AirflowSensorTimeout",
     "AirflowSkipException",
+    "dag_bag_class",
     "starts_in_triggerer",
 ]
 

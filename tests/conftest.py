@@ -148,9 +148,9 @@ def airflow_db():
 @pytest.fixture(scope="session")
 def dagbag(airflow_db):
     """Every example and test DAG, parsed once; fails loudly on import errors."""
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow_leastaction.version_compat import dag_bag_class
 
-    bag = DagBag(str(TEST_DAGS))
+    bag = dag_bag_class()(str(TEST_DAGS))
     assert not bag.import_errors, bag.import_errors
     return bag
 
