@@ -11,6 +11,21 @@ import logging
 
 from packaging.version import Version
 
+__all__ = [
+    "AIRFLOW_V_3_2_PLUS",
+    "AIRFLOW_V_3_3_PLUS",
+    "OLDEST_SUPPORTED",
+    "TASK_RETRY_POLICIES",
+    "TRIGGERER_STARTS_TASKS",
+    "AirflowFailException",
+    "AirflowRescheduleException",
+    "AirflowSensorTimeout",
+    "AirflowSkipException",
+    "airflow_version",
+    "dag_bag_class",
+    "starts_in_triggerer",
+]
+
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +65,11 @@ else:
 #: task runs on a worker), so there a gate starts on a worker and defers.
 TRIGGERER_STARTS_TASKS: bool = AIRFLOW_V_3_3_PLUS
 
+#: A task can carry a retry policy (``retry_policy=ExceptionRetryPolicy(...)``) that decides, per raised
+#: exception, whether Airflow retries it: Airflow 3.3. The catalog listener records whatever Airflow
+#: decided; the flag says which DAGs may use it.
+TASK_RETRY_POLICIES: bool = AIRFLOW_V_3_3_PLUS
+
 
 def dag_bag_class() -> type:
     """Airflow's ``DagBag`` (parses a DAGs folder or file): ``airflow.models.dagbag`` on 3.1,
@@ -60,24 +80,6 @@ def dag_bag_class() -> type:
         from airflow.models.dagbag import DagBag  # type: ignore[no-redef]
     return DagBag
 
-
-__all__ = [
-    "AIRFLOW_V_3_2_PLUS",
-    "AIRFLOW_V_3_3_PLUS",
-    "TASK_RETRY_POLICIES",
-    "TRIGGERER_STARTS_TASKS",
-    "AirflowFailException",
-    "AirflowRescheduleException",
-    "AirflowSensorTimeout",
-    "AirflowSkipException",
-    "dag_bag_class",
-    "starts_in_triggerer",
-]
-
-#: A task can carry a retry policy (``retry_policy=ExceptionRetryPolicy(...)``) that decides, per raised
-#: exception, whether Airflow retries it: Airflow 3.3. The catalog listener records whatever Airflow
-#: decided; the flag says which DAGs may use it.
-TASK_RETRY_POLICIES: bool = AIRFLOW_V_3_3_PLUS
 
 _said: set[str] = set()
 
