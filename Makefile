@@ -2,10 +2,21 @@
 # make test: the whole test suite (starts PostgreSQL; Chromium comes with the system packages, except on Ubuntu)
 # Both start from a stock Debian/Ubuntu with make and python3: the system packages come first (as root
 # they are installed; otherwise the one apt-get line to run is printed), then the virtualenv, from PyPI
-# with the pins of constraints/tested.txt.
+# with the pins of constraints/airflow-<minor>.txt.
 # make lint: ruff's formatter and linter, checking only (scripts/lint-fix.sh applies their fixes)
+#
+# Every goal runs against one Airflow minor: AIRFLOW (default the newest supported, in .venv); another
+# supported minor gets a virtualenv of its own, .venv-airflow-<minor>, built from its constraints file:
+#   make test AIRFLOW=3.1 PYTEST_ARGS="tests/unit tests/integration"
 PYTHON ?= python3
-VENV ?= .venv
+#: The Airflow minors the package supports, oldest first: one constraints file each.
+AIRFLOW_MINORS := 3.1 3.2 3.3
+AIRFLOW ?= $(lastword $(AIRFLOW_MINORS))
+ifeq ($(filter $(AIRFLOW),$(AIRFLOW_MINORS)),)
+$(error AIRFLOW=$(AIRFLOW) is not a supported minor: $(AIRFLOW_MINORS))
+endif
+CONSTRAINTS := constraints/airflow-$(AIRFLOW).txt
+VENV ?= $(if $(filter $(AIRFLOW),$(lastword $(AIRFLOW_MINORS))),.venv,.venv-airflow-$(AIRFLOW))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
@@ -26,10 +37,10 @@ ifneq ($(filter test test-system screenshots system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += browser
 endif
 
-$(STAMP): pyproject.toml constraints/tested.txt | system-deps
+$(STAMP): pyproject.toml $(CONSTRAINTS) | system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints/tested.txt -e ".[postgres,dbt,dev]"
+	$(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[postgres,dbt,dev]"
 	# The editable install leaves build metadata in the checkout; run from here, Python would then see
 	# the distribution twice and Airflow would load the plugin twice.
 	rm -rf airflow_leastaction.egg-info
@@ -40,8 +51,8 @@ install: $(STAMP)
 system-deps:
 	PYTHON=$(PYTHON) LEASTACTION_VENV=$(VENV) scripts/system-deps.sh $(SYSTEM_DEPS)
 
-# Pin every package of the virtualenv into constraints/tested.txt: run it once `make test` has passed
-# on new versions (the pins are what the suite passed with, not what pip would pick today).
+# Pin every package of the virtualenv into constraints/airflow-<its minor>.txt: run it once `make test`
+# has passed on new versions (the pins are what the suite passed with, not what pip would pick today).
 constraints:
 	scripts/constraints.sh $(VENV)
 
@@ -102,4 +113,4 @@ docs: install
 	$(BIN)/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) $(DEMO_HOME) site .pytest_cache
+	rm -rf $(VENV) .venv .venv-airflow-* $(DEMO_HOME) site .pytest_cache
