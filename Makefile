@@ -22,12 +22,12 @@ STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
 DEMO_PORT ?= 8080
 
-.PHONY: install system-deps constraints postgres lint test test-unit test-integration test-system demo demo-run demo-check bench failover docs screenshots clean
+.PHONY: install system-deps constraints postgres lint test test-unit test-integration test-system test-minors demo demo-run demo-check bench failover docs screenshots clean
 
 # The system packages the goals on the command line need, asked for all at once before the virtualenv
 # is made, so that a user without root gets one complete apt-get line.
 SYSTEM_DEPS := venv
-ifneq ($(filter test test-integration test-system bench failover postgres screenshots system-deps,$(MAKECMDGOALS)),)
+ifneq ($(filter test test-integration test-system test-minors bench failover postgres screenshots system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += postgres
 endif
 ifneq ($(filter test test-system failover system-deps,$(MAKECMDGOALS)),)
@@ -82,6 +82,20 @@ test-integration: install postgres
 
 test-system: install postgres
 	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) tests/system $(PYTEST_ARGS)
+
+# The unit and integration tiers on every supported minor but the newest (CI runs make test on the newest
+# first), one after the other, each in its own virtualenv built from its constraints file (.venv-airflow-<minor>);
+# every minor runs even if one fails, and the goal fails naming them.
+OLDER_MINORS := $(filter-out $(lastword $(AIRFLOW_MINORS)),$(AIRFLOW_MINORS))
+test-minors: postgres
+	failed=""; for minor in $(OLDER_MINORS); do \
+	  echo "== Airflow $$minor: tests/unit tests/integration"; \
+	  $(MAKE) --no-print-directory install AIRFLOW=$$minor VENV=.venv-airflow-$$minor \
+	  && LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) .venv-airflow-$$minor/bin/python -m pytest -q \
+	    -p no:cacheprovider --durations=10 tests/unit tests/integration $(PYTEST_ARGS) \
+	  || failed="$$failed $$minor"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "failed on Airflow$$failed"; exit 1; fi
 
 demo: install
 	DEMO_HOME=$(DEMO_HOME) DEMO_PORT=$(DEMO_PORT) scripts/demo.sh

@@ -152,6 +152,24 @@ def test_make_builds_another_minor_in_its_own_virtualenv_from_its_constraints():
     assert f"AIRFLOW=2.11 is not a supported minor: {' '.join(sorted(CONSTRAINTS, key=minor_key))}" in refused.stderr
 
 
+def test_ci_runs_the_unit_and_integration_tiers_on_every_minor_but_the_newest():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.findall(r"^make (\S+)$", ci, re.MULTILINE) == ["lint", "test", "test-minors"]
+    # Ask make itself which minors the goal loops over (first line) and what it runs on each (-p: its rules).
+    shown = subprocess.run(
+        ["make", "-s", "-p", "-C", str(ROOT), "-f", "Makefile", "-f", "-", "show"],
+        input="show:\n\t@echo 'older: $(OLDER_MINORS)'\n",
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    older = re.search(r"^older: (.*)$", shown, re.MULTILINE).group(1)
+    assert older.split() == sorted(CONSTRAINTS, key=minor_key)[:-1]
+    goal = shown[shown.index("\ntest-minors:") :].split("\n\n")[0]
+    assert "install AIRFLOW=$$minor VENV=.venv-airflow-$$minor" in goal
+    assert ".venv-airflow-$$minor/bin/python -m pytest" in goal and "tests/unit tests/integration" in goal
+
+
 def _as_a_user(argv: list[str]) -> list[str]:
     """The command run without root: as ``nobody`` when the suite runs as root."""
     if os.geteuid() != 0:
