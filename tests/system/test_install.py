@@ -25,17 +25,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from airflow_leastaction.version_compat import OLDEST_SUPPORTED
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import CONSTRAINTS, ROOT, minor_key
 
 SYSTEM_DEPS = ROOT / "scripts" / "system-deps.sh"
-#: One constraints file per supported Airflow minor, by minor ("3.2").
-CONSTRAINTS = {p.stem.removeprefix("airflow-"): p for p in sorted((ROOT / "constraints").glob("airflow-*.txt"))}
 RUNNING_MINOR = ".".join(version("apache-airflow").split(".")[:2])
-
-
-def minor_key(minor: str) -> tuple[int, int]:
-    major, rest = minor.split(".")
-    return int(major), int(rest)
 
 
 def pins(minor: str = RUNNING_MINOR) -> dict[str, Requirement]:
@@ -56,7 +49,7 @@ def declared_airflow() -> Requirement:
     return next(Requirement(d) for d in project["dependencies"] if d.startswith("apache-airflow"))
 
 
-@pytest.mark.parametrize("minor", sorted(CONSTRAINTS, key=minor_key))
+@pytest.mark.parametrize("minor", list(CONSTRAINTS))
 def test_constraints_are_plain_pins_from_an_index_without_this_package(minor):
     for name, req in pins(minor).items():
         assert req.url is None, f"{name}: a direct URL is not reproducible elsewhere"
@@ -95,7 +88,7 @@ def test_constraints_pin_every_package_of_the_running_environment():
 
 def test_the_supported_airflow_range_is_the_minors_with_constraints():
     airflow = declared_airflow()
-    minors = sorted(CONSTRAINTS, key=minor_key)
+    minors = list(CONSTRAINTS)
     for minor in minors:
         assert airflow.specifier.contains(pinned_version(pins(minor)["apache-airflow"])), minor
     oldest, newest = minor_key(minors[0]), minor_key(minors[-1])
@@ -109,7 +102,7 @@ def test_the_supported_airflow_range_is_the_minors_with_constraints():
     assert f"Programming Language :: Python :: {sys.version_info[0]}.{sys.version_info[1]}" in project["classifiers"]
 
 
-@pytest.mark.parametrize("minor", sorted(CONSTRAINTS, key=minor_key))
+@pytest.mark.parametrize("minor", list(CONSTRAINTS))
 def test_every_dependency_of_the_package_and_its_extras_is_pinned(minor):
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = project["dependencies"] + [d for extra in project["optional-dependencies"].values() for d in extra]
@@ -149,7 +142,7 @@ def test_make_builds_another_minor_in_its_own_virtualenv_from_its_constraints():
     assert f".venv-airflow-{oldest}/bin/pip install -q -c constraints/airflow-{oldest}.txt -e" in plan, plan
     refused = subprocess.run(["make", "-n", "-C", str(ROOT), "install", "AIRFLOW=2.11"], capture_output=True, text=True)
     assert refused.returncode != 0
-    assert f"AIRFLOW=2.11 is not a supported minor: {' '.join(sorted(CONSTRAINTS, key=minor_key))}" in refused.stderr
+    assert f"AIRFLOW=2.11 is not a supported minor: {' '.join(list(CONSTRAINTS))}" in refused.stderr
 
 
 def test_ci_runs_the_unit_and_integration_tiers_on_every_minor_but_the_newest():
@@ -164,7 +157,7 @@ def test_ci_runs_the_unit_and_integration_tiers_on_every_minor_but_the_newest():
         text=True,
     ).stdout
     older = re.search(r"^older: (.*)$", shown, re.MULTILINE).group(1)
-    assert older.split() == sorted(CONSTRAINTS, key=minor_key)[:-1]
+    assert older.split() == list(CONSTRAINTS)[:-1]
     goal = shown[shown.index("\ntest-minors:") :].split("\n\n")[0]
     assert "install AIRFLOW=$$minor VENV=.venv-airflow-$$minor" in goal
     assert ".venv-airflow-$$minor/bin/python -m pytest" in goal and "tests/unit tests/integration" in goal

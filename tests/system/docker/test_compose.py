@@ -15,10 +15,9 @@ import yaml
 from sqlalchemy.engine import make_url
 
 from airflow_leastaction.catalog.engine import url_from_connection
-from tests.helpers.paths import DOCKER
+from tests.helpers.paths import DOCKER, NEWEST_CONSTRAINTS
 
 COMPOSE = DOCKER / "docker-compose.yaml"
-CONSTRAINTS = DOCKER.parent / "constraints"
 AIRFLOW_SERVICES = {
     "airflow-init": None,
     "airflow-apiserver": "api-server",
@@ -71,8 +70,7 @@ def image_copies() -> dict[str, Path]:
 class TestImage:
     def test_image_is_the_newest_official_airflow_release_the_package_is_tested_with(self, services):
         # The release pinned by the constraints file of the newest supported minor.
-        newest = max(CONSTRAINTS.glob("airflow-*.txt"), key=lambda p: [int(n) for n in p.stem[8:].split(".")])
-        release = re.search(r"^apache-airflow==(\S+)$", newest.read_text(), re.MULTILINE).group(1)
+        release = re.search(r"^apache-airflow==(\S+)$", NEWEST_CONSTRAINTS.read_text(), re.MULTILINE).group(1)
         dockerfile = (DOCKER / "Dockerfile").read_text()
         assert re.search(r"^FROM\s+(\S+)", dockerfile, re.MULTILINE).group(1) == f"apache/airflow:{release}"
         assert {s["image"] for s in services.values() if "build" in s} == {f"airflow-leastaction:{release}"}

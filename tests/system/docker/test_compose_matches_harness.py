@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.helpers.airflow_cluster import CELERY_COMPONENTS, AirflowCluster, celery_settings
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import NEWEST_CONSTRAINTS, ROOT
 
 COMPOSE = ROOT / "docker" / "docker-compose.yaml"
 #: Settings every component must agree on; each deployment sets them, each to its own values.
@@ -31,8 +31,6 @@ SHARED_SETTINGS = (
     "AIRFLOW_CONN_LEASTACTION_CATALOG_DEFAULT",
 )
 PG = "postgresql+psycopg2://postgres@127.0.0.1:5432/airflow"
-#: The constraints of the newest supported Airflow minor: the image runs that release.
-NEWEST = max((ROOT / "constraints").glob("airflow-*.txt"), key=lambda p: [int(n) for n in p.stem[8:].split(".")])
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +57,7 @@ def harness_env(tmp_path) -> dict[str, str]:
 
 
 def pinned(name: str) -> str:
-    text = NEWEST.read_text()
+    text = NEWEST_CONSTRAINTS.read_text()
     return re.search(rf"^{re.escape(name)}==(\S+)$", text, re.MULTILINE).group(1)
 
 
