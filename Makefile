@@ -92,7 +92,7 @@ test-minors: postgres
 	  echo "== Airflow $$minor: tests/unit tests/integration"; \
 	  $(MAKE) --no-print-directory install AIRFLOW=$$minor VENV=.venv-airflow-$$minor \
 	  && LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) .venv-airflow-$$minor/bin/python -m pytest -q \
-	    -p no:cacheprovider --durations=10 tests/unit tests/integration $(PYTEST_ARGS) \
+	    -p no:cacheprovider $(XDIST) --durations=10 tests/unit tests/integration $(PYTEST_ARGS) \
 	  || failed="$$failed $$minor"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "failed on Airflow$$failed"; exit 1; fi
