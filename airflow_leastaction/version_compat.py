@@ -23,6 +23,7 @@ __all__ = [
     "AirflowSkipException",
     "airflow_version",
     "dag_bag_class",
+    "dag_serializer_class",
     "starts_in_triggerer",
 ]
 
@@ -79,6 +80,16 @@ def dag_bag_class() -> type:
     else:
         from airflow.models.dagbag import DagBag  # type: ignore[no-redef]
     return DagBag
+
+
+def dag_serializer_class() -> type:
+    """The class that turns a DAG into the JSON the DAG processor stores (``to_dict``) and back:
+    ``DagSerialization`` from 3.2, ``SerializedDAG`` on 3.1. Imported when asked."""
+    if AIRFLOW_V_3_2_PLUS:
+        from airflow.serialization.serialized_objects import DagSerialization
+    else:
+        from airflow.serialization.serialized_objects import SerializedDAG as DagSerialization
+    return DagSerialization
 
 
 _said: set[str] = set()

@@ -74,7 +74,11 @@ def test_where_airflow_cannot_start_a_task_in_the_triggerer_the_gates_start_on_a
     )
     for name, gate in tasks.items():
         # The worker path: execute() checks once and defers to the same trigger to wait.
-        assert (gate.start_from_trigger, gate.start_trigger_args, gate.deferrable) == (False, None, True), name
+        assert (gate.start_from_trigger, gate.deferrable) == (False, True), name
+        # The scheduler there never reads start_trigger_args; the sensor and the gate still serialize
+        # theirs, so the plugin's pages read their parents, dependencies and condition from the stored DAG.
+        has_args = gate.start_trigger_args is not None
+        assert has_args is (not name.startswith("leastaction_run_outcome")), name
     [line] = said(fresh_process)
     assert f"Airflow {'.'.join(map(str, airflow_version()))} cannot start a task in the triggerer" in line
     assert "start on a worker, check once and defer to the triggerer" in line
