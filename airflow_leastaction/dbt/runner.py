@@ -51,8 +51,9 @@ def dbt_executable() -> str:
         raise DbtProjectError(
             "dbt",
             "the dbt executable is not installed: install airflow-leastaction with its dbt extra, from a clone "
-            "of its repository (pip install -c constraints/tested.txt '.[dbt]') or from a wheel built there "
-            "(pip install 'airflow_leastaction-<version>-py3-none-any.whl[dbt]'), plus your warehouse's adapter",
+            "of its repository (pip install -c constraints/airflow-<your Airflow minor>.txt '.[dbt]') or from a "
+            "wheel built there (pip install 'airflow_leastaction-<version>-py3-none-any.whl[dbt]'), plus your "
+            "warehouse's adapter",
         )
     return found
 

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator
-from airflow.sdk.exceptions import AirflowSensorTimeout
 from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
@@ -30,6 +29,7 @@ from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.wire import encode_consumed
+from airflow_leastaction.version_compat import AirflowSensorTimeout, starts_in_triggerer
 
 ON_PARENT_FAILURE = ("wait", "fail")
 
@@ -138,7 +138,8 @@ class ParentIntervalSensor(BaseSensorOperator):
         self.poll_interval = resolve_poll_interval(poll_interval)
         self.consumer_task_ids = list(consumer_task_ids) if consumer_task_ids else None
         self.deferrable = deferrable
-        self.start_from_trigger = bool(deferrable and start_from_trigger)
+        self._trigger_start_asked = bool(deferrable and start_from_trigger)
+        self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked)
 
     @property
     def start_trigger_args(self) -> StartTriggerArgs | None:
@@ -146,8 +147,9 @@ class ParentIntervalSensor(BaseSensorOperator):
 
         Static: the run's slot, interval end and attempt come from the task instance Airflow gives the
         trigger. ``child_interval`` and ``child_interval_end`` keep their names, so the triggerer renders
-        them as templates."""
-        if not self.start_from_trigger:
+        them as templates. Also where Airflow cannot start a task in the triggerer (its scheduler never
+        reads them there): the serialized DAG carries the sensor's parents for the plugin's pages either way."""
+        if not self._trigger_start_asked:
             return None
         trigger = ParentIntervalTrigger(
             parents=self._parents_with_coverage(),

@@ -24,8 +24,9 @@ WHEN = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
 
 @pytest.fixture
 def example_dags(airflow_db, dbt_project, sqlite_url, use_catalog, monkeypatch):
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow_leastaction.version_compat import dag_bag_class
 
+    DagBag = dag_bag_class()
     monkeypatch.setenv("FIELD_OPS_DBT_PROJECT_DIR", str(dbt_project))
     for name, value in DBT_ENV.items():
         monkeypatch.setenv(name, value)
@@ -150,9 +151,9 @@ class TestHeldWork:
         """The historical tier holds a model as long as max_wait (seconds here, as the default tiers' hour
         and the default max_wait): a follow-up owed to a build of the drain is eligible that long after
         the build, so past max_wait from the drain's start, yet within max_wait of the round that found it."""
-        from airflow.dag_processing.dagbag import DagBag
+        from airflow_leastaction.version_compat import dag_bag_class
 
-        cases = DagBag(str(ROOT / "tests" / "dags" / "dbt_queue_cases.py"))
+        cases = dag_bag_class()(str(ROOT / "tests" / "dags" / "dbt_queue_cases.py"))
         assert not cases.import_errors, cases.import_errors
         drain = cases.get_dag("dq_drain_short_historical")
         held = drain.get_task("drain").max_wait
