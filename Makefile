@@ -2,21 +2,32 @@
 # make test: the whole test suite (starts PostgreSQL; Chromium comes with the system packages, except on Ubuntu)
 # Both start from a stock Debian/Ubuntu with make and python3: the system packages come first (as root
 # they are installed; otherwise the one apt-get line to run is printed), then the virtualenv, from PyPI
-# with the pins of constraints/tested.txt.
+# with the pins of constraints/airflow-<minor>.txt.
 # make lint: ruff's formatter and linter, checking only (scripts/lint-fix.sh applies their fixes)
+#
+# Every goal runs against one Airflow minor: AIRFLOW (default the newest supported, in .venv); another
+# supported minor gets a virtualenv of its own, .venv-airflow-<minor>, built from its constraints file:
+#   make test AIRFLOW=3.1 PYTEST_ARGS="tests/unit tests/integration"
 PYTHON ?= python3
-VENV ?= .venv
+#: The Airflow minors the package supports, oldest first: one constraints file each.
+AIRFLOW_MINORS := 3.1 3.2 3.3
+AIRFLOW ?= $(lastword $(AIRFLOW_MINORS))
+ifeq ($(filter $(AIRFLOW),$(AIRFLOW_MINORS)),)
+$(error AIRFLOW=$(AIRFLOW) is not a supported minor: $(AIRFLOW_MINORS))
+endif
+CONSTRAINTS := constraints/airflow-$(AIRFLOW).txt
+VENV ?= $(if $(filter $(AIRFLOW),$(lastword $(AIRFLOW_MINORS))),.venv,.venv-airflow-$(AIRFLOW))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
 DEMO_PORT ?= 8080
 
-.PHONY: install system-deps constraints postgres lint test test-unit test-integration test-system demo demo-run demo-check bench failover docs screenshots clean
+.PHONY: install system-deps constraints postgres lint test test-unit test-integration test-system test-minors demo demo-run demo-check bench failover docs screenshots clean
 
 # The system packages the goals on the command line need, asked for all at once before the virtualenv
 # is made, so that a user without root gets one complete apt-get line.
 SYSTEM_DEPS := venv
-ifneq ($(filter test test-integration test-system bench failover postgres screenshots system-deps,$(MAKECMDGOALS)),)
+ifneq ($(filter test test-integration test-system test-minors bench failover postgres screenshots system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += postgres
 endif
 ifneq ($(filter test test-system failover system-deps,$(MAKECMDGOALS)),)
@@ -26,10 +37,10 @@ ifneq ($(filter test test-system screenshots system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += browser
 endif
 
-$(STAMP): pyproject.toml constraints/tested.txt | system-deps
+$(STAMP): pyproject.toml $(CONSTRAINTS) | system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints/tested.txt -e ".[postgres,dbt,dev]"
+	$(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[postgres,dbt,dev]"
 	# The editable install leaves build metadata in the checkout; run from here, Python would then see
 	# the distribution twice and Airflow would load the plugin twice.
 	rm -rf airflow_leastaction.egg-info
@@ -40,8 +51,8 @@ install: $(STAMP)
 system-deps:
 	PYTHON=$(PYTHON) LEASTACTION_VENV=$(VENV) scripts/system-deps.sh $(SYSTEM_DEPS)
 
-# Pin every package of the virtualenv into constraints/tested.txt: run it once `make test` has passed
-# on new versions (the pins are what the suite passed with, not what pip would pick today).
+# Pin every package of the virtualenv into constraints/airflow-<its minor>.txt: run it once `make test`
+# has passed on new versions (the pins are what the suite passed with, not what pip would pick today).
 constraints:
 	scripts/constraints.sh $(VENV)
 
@@ -71,6 +82,21 @@ test-integration: install postgres
 
 test-system: install postgres
 	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) tests/system $(PYTEST_ARGS)
+
+# The unit and integration tiers on every supported minor but the newest (CI runs make test on the newest
+# first), one after the other, each in its own virtualenv built from its constraints file (.venv-airflow-<minor>);
+# every minor runs even if one fails, and the goal fails naming them.
+# One test process: on 3.1 and 3.2 the tests that read a dag.test() run's output (capfd) see none on xdist's workers.
+OLDER_MINORS := $(filter-out $(lastword $(AIRFLOW_MINORS)),$(AIRFLOW_MINORS))
+test-minors: postgres
+	failed=""; for minor in $(OLDER_MINORS); do \
+	  echo "== Airflow $$minor: tests/unit tests/integration"; \
+	  $(MAKE) --no-print-directory install AIRFLOW=$$minor VENV=.venv-airflow-$$minor \
+	  && LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) .venv-airflow-$$minor/bin/python -m pytest -q \
+	    -p no:cacheprovider --durations=10 tests/unit tests/integration $(PYTEST_ARGS) \
+	  || failed="$$failed $$minor"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "failed on Airflow$$failed"; exit 1; fi
 
 demo: install
 	DEMO_HOME=$(DEMO_HOME) DEMO_PORT=$(DEMO_PORT) scripts/demo.sh
@@ -102,4 +128,4 @@ docs: install
 	$(BIN)/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) $(DEMO_HOME) site .pytest_cache
+	rm -rf $(VENV) .venv .venv-airflow-* $(DEMO_HOME) site .pytest_cache

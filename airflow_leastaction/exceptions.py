@@ -175,6 +175,19 @@ class DbtPlanningError(DbtQueueError, ConfigurationError):
         super().__init__(f"dbt selector {selector!r} cannot be planned: {why}")
 
 
+class DbtRequestError(DbtQueueError, ConfigurationError):
+    """A request asks dbt for something it would refuse (``--full-refresh`` with ``test``, ``--vars`` that are
+    not an object...): refused before anything is recorded."""
+
+    exit_status = 2
+
+
+class DbtCheckError(DbtQueueError):
+    """``dbt check`` found sources the catalog cannot follow: each is listed, this sums them up."""
+
+    exit_status = 3
+
+
 class DbtInvocationError(DbtQueueError):
     """A dbt subprocess failed; carries dbt's exit code and output."""
 

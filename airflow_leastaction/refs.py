@@ -71,6 +71,17 @@ def external_task(
     return TaskIdentity(name, project, account, partition, coverage)
 
 
+def dbt_model(name: str, project: str, *, coverage: str | None = None) -> TaskIdentity:
+    """A dbt model the queue builds, as a catalog task: ``name`` in the root dbt project (``<package>.<name>``
+    in another), ``project`` the drain's ``catalog_project`` (default: the dbt project's name). Each pass
+    of the model, built or reused, completes a slot of it.
+
+    :param coverage: as for :func:`airflow_task`.
+    """
+    check_coverage(coverage, f"parent dbt_model({name!r}, {project!r})")
+    return TaskIdentity(name, project, "", "", coverage)
+
+
 def schedule_meta(dag, task_id: str | None = None, *, dag_id: str | None = None) -> TaskMeta:
     """Cron and timezone of a DAG's timetable (Airflow's cron timetables and ours); ad hoc otherwise.
 

@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, list[str]] = {
         "sqlite,postgres",
     ],
     "bench_dbt_queue": ["--parts", "enqueue,builds,replay", "--requests", "1500", "--k", "4"],
+    "bench_dbt_state": ["--hours", "4", "--pipelines", "10"],
     "bench_gate": ["--parts", "engine,writes,latency", "--runs", "7", "--attempts", "200"],
     "bench_ui": ["--backend", "sqlite", "--backend", "postgres", "--repeat", "15"],
     # The pages before the gate verdicts, with them as first built, and now: each on its own copy of one catalog.

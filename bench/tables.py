@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from bench.markdown import BACKEND, ReportError, _ms, _table
+from bench.tables_dbt import dbt_state
 from bench.tables_gate import gate
 
 __all__ = ["RENDERERS", "ReportError"]
@@ -315,6 +316,7 @@ RENDERERS = {
     "bench_triggers": triggers,
     "bench_retention": retention,
     "bench_dbt_queue": dbt_queue,
+    "bench_dbt_state": dbt_state,
     "bench_gate": gate,
     "bench_ui": ui,
 }

@@ -1,5 +1,7 @@
 """The field_ops dbt queue worker: runs whenever an ingest queued models, claims compatible batches and builds
-each with one ``dbt build``.
+each with one ``dbt build``. A model whose code and inputs have not changed since its last build is reused,
+not built: the project's sources.yml names the tasks that load each source, whose completions say when a
+source has new data.
 
 No cron is needed to pick up what a freshness tier holds back (or a follow-up owed by a model requested
 during its build): the drain waits for it deferred, holding no worker slot, and drains again when it

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Write constraints/tested.txt: every package of the virtualenv the test suite passed in, pinned.
-# Usage: scripts/constraints.sh VENV   (`make constraints` runs it on the project's .venv)
+# Write constraints/airflow-<minor>.txt: every package of the virtualenv the test suite passed in, pinned;
+# <minor> is the Airflow release line installed there (3.3 for apache-airflow 3.3.2).
+# Usage: scripts/constraints.sh VENV   (`make constraints [AIRFLOW=<minor>]` runs it on that minor's venv)
 #
 # The file is used with `pip install -c`, so it must stay a valid constraints file for anyone: no
 # editable or direct-URL lines (a path on this machine means nothing elsewhere), and not this package
@@ -11,8 +12,10 @@
 # of that package that installs, instead of failing the whole install.
 set -euo pipefail
 venv="${1:?usage: $0 VENV}"
-out="$(cd "$(dirname "$0")/.." && pwd)/constraints/tested.txt"
 [ -x "$venv/bin/python" ] || { echo "no virtualenv at $venv: run make test first" >&2; exit 1; }
+minor="$("$venv/bin/python" -c 'from importlib.metadata import version; print(".".join(version("apache-airflow").split(".")[:2]))')"
+name="airflow-$minor.txt"
+out="$(cd "$(dirname "$0")/.." && pwd)/constraints/$name"
 "$venv/bin/python" -m pip freeze --exclude-editable --isolated | "$venv/bin/python" -c '
 import platform, re, sys
 from importlib.metadata import distribution
@@ -37,9 +40,10 @@ if bad:
              + "\n".join(bad))
 print(f"# Every package of the environment the test suite passed in: Python {platform.python_version()},"
       f" {platform.system()} {platform.machine()}.")
-print("# Regenerate with `make constraints` once `make test` has passed on new versions; install with")
-print("# pip install -c constraints/tested.txt \".[postgres,dbt]\"")
+minor = sys.argv[1].removeprefix("airflow-").removesuffix(".txt")
+print(f"# Regenerate with `make constraints AIRFLOW={minor}` once `make test AIRFLOW={minor}` has passed on new")
+print(f"# versions; install with pip install -c constraints/{sys.argv[1]} \".[postgres,dbt]\"")
 print("\n".join(pins))
-' >"$out.new"
+' "$name" >"$out.new"
 mv "$out.new" "$out"
 echo "wrote $out ($(grep -vc '^#' "$out") pins)"

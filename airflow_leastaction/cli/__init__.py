@@ -23,7 +23,7 @@ from airflow_leastaction.exceptions import LeastActionError
 log = logging.getLogger(__name__)
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMAND_MODULES = ["db", "catalog", "queue", "graph", "stale", "plan"]
+COMMAND_MODULES = ["db", "catalog", "queue", "dbt", "graph", "stale", "plan"]
 
 #: Exit status when an error without an ``exit_status`` of its own escapes a command.
 EXIT_ERROR = 1
@@ -54,6 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Stderr:
+    """``sys.stderr`` as it is when a line is written (a test may have replaced it since)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def _logs_to_stderr() -> None:
     # Airflow sets its log handlers up on first import, on whatever stdout is then; point them at stderr
     # so what a command prints (JSON included) is all that reaches stdout.
@@ -61,10 +71,17 @@ def _logs_to_stderr() -> None:
     try:
         import airflow.configuration
         import airflow.settings  # noqa: F401
+        import structlog
     except ImportError:  # pragma: no cover - Airflow is a hard dependency
-        pass
+        return
     finally:
         sys.stdout = stdout
+    # Airflow's structured loggers that are not told where to write use the sys.stdout of the moment each
+    # is made, later, during the command: a warning logged then (Airflow 3.1 warns that the catalog's
+    # connection type has an underscore) would land among what the command prints.
+    factory = structlog.get_config().get("logger_factory")
+    if getattr(factory, "io", False) is None:
+        factory.io = _Stderr()
 
 
 def main(argv: list[str] | None = None) -> int:

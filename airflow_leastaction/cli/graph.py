@@ -37,9 +37,9 @@ def _dags_folder() -> str:
 def load_dag(dag_id: str, dag_file: str | None):
     """The DAG ``dag_id`` from ``dag_file`` or the DAGs folder. A file that fails to import is run again
     in this process so the error keeps its class (and exit status)."""
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow_leastaction.version_compat import dag_bag_class
 
-    bag = DagBag(dag_file or _dags_folder(), safe_mode=False)
+    bag = dag_bag_class()(dag_file or _dags_folder(), safe_mode=False)
     dag = bag.dags.get(dag_id)
     if dag is not None:
         return dag, None

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import sys
 
 from airflow_leastaction.catalog.engine import get_engine, reach, resolve_url
-from airflow_leastaction.cli.arguments import Count, Directory, Name, Seconds, Text
+from airflow_leastaction.catalog.schema import task
+from airflow_leastaction.cli.arguments import Checked, Count, Directory, Instant, Name, Seconds, Text
 from airflow_leastaction.dbt.demand import submit
+from airflow_leastaction.dbt.passes import PassOptions
 from airflow_leastaction.dbt.planner import DEFAULT_EXCLUDED, Planner, validate_selector
 from airflow_leastaction.dbt.queue_store import QueueStore, summarize
+from airflow_leastaction.dbt.request_key import COMMANDS, canonical_vars, request_key
 from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.dbt.schema import dbt_queue, dbt_request
 from airflow_leastaction.dbt.worker import QueueWorker
-from airflow_leastaction.exceptions import DbtPlanningError, InvalidArgumentError
+from airflow_leastaction.exceptions import DbtPlanningError, DbtRequestError, InvalidArgumentError
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.refs import deployment_project
 
 #: Exit status of a drain that left failed models.
 EXIT_FAILED_MODELS = 3
@@ -23,7 +29,18 @@ EXIT_FAILED_MODELS = 3
 EXIT_UNPLANNABLE = 2
 
 
-def _project_args(parser) -> None:
+def source_task_arg(parser, note: str) -> None:
+    parser.add_argument(
+        "--source-task",
+        action="append",
+        default=[],
+        metavar="SOURCE=PROJECT/TASK",
+        type=Checked(source_task_option, "SOURCE=PROJECT/TASK, e.g. field_ops.orders=team_a/orders_raw"),
+        help=f"the catalog task loading a source, e.g. field_ops.orders=team_a/orders_raw (repeatable; {note})",
+    )
+
+
+def project_args(parser) -> None:
     parser.add_argument(
         "--project-dir", required=True, type=Directory("dbt_project.yml"), help="the dbt project directory"
     )
@@ -69,7 +86,36 @@ def register(sub) -> None:
         type=Name(dbt_request.c.requested_by),
         help="who asks, as the queue's history shows it (default: cli)",
     )
-    _project_args(enq)
+    enq.add_argument(
+        "--command",
+        default="build",
+        choices=COMMANDS,
+        help="the dbt command to queue the models for (default: build; only requests with equal command, "
+        "flags and target share a batch)",
+    )
+    enq.add_argument("--full-refresh", action="store_true", help="dbt --full-refresh (build, run, seed only)")
+    enq.add_argument(
+        "--vars",
+        dest="dbt_vars",
+        default=None,
+        type=Checked(canonical_vars, "a JSON object of dbt vars"),
+        help="dbt --vars, a JSON object",
+    )
+    enq.add_argument(
+        "--exclude-selector",
+        default=None,
+        type=Text(nonempty=True, expected="a dbt selector"),
+        help="dbt --exclude: nodes left out of the selector",
+    )
+    enq.add_argument("--force", action="store_true", help="build the models even if nothing they read changed")
+    enq.add_argument(
+        "--slot",
+        default=None,
+        type=Instant(),
+        help="the interval the request is for (ISO-8601 with offset; default: now): the catalog slot the "
+        "models' pass completes",
+    )
+    project_args(enq)
     enq.set_defaults(func=_enqueue)
     drain = queue.add_parser("drain", help="claim compatible batches and build them until nothing is eligible")
     _environment_arg(drain, "to drain")
@@ -86,7 +132,20 @@ def register(sub) -> None:
         default=None,
         help="stop after this many batches (default: until none is eligible)",
     )
-    _project_args(drain)
+    drain.add_argument(
+        "--state-aware",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="reuse models whose code and inputs have not changed since their last build (default: on)",
+    )
+    source_task_arg(drain, "wins over the source's meta")
+    drain.add_argument(
+        "--catalog-project",
+        default=None,
+        type=Name(task.c.project),
+        help="catalog project of the models (default: the dbt project's name)",
+    )
+    project_args(drain)
     drain.set_defaults(func=_drain)
     status = queue.add_parser("status", help="active rows (pending and running)")
     _environment_arg(status, "to show")
@@ -116,12 +175,19 @@ def _enqueue(args) -> int:
     except DbtPlanningError as exc:  # refused before the planner: no request to record
         print(f"error: {exc} (nothing recorded)", file=sys.stderr)
         return EXIT_UNPLANNABLE
+    request_key(args.environment, command=args.command, full_refresh=args.full_refresh, dbt_vars=args.dbt_vars)
     try:
         report = submit(
             Planner(_runner(args), args.exclude),
             _store(args),
             args.environment,
             selector,
+            command=args.command,
+            full_refresh=args.full_refresh,
+            dbt_vars=args.dbt_vars,
+            exclude_selector=args.exclude_selector,
+            force=args.force,
+            slot=args.slot,
             requested_by=args.requested_by,
         )
     except DbtPlanningError as exc:
@@ -140,10 +206,24 @@ def _drain(args) -> int:
         args.environment,
         grace=dt.timedelta(seconds=args.grace),
         heartbeat_interval=args.heartbeat,
+        passes=PassOptions(
+            state_aware=args.state_aware,
+            source_tasks=dict(source_task_option(text) for text in args.source_task),
+            catalog_project=args.catalog_project,
+            default_project=deployment_project(),
+        ),
     )
     report = worker.drain(args.max_batches).as_dict()
     print(json.dumps(report, indent=2))
     return EXIT_FAILED_MODELS if report["failed"] else 0
+
+
+def source_task_option(text: str) -> tuple[str, TaskIdentity]:
+    source, _, task = text.partition("=")
+    project, _, name = task.rpartition("/")
+    if not source.strip() or not project.strip() or not name.strip():
+        raise DbtRequestError(f"--source-task {text!r}: write SOURCE=PROJECT/TASK, e.g. shop.orders=team_a/load")
+    return source.strip(), TaskIdentity(name.strip(), project.strip())
 
 
 def _jsonable(row: dict) -> dict:
@@ -168,11 +248,13 @@ def _history(args) -> int:
     finished = store.history(args.environment, limit=args.limit)
     requests = store.requests(args.environment, limit=args.limit)
     counts = store.outcome_counts(args.environment)
+    today = store.passes_today(args.environment)
     if args.json:
         print(
             json.dumps(
                 {
                     "outcomes": counts,
+                    "today": today,
                     "finished": [_jsonable(r) for r in finished],
                     "requests": [_jsonable(r) for r in requests],
                 },
@@ -181,10 +263,15 @@ def _history(args) -> int:
         )
         return 0
     print("request events: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    print(f"today (UTC): {today['built']} model build(s), {today['reused']} reused: builds saved {today['reused']}")
     print("finished models (newest first):")
     for r in finished:
-        note = f" - {' '.join(r['message'].split())[:240]}" if r["message"] else ""
-        print(f"  {r['finished_at']:%Y-%m-%d %H:%M:%S} {r['status']:<7} {r['outcome']:<16} {r['unique_id']}{note}")
+        why = r["message"] if r["status"] == "failed" or not r["reason"] else r["reason"]
+        note = f" - {' '.join(why.split())[:240]}" if why else ""
+        print(
+            f"  {r['finished_at']:%Y-%m-%d %H:%M:%S} {r['status']:<7} {r['outcome']:<16} {r['decision'] or '':<7} "
+            f"{r['unique_id']}{note}"
+        )
     print("requests (newest first):")
     for r in requests:
         note = f" - {r['message']}" if r["message"] else ""

@@ -6,11 +6,14 @@ or the planning failure).
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from airflow_leastaction.dbt.planner import Planner, validate_selector
-from airflow_leastaction.dbt.policy import BatchKey, exclusions_key
+from airflow_leastaction.dbt.policy import exclusions_key
 from airflow_leastaction.dbt.queue_store import QueueStore
+from airflow_leastaction.dbt.request_key import RESOURCE_TYPES, request_key
 from airflow_leastaction.exceptions import DbtPlanningError
 
 
@@ -42,22 +45,46 @@ def submit(
     environment: str,
     selector: str,
     *,
-    action: str = "build",
+    command: str = "build",
+    full_refresh: bool = False,
+    dbt_vars: Mapping | str | None = None,
+    exclude_selector: str | None = None,
+    force: bool = False,
+    slot: dt.datetime | None = None,
     mode: str = "default",
     requested_by: str | None = None,
 ) -> DemandReport:
-    """Resolve ``selector`` with dbt and merge the models into ``environment``'s queue.
+    """Resolve ``selector`` with dbt and merge the models into ``environment``'s queue under the request's
+    demand key (command and flags; the target is the planner's runner's).
 
-    A planning failure is recorded, then re-raised as :class:`DbtPlanningError`.
+    A request dbt would refuse raises :class:`DbtRequestError` before anything is recorded; a planning
+    failure is recorded, then re-raised as :class:`DbtPlanningError`.
     """
     selector = validate_selector(selector)
-    key = BatchKey(environment, action, mode, exclusions_key(planner.exclude))
+    key = request_key(
+        environment,
+        command=command,
+        full_refresh=full_refresh,
+        dbt_vars=dbt_vars,
+        exclude=exclude_selector,
+        target=planner.runner.target,
+        exclusions=exclusions_key(planner.exclude),
+        mode=mode,
+    )
     try:
-        plan = planner.plan(selector)
+        plan = planner.plan(selector, exclude=key.exclude, resource_type=RESOURCE_TYPES[key.action])
     except DbtPlanningError as exc:
         store.record_planning_failure(environment, selector, str(exc), requested_by=requested_by)
         raise
-    result = store.enqueue(key, plan.models, selector, requested_by=requested_by, excluded_count=len(plan.excluded))
+    result = store.enqueue(
+        key,
+        plan.models,
+        selector,
+        requested_by=requested_by,
+        excluded_count=len(plan.excluded),
+        force=force,
+        slot=slot,
+    )
     return DemandReport(
         result.request_id,
         environment,

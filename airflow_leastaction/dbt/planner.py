@@ -83,12 +83,13 @@ class Planner:
         self.exclude = tuple(exclude)
         self.tiers = tiers or TierPolicy()
 
-    def plan(self, selector: str) -> Plan:
-        """Resolve ``selector``. Raises :class:`DbtPlanningError` when it matches no enabled node."""
+    def plan(self, selector: str, *, exclude: str = "", resource_type: str = "model") -> Plan:
+        """Resolve ``selector`` (less dbt's ``exclude`` selector) into nodes of ``resource_type``. Raises
+        :class:`DbtPlanningError` when it matches no enabled node."""
         selector = validate_selector(selector)
         with self.runner.session() as session:
             try:
-                listing = session.list_models(selector)
+                listing = session.list_models(selector, exclude=exclude, resource_type=resource_type)
             except DbtInvocationError as exc:
                 why = "it matches no enabled dbt node" if _no_nodes(exc.output) else f"dbt ls failed: {exc}"
                 raise DbtPlanningError(selector, why) from exc

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from airflow_leastaction.dbt.request_key import BatchKey
+
 
 class Outcome(str, enum.Enum):
     """What one model request did to the active queue."""
@@ -48,17 +50,8 @@ def exclusions_key(materializations: Iterable[str]) -> str:
     return ",".join(sorted({m.strip().lower() for m in materializations if m.strip()}))
 
 
-@dataclass(frozen=True)
-class BatchKey:
-    """Rows share one dbt selection only when environment, action, mode and exclusions all match."""
-
-    environment: str
-    action: str = "build"
-    mode: str = "default"
-    exclusions: str = "view"
-
-
 def compatible(a: BatchKey, b: BatchKey) -> bool:
+    """Rows share one dbt command only when their demand keys are equal (see :mod:`request_key`)."""
     return a == b
 
 
@@ -230,17 +223,32 @@ def model_outcomes(
     return result
 
 
-def row_status_after(
-    outcome: ModelOutcome, requested_while_running: bool, attempts: int = 1, max_attempts: int = 3
-) -> str:
+@dataclass(frozen=True)
+class Settlement:
     """Where a claimed row goes after its batch.
 
-    A finished row becomes history (done or failed) unless it is owed a follow-up pass, which sends it back
-    to pending. A row that did not finish returns to pending until it has been claimed ``max_attempts``
+    :param status: the row's new status: ``done`` or ``failed`` (history), or ``pending`` (claimed again).
+    :param follow_up: requests arrived while the row was being built: a new pending row carries them,
+        for exactly one more pass.
+    """
+
+    status: str
+    follow_up: bool = False
+
+
+def row_status_after(
+    outcome: ModelOutcome, requested_while_running: bool, attempts: int = 1, max_attempts: int = 3
+) -> Settlement:
+    """Where a claimed row goes after its batch.
+
+    A finished pass becomes history as it ended (done or failed), whatever arrived meanwhile: a failure is
+    never hidden by a request that came during it. When requests arrived during the pass, one follow-up
+    pass is owed (a new pending row), since the pass may not have seen their data. A row that did not
+    finish returns to pending (its next pass sees the new data) until it has been claimed ``max_attempts``
     times in a row without finishing; then it fails rather than loop forever.
     """
     if outcome in FINAL_OUTCOMES:
-        if requested_while_running:
-            return "pending"
-        return "done" if outcome is ModelOutcome.SUCCESS else "failed"
-    return "failed" if attempts >= max_attempts else "pending"
+        return Settlement("done" if outcome is ModelOutcome.SUCCESS else "failed", requested_while_running)
+    if attempts >= max_attempts:
+        return Settlement("failed", requested_while_running)
+    return Settlement("pending")

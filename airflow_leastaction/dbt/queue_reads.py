@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from airflow_leastaction.dbt.policy import Outcome
 from airflow_leastaction.dbt.schema import (
     ACTIVE_STATUSES,
+    DECISIONS,
     dbt_batch,
     dbt_queue,
     dbt_request,
@@ -48,6 +49,10 @@ class QueueView:
     buckets: list[OutcomeBucket]
     batches: list[dict]
     events: list[dict]
+    #: The latest finished passes: built or reused, and why (the input that moved...).
+    passes: list[dict] = field(default_factory=list)
+    #: Passes finished today (UTC): {"built": n, "reused": n}; every reuse is a build saved.
+    today: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DECISIONS, 0))
 
 
 class QueueReads:
@@ -94,6 +99,11 @@ class QueueReads:
         counts.update({r[0]: r[1] for r in rows})
         return counts
 
+    def passes_today(self, environment: str, *, now: dt.datetime | None = None) -> dict[str, int]:
+        """How many passes finished today (UTC) dbt built and how many stood on an earlier build."""
+        with self.engine.connect() as conn:
+            return _passes_today(conn, environment, now)
+
     def batches(self, environment: str, *, limit: int = 50) -> list[dict]:
         """Batches, newest claim first."""
         with self.engine.connect() as conn:
@@ -116,6 +126,8 @@ class QueueReads:
                 _outcome_buckets(conn, env),
                 _batches(conn, env, batches),
                 _events(conn, env, events, newest_first=True),
+                _passes(conn, env, events),
+                _passes_today(conn, env, None),
             )
 
 
@@ -138,6 +150,38 @@ def _batches(conn: Connection, env: str, limit: int) -> list[dict]:
     b = dbt_batch.c
     stmt = select(dbt_batch).where(b.environment == env).order_by(b.claimed_at.desc(), b.id).limit(limit)
     return [dict(r) for r in conn.execute(stmt).mappings()]
+
+
+def _passes(conn: Connection, env: str, limit: int) -> list[dict]:
+    """The latest finished passes, newest first, with their decision and its reason."""
+    stmt = (
+        select(
+            q.id,
+            q.unique_id,
+            q.status,
+            q.outcome,
+            q.decision,
+            q.reason,
+            q.message,
+            q.batch_id,
+            q.build_ref,
+            q.finished_at,
+        )  # fmt: skip
+        .where(q.environment == env, q.status.notin_(ACTIVE_STATUSES))
+        .order_by(q.finished_at.desc(), q.id.desc())
+        .limit(limit)
+    )
+    return [dict(r) for r in conn.execute(stmt).mappings()]
+
+
+def _passes_today(conn: Connection, env: str, now: dt.datetime | None) -> dict[str, int]:
+    midnight = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    rows = conn.execute(
+        select(q.decision, func.count())
+        .where(q.environment == env, q.decision.in_(DECISIONS), q.finished_at >= midnight)
+        .group_by(q.decision)
+    )
+    return {**dict.fromkeys(DECISIONS, 0), **{d: n for d, n in rows}}
 
 
 def _active_with_batch(conn: Connection, env: str, limit: int = 500) -> list[dict]:

@@ -27,13 +27,15 @@ from airflow_leastaction.dbt.policy import (
     Outcome,
     TierPolicy,
     outcome_after_upsert,
-    row_status_after,
 )
 from airflow_leastaction.dbt.queue_reads import QueueReads, summarize
 from airflow_leastaction.dbt.queue_recovery import QueueRecovery, hold_lease
+from airflow_leastaction.dbt.queue_settle import REUSED, PassRecord, settle_rows
 from airflow_leastaction.dbt.queue_sql import (
     PG_ENQUEUE,
     event_rows,
+    key_columns,
+    key_of,
     merge_rows,
     merge_upsert,
     pg_enqueue_params,
@@ -71,6 +73,8 @@ class ClaimedRow:
     unique_id: str
     fqn: str
     tier: str
+    force: bool = False  # a request asked to build whatever the inputs
+    request_slot: dt.datetime | None = None  # the newest slot its requests asked for
 
 
 @dataclass(frozen=True)
@@ -105,25 +109,31 @@ class QueueStore(QueueReads, QueueRecovery):
         *,
         requested_by: str | None = None,
         excluded_count: int = 0,
+        force: bool = False,
+        slot: dt.datetime | None = None,
         now: dt.datetime | None = None,
     ) -> EnqueueResult:
         """Merge a request for ``models`` into the active queue; record the request and one event per model.
 
-        A request with no models (everything excluded) is recorded as a no-op.
+        A request with no models (everything excluded) is recorded as a no-op. ``force`` builds the models
+        on their next pass whatever their inputs; ``slot`` is the interval the request is for (the catalog
+        slot the models' pass completes, the newest of those merged).
         """
         now = now or utcnow()
         return self.transactions.retrying(
-            lambda: self._enqueue(key, models, selector, requested_by, excluded_count, now)
+            lambda: self._enqueue(key, models, selector, requested_by, excluded_count, now, force, slot)
         )
 
-    def _enqueue(self, key, models, selector, requested_by, excluded_count, now) -> EnqueueResult:
+    def _enqueue(self, key, models, selector, requested_by, excluded_count, now, force, slot) -> EnqueueResult:
         request_id = uuid.uuid4().hex
         unique = {m.unique_id: m for m in models}
         # Sorted rows: concurrent producers lock shared rows in the same order and cannot deadlock.
         ordered = [unique[u] for u in sorted(unique)]
         with self.transactions.write() as conn:
             if ordered and conn.dialect.name == "postgresql":
-                params = pg_enqueue_params(key, ordered, selector, request_id, requested_by, excluded_count, now)
+                params = pg_enqueue_params(
+                    key, ordered, selector, request_id, requested_by, excluded_count, now, force=force, slot=slot
+                )
                 returned = conn.execute(PG_ENQUEUE, params).all()
             else:
                 noop = f"all {excluded_count} model(s) excluded ({key.exclusions}); nothing to build"
@@ -135,7 +145,9 @@ class QueueStore(QueueReads, QueueRecovery):
                 ))  # fmt: skip
                 if not ordered:
                     return EnqueueResult(request_id, {})
-                returned = conn.execute(self._merge, merge_rows(key, ordered, selector, now)).all()
+                returned = conn.execute(
+                    self._merge, merge_rows(key, ordered, selector, now, force=force, slot=slot)
+                ).all()
                 events = event_rows(request_id, key.environment, selector, returned, requested_by, now)
                 conn.execute(insert(dbt_request_event), events)
         return EnqueueResult(
@@ -167,11 +179,15 @@ class QueueStore(QueueReads, QueueRecovery):
     def candidates(self, conn: Connection, environment: str) -> list[Candidate]:
         """Pending rows as the batch planner sees them (read without locks).
 
-        A model's last build is its newest done row, or the build an active row owed a follow-up pass has
-        just had (its ``finished_at``): the tier's minimum interval counts from either.
+        A model's last build is its newest done row that ran dbt (a pass that reused an earlier build is
+        none); the tier's minimum interval counts from it. An active row with a ``finished_at`` is one an
+        earlier release sent back to pending after its build: that build counts as well.
         """
         done = dbt_queue.alias("done")
-        built = (done.c.status == "done") | (done.c.status.in_(ACTIVE_STATUSES) & done.c.finished_at.isnot(None))
+        ran_dbt = done.c.decision.is_(None) | (done.c.decision != REUSED)  # a reuse is no build
+        built = ((done.c.status == "done") & ran_dbt) | (
+            done.c.status.in_(ACTIVE_STATUSES) & done.c.finished_at.isnot(None)
+        )
         last_built = (
             select(func.max(done.c.finished_at))
             .where(done.c.environment == q.environment, done.c.unique_id == q.unique_id, built)
@@ -180,10 +196,7 @@ class QueueStore(QueueReads, QueueRecovery):
         stmt = (
             select(
                 q.id,
-                q.environment,
-                q.action,
-                q.mode,
-                q.exclusions,
+                *(q[c] for c in key_columns(BatchKey(environment))),
                 q.tier,
                 q.first_requested_at,
                 last_built.label("last_built_at"),
@@ -192,16 +205,7 @@ class QueueStore(QueueReads, QueueRecovery):
             .order_by(q.first_requested_at, q.id)
             .limit(CLAIM_WINDOW)
         )
-        return [
-            Candidate(
-                r.id,
-                BatchKey(r.environment, r.action, r.mode, r.exclusions),
-                r.tier,
-                r.first_requested_at,
-                r.last_built_at,
-            )
-            for r in conn.execute(stmt)
-        ]
+        return [Candidate(r.id, key_of(r), r.tier, r.first_requested_at, r.last_built_at) for r in conn.execute(stmt)]
 
     def claim(
         self,
@@ -244,22 +248,26 @@ class QueueStore(QueueReads, QueueRecovery):
             if not ids:
                 return None
             batch_id = uuid.uuid4().hex
+            rows = conn.execute(
+                select(q.id, q.unique_id, q.fqn, q.tier, q.force, q.request_slot)
+                .where(q.id.in_(ids))
+                .order_by(q.unique_id)
+            ).all()
+            # force stays on the row: a pass that does not finish is forced again, and a follow-up it owes is
+            # forced too (at worst one build more than asked for).
             conn.execute(
                 update(dbt_queue).where(q.id.in_(ids), q.status == "pending").values(
                     status="running", batch_id=batch_id, requested_while_running=False,
                     attempts=q.attempts + 1)
             )  # fmt: skip
-            rows = conn.execute(
-                select(q.id, q.unique_id, q.fqn, q.tier).where(q.batch_id == batch_id).order_by(q.unique_id)
-            ).all()
             key = chosen[0].key
             conn.execute(insert(dbt_batch).values(
-                id=batch_id, environment=environment, action=key.action, mode=key.mode,
-                exclusions=key.exclusions,
+                id=batch_id, **key_columns(key),
                 owner=owner, status="running", selection=" ".join(r.fqn for r in rows), model_count=len(rows),
                 claimed_at=now, heartbeat_at=now, invocations=0, airflow_ti=airflow_ti,
             ))  # fmt: skip
-        return Batch(batch_id, key, owner, tuple(ClaimedRow(r.id, r.unique_id, r.fqn, r.tier) for r in rows))
+        claimed = tuple(ClaimedRow(r.id, r.unique_id, r.fqn, r.tier, r.force, r.request_slot) for r in rows)
+        return Batch(batch_id, key, owner, claimed)
 
     def next_eligible(self, environment: str, policy: TierPolicy) -> dt.datetime | None:
         with self.engine.connect() as conn:
@@ -275,6 +283,22 @@ class QueueStore(QueueReads, QueueRecovery):
             )
             return res.rowcount == 1
 
+    def settle_reused(
+        self, batch: Batch, passes: Mapping[str, PassRecord], *, now: dt.datetime | None = None
+    ) -> dict[str, str]:
+        """Settle the rows of ``batch`` that stand on an earlier build (``passes``), before the rest is built."""
+        now = now or utcnow()
+        outcomes = dict.fromkeys(passes, ModelOutcome.SUCCESS)
+
+        def settle():
+            with self.transactions.write() as conn:
+                return settle_rows(
+                    conn, batch.id, self._claimed_at(conn, batch.id), outcomes, passes=passes, messages={},
+                    max_attempts=1, now=now, only=set(passes),
+                )  # fmt: skip
+
+        return self.transactions.retrying(settle)
+
     def finish(
         self,
         batch: Batch,
@@ -285,45 +309,33 @@ class QueueStore(QueueReads, QueueRecovery):
         exit_code: int | None,
         message: str | None,
         messages: Mapping[str, str] | None = None,
+        passes: Mapping[str, PassRecord] | None = None,
+        reused: int = 0,
         max_attempts: int = 3,
         now: dt.datetime | None = None,
     ) -> dict[str, str]:
-        """Settle a batch: finished rows become history; the rest, and rows owed a follow-up, go pending.
+        """Settle a batch: finished passes become history (with their decision, ``passes``); the rest go back
+        to pending; a pass requested again while it ran is owed one follow-up row.
 
         Returns unique id -> the row's new status. Rows recovery already took back are left alone.
+        ``reused`` counts the rows :meth:`settle_reused` settled before.
         """
         now = now or utcnow()
         return self.transactions.retrying(
-            lambda: self._finish(batch, outcomes, status, invocations, exit_code, message, messages, max_attempts, now)
-        )
+            lambda: self._finish(
+                batch, outcomes, status, invocations, exit_code, message, messages or {}, passes or {}, reused,
+                max_attempts, now,
+            )
+        )  # fmt: skip
 
-    def _finish(self, batch, outcomes, status, invocations, exit_code, message, messages, max_attempts, now):
-        messages = messages or {}
-        settled = {}
+    def _finish(
+        self, batch, outcomes, status, invocations, exit_code, message, messages, passes, reused, max_attempts, now
+    ):
         with self.transactions.write() as conn:
-            rows = conn.execute(
-                select(q.id, q.unique_id, q.requested_while_running, q.attempts)
-                .where(q.batch_id == batch.id, q.status == "running")
-                .order_by(q.unique_id)  # the producers' lock order: no deadlock with a concurrent enqueue
-                .with_for_update()
-            ).all()
-            for row in rows:
-                outcome = outcomes.get(row.unique_id, ModelOutcome.NOT_RUN)
-                new_status = row_status_after(outcome, row.requested_while_running, row.attempts, max_attempts)
-                message = messages.get(row.unique_id)
-                if outcome is ModelOutcome.NOT_RUN and new_status == "failed":
-                    message = f"not finished after {row.attempts} attempt(s); giving up"
-                values = {"status": new_status, "outcome": outcome.value, "message": message}
-                if new_status == "pending":
-                    # attempts counts claims in a row that ended unfinished; a finished pass resets it.
-                    attempts = row.attempts if outcome is ModelOutcome.NOT_RUN else 0
-                    values.update(batch_id=None, requested_while_running=False, attempts=attempts)
-                    if outcome is ModelOutcome.SUCCESS:  # a follow-up is owed: it waits out the tier
-                        values["finished_at"] = now
-                else:
-                    values["finished_at"] = now
-                conn.execute(update(dbt_queue).where(q.id == row.id).values(**values))
-                settled[row.unique_id] = new_status
+            settled = settle_rows(
+                conn, batch.id, self._claimed_at(conn, batch.id), outcomes, passes=passes, messages=messages,
+                max_attempts=max_attempts, now=now,
+            )  # fmt: skip
             conn.execute(
                 update(dbt_batch)
                 .where(dbt_batch.c.id == batch.id, dbt_batch.c.status == "running")
@@ -333,9 +345,15 @@ class QueueStore(QueueReads, QueueRecovery):
                     invocations=invocations,
                     exit_code=exit_code,
                     message=(message or "")[-4000:] or None,
+                    built_count=len(batch.rows) - reused,
+                    reused_count=reused,
                 )
             )
         return settled
+
+    @staticmethod
+    def _claimed_at(conn: Connection, batch_id: str) -> dt.datetime | None:
+        return conn.execute(select(dbt_batch.c.claimed_at).where(dbt_batch.c.id == batch_id)).scalar()
 
 
 __all__ = ["Batch", "ClaimedRow", "EnqueueResult", "QueueStore", "summarize"]

@@ -51,8 +51,9 @@ def dbt_executable() -> str:
         raise DbtProjectError(
             "dbt",
             "the dbt executable is not installed: install airflow-leastaction with its dbt extra, from a clone "
-            "of its repository (pip install -c constraints/tested.txt '.[dbt]') or from a wheel built there "
-            "(pip install 'airflow_leastaction-<version>-py3-none-any.whl[dbt]'), plus your warehouse's adapter",
+            "of its repository (pip install -c constraints/airflow-<your Airflow minor>.txt '.[dbt]') or from a "
+            "wheel built there (pip install 'airflow_leastaction-<version>-py3-none-any.whl[dbt]'), plus your "
+            "warehouse's adapter",
         )
     return found
 
@@ -159,13 +160,24 @@ class DbtRunner:
                 return line.split(":", 1)[1].strip().strip("'\"")
         raise DbtProjectError(self.project_dir, "dbt_project.yml names no profile")
 
+    def project_vars(self) -> dict:
+        """``vars`` of ``dbt_project.yml`` (as written: dbt renders none of them)."""
+        import yaml
+
+        data = yaml.safe_load((self.project_dir / "dbt_project.yml").read_text()) or {}
+        found = data.get("vars") or {}
+        return dict(found) if isinstance(found, Mapping) else {}
+
     @contextmanager
-    def session(self) -> Iterator[DbtSession]:
-        """A scratch directory for a group of invocations (a batch and its retries); removed at the end."""
+    def session(self, target: str | None = None) -> Iterator[DbtSession]:
+        """A scratch directory for a group of invocations (a batch and its retries); removed at the end.
+
+        :param target: the dbt target of this session's commands (default: the runner's).
+        """
         root = Path(tempfile.mkdtemp(prefix="leastaction-dbt-"))
         try:
             with self._profiles(root) as profiles_dir:
-                yield DbtSession(self, root, profiles_dir)
+                yield DbtSession(self, root, profiles_dir, target or self.target)
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -207,10 +219,11 @@ class DbtRunner:
 class DbtSession:
     """Invocations sharing a profiles directory and a scratch root; each gets its own target path."""
 
-    def __init__(self, runner: DbtRunner, root: Path, profiles_dir: Path):
+    def __init__(self, runner: DbtRunner, root: Path, profiles_dir: Path, target: str | None = None):
         self.runner = runner
         self.root = root
         self.profiles_dir = profiles_dir
+        self.target = target
         self._count = 0
 
     def invoke(self, args: Sequence[str], *, on_start=None, echo: int = logging.INFO) -> Invocation:
@@ -234,8 +247,8 @@ class DbtSession:
             "--log-path",
             str(target_path / "logs"),
         ]
-        if self.runner.target:
-            command += ["--target", self.runner.target]
+        if self.target:
+            command += ["--target", self.target]
         log.info("running %s", " ".join(command))
         proc = subprocess.Popen(
             command,
@@ -260,14 +273,15 @@ class DbtSession:
             self.runner.keep_parse_cache(target_path)
         return Invocation(command, exit_code, "".join(lines), target_path)
 
-    def list_models(self, selector: str) -> list[dict]:
-        """``dbt ls`` of the models ``selector`` resolves to; a selector matching nothing raises."""
+    def list_models(self, selector: str, *, exclude: str = "", resource_type: str = "model") -> list[dict]:
+        """``dbt ls`` of the nodes ``selector`` resolves to (less ``exclude``); a selector matching nothing
+        raises."""
         inv = self.invoke(
             [
                 "ls",
                 "-q",
                 "--resource-type",
-                "model",
+                resource_type,
                 "--output",
                 "json",
                 "--output-keys",
@@ -277,6 +291,7 @@ class DbtSession:
                 "config",
                 "--select",
                 selector,
+                *(["--exclude", exclude] if exclude else []),
                 "--warn-error-options",
                 NO_NODES_IS_ERROR,
             ],
@@ -285,8 +300,27 @@ class DbtSession:
         inv.raise_for_exit()
         return [json.loads(line) for line in inv.output.splitlines() if line.startswith("{")]
 
-    def build(self, selection: Sequence[str], *, on_start=None) -> Invocation:
-        return self.invoke(["build", "--select", *selection], on_start=on_start)
+    def build(
+        self, selection: Sequence[str], *, command: str = "build", args: Sequence[str] = (), on_start=None
+    ) -> Invocation:
+        """``dbt <command> --select <selection> <args>`` (``build`` by default)."""
+        return self.invoke([command, "--select", *selection, *args], on_start=on_start)
+
+    def manifest(self) -> dict:
+        """The project's manifest, from ``dbt parse``; a project dbt cannot parse raises with dbt's error."""
+        inv = self.invoke(["parse"], echo=logging.DEBUG)
+        inv.raise_for_exit()
+        return json.loads((inv.target_path / "manifest.json").read_text())
+
+    def source_freshness(self, sources: Sequence[str]) -> dict[str, str | None]:
+        """``dbt source freshness`` of ``sources`` (``source_name.table`` each): unique id -> the newest
+        ``max_loaded_at`` dbt found (None where it could not tell). Stale sources are not an error here."""
+        inv = self.invoke(["source", "freshness", "--select", *(f"source:{s}" for s in sources)])
+        path = inv.target_path / "sources.json"
+        if not path.exists():
+            raise DbtInvocationError(inv.command, inv.exit_code, inv.output)
+        results = json.loads(path.read_text()).get("results", [])
+        return {r["unique_id"]: r.get("max_loaded_at") if r.get("status") != "runtime error" else None for r in results}
 
     def retry(self, previous: Invocation, *, on_start=None) -> Invocation:
         """``dbt retry`` of the failed and skipped nodes of ``previous``."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 
-from sqlalchemy import Boolean, Column, Index, Integer, String, Table, Text, text
+from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, String, Table, Text, false, text
 
 from airflow_leastaction.catalog.metadata import BigId, UtcDateTime, metadata
 
@@ -29,6 +29,16 @@ class RowStatus(str, enum.Enum):
 
 
 ACTIVE_STATUSES = (RowStatus.PENDING.value, RowStatus.RUNNING.value)
+
+
+class PassDecision(str, enum.Enum):
+    """A finished pass's ``decision``: dbt built the model, or it stood on an earlier build (reused)."""
+
+    BUILT = "built"
+    REUSED = "reused"
+
+
+DECISIONS = tuple(d.value for d in PassDecision)
 #: The partial index predicate, shared by the upsert's conflict target (same text on both databases).
 ACTIVE_PREDICATE = text("status IN ('pending', 'running')")
 
@@ -41,27 +51,46 @@ dbt_queue = Table(
     Column("unique_id", String(500), nullable=False),  # dbt's model identity, e.g. model.proj.dim_project
     Column("fqn", String(500), nullable=False),  # dotted fully qualified name: what the worker selects
     Column("materialized", String(50), nullable=False),
-    # Batch compatibility: rows share one dbt selection only when all of these match.
+    # The demand key: rows share one dbt command only when all of these match (see dbt/request_key.py).
     Column("action", String(20), nullable=False, default="build"),
     Column("mode", String(50), nullable=False, default="default"),
     Column("exclusions", String(500), nullable=False, default=""),
+    Column("full_refresh", Boolean, nullable=False, default=False, server_default=false()),
+    Column("dbt_vars", Text, nullable=False, default="", server_default=""),
+    Column("exclude_selector", Text, nullable=False, default="", server_default=""),
+    Column("target", String(250), nullable=False, default="", server_default=""),
+    # The key's fields but the environment, hashed: the unique index of active rows is per key.
+    Column("demand_key", String(64), nullable=False, default="", server_default=""),
     Column("tier", String(50), nullable=False, default="standard"),
     Column("status", String(12), nullable=False),
     Column("selectors", Text, nullable=False, default=""),  # newline-separated selectors merged in
     Column("request_count", Integer, nullable=False, default=1),
     Column("requested_while_running", Boolean, nullable=False, default=False),
+    # A request asked to build whatever the inputs (kept by a pass's follow-up and by a pass retried).
+    Column("force", Boolean, nullable=False, default=False, server_default=false()),
+    # The newest slot among the requests merged in: the catalog slot the model's pass completes.
+    Column("request_slot", UtcDateTime(), nullable=True),
     Column("first_requested_at", UtcDateTime(), nullable=False),
     Column("last_requested_at", UtcDateTime(), nullable=False),
     Column("batch_id", String(64), nullable=True),
     Column("attempts", Integer, nullable=False, default=0),
     Column("outcome", String(40), nullable=True),  # how a finished row ended (success, test_failed, ...)
     Column("message", Text, nullable=True),
-    # When the row became history; on an active row owed a follow-up pass, when its last build finished.
+    # When the row became history (rows of an earlier release: also an active row's last build).
     Column("finished_at", UtcDateTime(), nullable=True),
+    # Whether the pass ran dbt (built) or stood on an earlier build (reused), and why: the input that moved,
+    # "code changed", "inputs unknown"... NULL: a pass of a command that writes nothing, or an older release.
+    Column("decision", String(12), nullable=True),
+    Column("reason", Text, nullable=True),
+    # JSON: the code identity and the input versions the pass consumed (what the next pass compares with).
+    Column("inputs", Text, nullable=True),
+    # The row whose dbt build produced the model's relation as this pass left it (itself when it built).
+    Column("build_ref", BigInteger, nullable=True),
     Index(
         "uq_la_dbt_queue_active",
         "environment",
         "unique_id",
+        "demand_key",
         unique=True,
         sqlite_where=ACTIVE_PREDICATE,
         postgresql_where=ACTIVE_PREDICATE,
@@ -109,6 +138,10 @@ dbt_batch = Table(
     Column("action", String(20), nullable=False),
     Column("mode", String(50), nullable=False),
     Column("exclusions", String(500), nullable=False),
+    Column("full_refresh", Boolean, nullable=False, default=False, server_default=false()),
+    Column("dbt_vars", Text, nullable=False, default="", server_default=""),
+    Column("exclude_selector", Text, nullable=False, default="", server_default=""),
+    Column("target", String(250), nullable=False, default="", server_default=""),
     Column("owner", String(250), nullable=False),
     Column("status", String(20), nullable=False),  # running | success | partial | failed | abandoned
     Column("selection", Text, nullable=False),
@@ -119,6 +152,9 @@ dbt_batch = Table(
     Column("invocations", Integer, nullable=False, default=0),
     Column("exit_code", Integer, nullable=True),
     Column("message", Text, nullable=True),
+    # Of its models, how many dbt built and how many stood on an earlier build (NULL while running).
+    Column("built_count", Integer, nullable=True),
+    Column("reused_count", Integer, nullable=True),
     # The Airflow task that ran it, so recovery can ask Airflow whether it is still alive.
     Column("airflow_ti", String(600), nullable=True),
     Index("ix_la_dbt_batch_env", "environment", "status", "heartbeat_at"),

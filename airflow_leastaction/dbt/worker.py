@@ -17,12 +17,13 @@ import logging
 import os
 import signal
 import socket
-import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from airflow_leastaction.dbt.heartbeat import Heartbeat
+from airflow_leastaction.dbt.passes import Passes, PassOptions, records
 from airflow_leastaction.dbt.policy import (
     FailureKind,
     ModelOutcome,
@@ -30,7 +31,7 @@ from airflow_leastaction.dbt.policy import (
     classify_failure,
     model_outcomes,
 )
-from airflow_leastaction.dbt.queue_store import Batch, QueueStore
+from airflow_leastaction.dbt.queue_store import Batch, ClaimedRow, QueueStore
 from airflow_leastaction.dbt.runner import DbtRunner, DbtSession, Invocation, NodeResults
 from airflow_leastaction.exceptions import ConfigurationError, DbtLeaseLostError
 
@@ -46,10 +47,12 @@ class BatchReport:
     batch_id: str
     selection: list[str]
     status: str  # success | partial | failed
-    outcomes: dict[str, str]  # unique id -> model outcome
+    outcomes: dict[str, str]  # unique id -> model outcome, of the models dbt was asked to build
     settled: dict[str, str]  # unique id -> row status after the batch (done, failed, pending)
-    invocations: list[str] = field(default_factory=list)  # "build", "rerun (conflict)", "retry"
+    invocations: list[str] = field(default_factory=list)  # "build", "rerun (conflict)", "retry"...
     exit_code: int | None = None
+    reused: list[str] = field(default_factory=list)  # models that stood on their last build: not built
+    reasons: dict[str, str] = field(default_factory=dict)  # unique id -> why it was built or reused
 
     @property
     def built(self) -> list[str]:
@@ -72,73 +75,11 @@ class DrainReport:
 
     def as_dict(self) -> dict:
         data = asdict(self)
-        data["claimed"] = sorted(u for b in self.batches for u in b.outcomes)
+        data["claimed"] = sorted(u for b in self.batches for u in [*b.outcomes, *b.reused])
         data["built"] = sorted(u for b in self.batches for u in b.built)
+        data["reused"] = sorted(u for b in self.batches for u in b.reused)
         data["failed"] = sorted(u for b in self.batches for u in b.failed)
         return data
-
-
-class Heartbeat:
-    """Refreshes the environment lease and the running batch's heartbeat until stopped.
-
-    The environment is lost when a renewal finds the lease or the batch taken by another worker, or when no
-    renewal has succeeded for ``grace`` (another worker may take over from then on). Then ``lost`` is set
-    and ``on_lost()`` runs once.
-    """
-
-    def __init__(
-        self,
-        store: QueueStore,
-        environment: str,
-        owner: str,
-        interval: float,
-        grace: dt.timedelta,
-        on_lost: Callable[[], None] | None = None,
-    ):
-        self.store, self.environment, self.owner, self.interval = store, environment, owner, interval
-        self.grace, self.on_lost = grace.total_seconds(), on_lost
-        self.batch_id: str | None = None
-        self.lost = threading.Event()
-        self._renewed = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="leastaction-dbt-heartbeat", daemon=True)
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def confirm(self) -> bool:
-        """Renew now; False once the environment is lost (then it stays lost)."""
-        if self.lost.is_set():
-            return False
-        try:
-            held = self.store.renew_lease(self.environment, self.owner, batch_id=self.batch_id)
-        except Exception:  # a transient database error: keep going while the lease cannot have expired
-            log.exception("heartbeat failed; retrying in %ss", self.interval)
-            if time.monotonic() - self._renewed < self.grace:
-                return True
-            return self._lose(f"no renewal succeeded for {self.grace:.0f}s")
-        if held:
-            self._renewed = time.monotonic()
-            return True
-        return self._lose("another worker took the lease or the batch")
-
-    def _lose(self, why: str) -> bool:
-        if not self.lost.is_set():
-            self.lost.set()
-            log.error("worker %s lost environment %r: %s; stopping", self.owner, self.environment, why)
-            if self.on_lost is not None:
-                self.on_lost()
-        return False
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            if not self.confirm():
-                return
 
 
 class QueueWorker:
@@ -159,6 +100,7 @@ class QueueWorker:
     :param is_alive: ``is_alive(batch_row)`` -> True when the task that owns a stale batch is still alive.
     :param same_task: prefix of the owner names of every try of this worker's Airflow task instance: a lease
         held under it is an earlier try's and is taken back at once.
+    :param passes: reuse and catalog options (:class:`~airflow_leastaction.dbt.passes.PassOptions`).
     """
 
     def __init__(
@@ -178,6 +120,7 @@ class QueueWorker:
         airflow_ti: str | None = None,
         is_alive: Callable[[Mapping], bool | None] | None = None,
         same_task: str | None = None,
+        passes: PassOptions | None = None,
     ):
         if not 0 < heartbeat_interval < grace.total_seconds():  # also refuses NaN: the lease loop would spin
             raise ConfigurationError(
@@ -190,6 +133,7 @@ class QueueWorker:
         self.max_batch_size, self.max_attempts = max_batch_size, max_attempts
         self.conflict_retries, self.conflict_backoff = conflict_retries, conflict_backoff
         self.airflow_ti, self.is_alive, self.same_task = airflow_ti, is_alive, same_task
+        self.passes = Passes(store, runner, passes or PassOptions())
         self._dbt_pid: int | None = None
 
     def drain(self, max_batches: int | None = None) -> DrainReport:
@@ -207,6 +151,7 @@ class QueueWorker:
                 self.store, self.environment, self.owner, self.heartbeat_interval, self.grace, self._stop_dbt
             )
             with beat:
+                self.passes.load()  # a manifest dbt cannot read fails the drain before anything is claimed
                 report.requeued = self.store.requeue_stale(
                     self.environment, self.grace, is_alive=self.is_alive, airflow_ti=self.airflow_ti,
                     owner=self.owner,
@@ -243,51 +188,66 @@ class QueueWorker:
     def build(self, batch: Batch, beat: Heartbeat | None = None) -> BatchReport:
         """Run one batch and settle its rows. Whatever did not finish goes back to the queue.
 
-        With ``beat``, every dbt command waits for a confirmed lease; once the lease is lost no further
-        command runs and the batch ends ``abandoned``, its unfinished models ``not_run``.
+        Models whose code and inputs have not changed since their last build are settled first, reused;
+        dbt builds the rest. With ``beat``, every dbt command waits for a confirmed lease; once the lease is
+        lost no further command runs and the batch ends ``abandoned``, its unfinished models ``not_run``.
         """
-        log.info("batch %s: dbt build --select %s", batch.id, " ".join(batch.selection))
         steps: list[str] = []
-        results, last = NodeResults(), None
+        results, last, judged, reused, todo = NodeResults(), None, None, [], list(batch.rows)
         try:
-            with self.runner.session() as session:
-                results, last = self._execute(session, batch, steps, beat)
+            with self.runner.session(batch.key.target or None) as session:
+                judged = self.passes.judge(batch, session, steps)
+                reused = self.passes.settle_reused(batch, judged)
+                todo = [r for r in batch.rows if r.unique_id not in reused]
+                if todo:
+                    self.passes.started(todo)
+                    results, last = self._execute(session, batch, [r.fqn for r in todo], steps, beat)
         finally:
-            uids = [r.unique_id for r in batch.rows]
-            outcomes = model_outcomes(uids, results.statuses, results.tests_of)
-            status, message = _batch_status(outcomes.values()), _failure_summary(last, results)
-            if beat is not None and beat.lost.is_set():
-                # What did not succeed might have been retried had the lease held: it is not_run, and goes
-                # back to the queue (unless recovery took it back already). What was built stays built.
-                outcomes = {u: _unless_built(o) for u, o in outcomes.items()}
-                status, message = (
-                    "abandoned",
-                    f"lease lost after {len(steps)} dbt command(s); " + (message or ""),
-                )
-            settled = self.store.finish(
-                batch,
-                outcomes,
-                status=status,
-                invocations=len(steps),
-                exit_code=last.exit_code if last else None,
-                message=message,
-                messages={u: results.messages.get(u, "") for u in uids},
-                max_attempts=self.max_attempts,
-            )
+            report = self._settle(batch, todo, reused, judged, steps, results, last, beat)
+        self.passes.settled(batch, {u: ModelOutcome(o) for u, o in report.outcomes.items()}, judged)
+        return report
+
+    def _settle(self, batch, todo: Sequence[ClaimedRow], reused, judged, steps, results, last, beat) -> BatchReport:
+        uids = [r.unique_id for r in todo]
+        outcomes = model_outcomes(uids, results.statuses, results.tests_of)
+        status, message = _batch_status(outcomes.values()), _failure_summary(last, results)
+        if not todo:
+            message = f"all {len(reused)} model(s) stand on their last build; dbt not run"
+        if beat is not None and beat.lost.is_set():
+            # What did not succeed might have been retried had the lease held: it is not_run, and goes
+            # back to the queue (unless recovery took it back already). What was built stays built.
+            outcomes = {u: _unless_built(o) for u, o in outcomes.items()}
+            status, message = "abandoned", f"lease lost after {len(steps)} dbt command(s); " + (message or "")
+        settled = self.store.finish(
+            batch,
+            outcomes,
+            status=status,
+            invocations=len(steps),
+            exit_code=last.exit_code if last else None,
+            message=message,
+            messages={u: results.messages.get(u, "") for u in uids},
+            passes=records(judged, uids),
+            reused=len(reused),
+            max_attempts=self.max_attempts,
+        )
+        reasons = {u: d.reason for u, d in (judged.decisions if judged else {}).items()}
         return BatchReport(
             batch.id,
-            batch.selection,
+            [r.fqn for r in todo],
             status,
             {u: o.value for u, o in outcomes.items()},
-            settled,
+            {**dict.fromkeys(reused, "done"), **settled},
             steps,
             last.exit_code if last else None,
+            reused,
+            reasons,
         )
 
     def _execute(
-        self, session: DbtSession, batch: Batch, steps: list[str], beat: Heartbeat | None
+        self, session: DbtSession, batch: Batch, selection: list[str], steps: list[str], beat: Heartbeat | None
     ) -> tuple[NodeResults, Invocation | None]:
-        results, inv, step = NodeResults(), None, "build"
+        log.info("batch %s: dbt %s --select %s", batch.id, batch.key.action, " ".join(selection))
+        results, inv, step = NodeResults(), None, batch.key.action
         while step is not None:
             # Confirmed here, in this thread, right before dbt starts: a worker resumed after losing the
             # environment must not start one more command next to the new owner's.
@@ -298,7 +258,9 @@ class QueueWorker:
                 if step == "retry":
                     inv = session.retry(inv, on_start=self._started)
                 else:
-                    inv = session.build(batch.selection, on_start=self._started)
+                    inv = session.build(
+                        selection, command=batch.key.action, args=batch.key.dbt_args(), on_start=self._started
+                    )
             finally:
                 self._dbt_pid = None
             steps.append(step)

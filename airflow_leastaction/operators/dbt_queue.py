@@ -22,14 +22,20 @@ from typing import Any
 
 from airflow.sdk import Asset, BaseHook, BaseOperator
 
+from airflow_leastaction.airflow_context import context_slot
+from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.dbt.demand import submit
+from airflow_leastaction.dbt.passes import PassOptions
 from airflow_leastaction.dbt.planner import DEFAULT_EXCLUDED, Planner, validate_selector
 from airflow_leastaction.dbt.policy import TierPolicy
 from airflow_leastaction.dbt.queue_store import QueueStore
+from airflow_leastaction.dbt.request_key import request_key
 from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.dbt.worker import QueueWorker, default_owner
 from airflow_leastaction.exceptions import ConfigurationError, DbtBuildFailedError
+from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.lineage import openlineage_installed
+from airflow_leastaction.refs import deployment_project
 from airflow_leastaction.states import ALIVE_STATES
 
 #: How long one wait of a drain, deferred, for work a tier holds back or a follow-up owed may last: the
@@ -133,8 +139,8 @@ def combine_rounds(earlier: Mapping[str, Any] | None, latest: Mapping[str, Any])
     combined["owned"] = earlier["owned"] or latest["owned"]
     for key in ("requeued", "batches"):
         combined[key] = [*earlier[key], *latest[key]]
-    for key in ("claimed", "built", "failed"):
-        combined[key] = sorted([*earlier[key], *latest[key]])
+    for key in ("claimed", "built", "reused", "failed"):
+        combined[key] = sorted([*earlier.get(key, []), *latest[key]])
     combined["rounds"] = earlier["rounds"] + 1
     return combined
 
@@ -143,9 +149,16 @@ class DbtEnqueueOperator(_DbtQueueOperator):
     """Queue the dbt models a selector resolves to; publish the queue's Asset.
 
     XCom (return value): ``request_id``, ``status`` (queued or noop), ``merged`` (``new_pending``,
-    ``already_pending``, ``already_running`` -> model unique ids) and ``excluded``.
+    ``already_pending``, ``already_running`` -> model unique ids) and ``excluded``. The request is for the
+    run's slot: the catalog slot the models' pass completes.
 
     :param selector: dbt selector, e.g. ``source:field_ops.work_orders+`` (templated).
+    :param command: the dbt command: ``build`` (default), ``run``, ``test``, ``seed`` or ``snapshot``. Only
+        requests with the same command, flags and target share a batch.
+    :param full_refresh: ``--full-refresh`` (``build``, ``run`` and ``seed`` only); such a pass always builds.
+    :param dbt_vars: ``--vars``, a mapping (templated).
+    :param exclude_selector: dbt's ``--exclude`` selector (templated).
+    :param force: build the models on their next pass even when nothing they read has changed.
     :param project_dir: the dbt project directory (templated).
     :param environment: queue environment; one worker owns each (templated).
     :param profiles_dir: directory holding ``profiles.yml`` (templated; default: the project directory).
@@ -157,25 +170,45 @@ class DbtEnqueueOperator(_DbtQueueOperator):
     :param tiers: freshness tier policy (tier of each model: the mapping, ``meta.tier``, or the default).
     """
 
-    template_fields: Sequence[str] = (*_DbtQueueOperator.template_fields, "selector")
+    template_fields: Sequence[str] = (
+        *_DbtQueueOperator.template_fields, "selector", "dbt_vars", "exclude_selector"
+    )  # fmt: skip
 
-    def __init__(self, *, selector: str, exclude: Sequence[str] = DEFAULT_EXCLUDED, **kwargs):
+    def __init__(
+        self,
+        *,
+        selector: str,
+        exclude: Sequence[str] = DEFAULT_EXCLUDED,
+        command: str = "build",
+        full_refresh: bool = False,
+        dbt_vars: Mapping[str, Any] | None = None,
+        exclude_selector: str | None = None,
+        force: bool = False,
+        **kwargs,
+    ):
         environment = kwargs.get("environment", "default")
         kwargs.setdefault("outlets", [dbt_queue_asset(environment)])
         super().__init__(**kwargs)
-        if "{{" not in str(selector):
-            try:
+        try:
+            if "{{" not in str(selector):
                 validate_selector(selector)
-            except ConfigurationError as exc:
-                raise ConfigurationError(f"task {self.task_id!r}: {exc}") from exc
-        self.selector = selector
-        self.exclude = tuple(exclude)
+            if "{{" not in str(dbt_vars) + str(exclude_selector):
+                request_key(environment, command=command, full_refresh=full_refresh, dbt_vars=dbt_vars,
+                            exclude=exclude_selector)  # fmt: skip
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"task {self.task_id!r}: {exc}") from exc
+        self.selector, self.exclude, self.command = selector, tuple(exclude), command
+        self.full_refresh, self.dbt_vars, self.exclude_selector = full_refresh, dbt_vars, exclude_selector
+        self.force = force
 
     def execute(self, context) -> dict[str, Any]:
         planner = Planner(self.make_runner(), self.exclude, self.tiers)
+        slot = context_slot(context)
         report = submit(
-            planner, self.queue_store(), self.environment, self.selector, requested_by=_ti_identity(context)
-        )
+            planner, self.queue_store(), self.environment, self.selector, command=self.command,
+            full_refresh=self.full_refresh, dbt_vars=self.dbt_vars, exclude_selector=self.exclude_selector,
+            force=self.force, slot=slot.instant if slot else None, requested_by=_ti_identity(context),
+        )  # fmt: skip
         merged = {k: len(v) for k, v in report.merged.items()}
         self.log.info("selector %r -> %s; excluded %d", self.selector, merged or report.status, len(report.excluded))
         return report.as_dict()
@@ -184,9 +217,11 @@ class DbtEnqueueOperator(_DbtQueueOperator):
 class DbtDrainOperator(_DbtQueueOperator):
     """Drain an environment's queue: claim compatible batches and build each with one ``dbt build``.
 
-    A second drain while one runs exits without claiming. XCom (return value): ``owned``, ``lease_lost``,
-    ``requeued``, ``claimed``, ``built``, ``failed``, ``next_eligible_at``, ``rounds`` and one entry per
-    batch, over every round.
+    A model whose code and inputs have not changed since its last build is reused, not built (see the dbt
+    queue guide), and every model built or reused completes a slot of its catalog task. A second drain while
+    one runs exits without claiming. XCom (return value): ``owned``, ``lease_lost``, ``requeued``,
+    ``claimed``, ``built``, ``reused``, ``failed``, ``next_eligible_at``, ``rounds`` and one entry per batch
+    (with each model's reason), over every round.
 
     :param project_dir: the dbt project directory (templated).
     :param environment: queue environment (templated).
@@ -205,6 +240,15 @@ class DbtDrainOperator(_DbtQueueOperator):
         is built (timedelta or seconds; default 1 hour, the default tiers' longest; 0 or None: never
         wait).
     :param fail_on_model_error: fail the task when a model ended failed (the queue has recorded it).
+    :param state_aware: reuse a model whose code and inputs have not changed since its last build instead
+        of building it again (see the dbt queue guide); False builds every claimed model.
+    :param source_tasks: source (``source_name.table``) -> the catalog task that loads it (an
+        :func:`~airflow_leastaction.refs.airflow_task` or :func:`~airflow_leastaction.refs.external_task`);
+        wins over the source's ``meta: {leastaction: {task, project}}``.
+    :param catalog_project: the catalog project of the models' tasks (default: the dbt project's name).
+    :param model_cron: each model's pass completes this cron's slot covering its request's slot (default:
+        the request's slot itself; the models' tasks are then ad hoc).
+    :param model_timezone: the timezone ``model_cron`` is read in.
     :param dbt_env: extra environment variables for dbt.
     :param catalog_conn_id: catalog connection (default: ``[leastaction] catalog_conn_id``).
     :param tiers: freshness tier policy (priority, minimum interval, aging).
@@ -219,9 +263,22 @@ class DbtDrainOperator(_DbtQueueOperator):
         max_batches: int | None = None,
         max_wait: dt.timedelta | float | None = DEFAULT_MAX_WAIT,
         fail_on_model_error: bool = True,
+        state_aware: bool = True,
+        source_tasks: Mapping[str, TaskIdentity] | None = None,
+        catalog_project: str | None = None,
+        model_cron: str | None = None,
+        model_timezone: str = "UTC",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        try:
+            self.pass_options = PassOptions(
+                state_aware, True, dict(source_tasks or {}), catalog_project, deployment_project(), model_cron,
+                model_timezone,
+            )  # fmt: skip
+            TaskMeta(cron=model_cron, timezone=model_timezone)  # an invalid cron or zone fails at parse time
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"task {self.task_id!r}: {exc}") from exc
         if max_wait is not None and not isinstance(max_wait, dt.timedelta):
             max_wait = dt.timedelta(seconds=float(max_wait))
         if max_wait is not None and max_wait < dt.timedelta(0):
@@ -302,6 +359,7 @@ class DbtDrainOperator(_DbtQueueOperator):
             airflow_ti=me,
             is_alive=is_alive,
             same_task=same_task,
+            passes=self.pass_options,
         )
         report = worker.drain(self.max_batches).as_dict()
         if openlineage_installed():  # each batch a run event; without the provider nothing is imported
@@ -316,9 +374,10 @@ class DbtDrainOperator(_DbtQueueOperator):
                 self.environment,
             )
         self.log.info(
-            "claimed %d, built %d, failed %d model(s) in %d batch(es)",
+            "claimed %d, built %d, reused %d, failed %d model(s) in %d batch(es)",
             len(report["claimed"]),
             len(report["built"]),
+            len(report["reused"]),
             len(report["failed"]),
             len(report["batches"]),
         )

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import TriggerRule
-from airflow.sdk.exceptions import AirflowSkipException
 from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
@@ -42,6 +41,10 @@ from airflow_leastaction.run_conditions.waves import check_type, check_upstreams
 from airflow_leastaction.run_tasks import task_states, triggers_run_inline
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
+from airflow_leastaction.version_compat import (
+    AirflowSkipException,
+    starts_in_triggerer,
+)
 
 RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
 
@@ -160,13 +163,16 @@ class RunConditionGate(_Waiting):
         types = [d.type for d in self.dependencies]
         self.fallback = check_fallback(dag_id, gated_task_id, fallback, types, dt.timedelta(seconds=self.max_wait))
         # Last: Airflow reads start_trigger_args once __init__ returns, and it needs the fields above.
-        self.start_from_trigger = bool(deferrable and start_from_trigger)
+        self._trigger_start_asked = bool(deferrable and start_from_trigger)
+        self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked)
 
     @property
     def start_trigger_args(self) -> StartTriggerArgs | None:
         """What the scheduler defers this gate to without a worker (read when the DAG is serialized):
-        the trigger with the gate's static values; it takes the run's from the task instance."""
-        if not self.start_from_trigger or not self.has_dag():
+        the trigger with the gate's static values; it takes the run's from the task instance. Also where
+        Airflow cannot start a task in the triggerer (its scheduler never reads them there): the serialized
+        DAG carries the gate's condition and dependencies for the plugin's pages either way."""
+        if not self._trigger_start_asked or not self.has_dag():
             return None
         path, kwargs = self._trigger(None, None, None, {}, WaitClock(), end_from_trigger=True).serialize()
         return StartTriggerArgs(trigger_cls=path, trigger_kwargs=kwargs, next_method="execute_complete")

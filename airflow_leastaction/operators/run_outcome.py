@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from airflow.sdk import TriggerRule
-from airflow.sdk.exceptions import AirflowFailException
 from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.airflow_context import resolve_poll_interval
@@ -14,6 +13,7 @@ from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summ
 from airflow_leastaction.run_tasks import task_states, triggers_run_inline
 from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
+from airflow_leastaction.version_compat import AirflowFailException, starts_in_triggerer
 
 
 class RunOutcome(_Waiting):
@@ -41,7 +41,7 @@ class RunOutcome(_Waiting):
         super().__init__(**kwargs)
         self.poll_interval = resolve_poll_interval(poll_interval)
         self.deferrable = deferrable
-        self.start_from_trigger = deferrable
+        self.start_from_trigger = starts_in_triggerer(deferrable)
 
     @property
     def start_trigger_args(self) -> StartTriggerArgs | None:

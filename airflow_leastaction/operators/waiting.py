@@ -6,9 +6,9 @@ from __future__ import annotations
 import datetime as dt
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowRescheduleException
 
 from airflow_leastaction.run_tasks import WAITING_TASK_TYPES, run_structure
+from airflow_leastaction.version_compat import AirflowRescheduleException
 
 
 def utcnow() -> dt.datetime:

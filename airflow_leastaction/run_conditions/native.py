@@ -107,9 +107,8 @@ class NativeAdmission:
             self.previous(context)
 
     def _admit(self, context) -> None:
-        from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-
         from airflow_leastaction.admission import gate_mode
+        from airflow_leastaction.version_compat import AirflowFailException, AirflowSkipException
 
         mode, said = gate_mode(), None
         while True:

@@ -1,4 +1,4 @@
-from airflow_leastaction.refs import airflow_task, external_task
+from airflow_leastaction.refs import airflow_task, dbt_model, external_task
 from airflow_leastaction.sensors.parent_interval import ParentIntervalSensor
 
-__all__ = ["ParentIntervalSensor", "airflow_task", "external_task"]
+__all__ = ["ParentIntervalSensor", "airflow_task", "dbt_model", "external_task"]

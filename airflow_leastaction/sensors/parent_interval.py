@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator
-from airflow.sdk.exceptions import AirflowSensorTimeout
 from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
@@ -33,6 +32,7 @@ from airflow_leastaction.refs import schedule_meta
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.wire import encode_consumed
+from airflow_leastaction.version_compat import AirflowSensorTimeout, starts_in_triggerer
 
 ON_PARENT_FAILURE = ("wait", "fail")
 
@@ -154,7 +154,8 @@ class ParentIntervalSensor(BaseSensorOperator):
             dt.timedelta(seconds=float(self.timeout)),
             "timeout",
         )
-        self.start_from_trigger = bool(deferrable and start_from_trigger)
+        self._trigger_start_asked = bool(deferrable and start_from_trigger)
+        self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked)
 
     @property
     def start_trigger_args(self) -> StartTriggerArgs | None:
@@ -162,8 +163,9 @@ class ParentIntervalSensor(BaseSensorOperator):
 
         Static: the run's slot, interval end and attempt come from the task instance Airflow gives the
         trigger. ``child_interval`` and ``child_interval_end`` keep their names, so the triggerer renders
-        them as templates."""
-        if not self.start_from_trigger:
+        them as templates. Also where Airflow cannot start a task in the triggerer (its scheduler never
+        reads them there): the serialized DAG carries the sensor's parents for the plugin's pages either way."""
+        if not self._trigger_start_asked:
             return None
         trigger = ParentIntervalTrigger(
             parents=self._parents_with_coverage(),

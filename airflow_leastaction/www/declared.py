@@ -2,7 +2,8 @@
 
 The API server has no DAG files: it reads each DAG as the DAG processor serialized it. A gate started in
 the triggerer (the default for run-condition gates and ``ParentIntervalSensor``) is serialized with its
-trigger's arguments (``start_trigger_args``): its run condition, dependencies, ``max_wait`` and timeout.
+trigger's arguments (``start_trigger_args``): its run condition, dependencies, ``max_wait`` and timeout;
+so is one that asked to but runs where Airflow cannot start a task in the triggerer (before 3.3).
 A gate that starts on a worker (``start_from_trigger=False``, a DAG's run gate) keeps those in its
 DAG file only: its condition shows as not known, and its dependencies are the Airflow edges into it plus
 whatever its decisions name. A native run condition has no gate task: its decisions, recorded under the

@@ -198,13 +198,26 @@ def _judge_edges(store: CatalogStore, graph: Lineage) -> None:
         edge.satisfied, edge.rejected, edge.reason = j.satisfied, j.rejected, j.reason
 
 
+#: How a box says its task is a dbt model the queue builds (catalog source ``dbt``).
+_DBT_MARK = " · dbt model"
+
+
+def _is_dbt(node) -> bool:
+    return node.row is not None and node.row["source"] == "dbt"
+
+
 def _layout(graph: Lineage) -> None:
     """Columns by depth (ancestors left), boxes sized to their labels (:mod:`~airflow_leastaction.www.layout`)."""
     if not graph.nodes:
         return
     lo = min(n.depth for n in graph.nodes.values())
     boxes = [
-        Box(i, n.depth - lo, (i.name, f"{i.project} · {n.state}"), order=(i.project, i.name))
+        Box(
+            i,
+            n.depth - lo,
+            (i.name, f"{i.project}{_DBT_MARK if _is_dbt(n) else ''} · {n.state}"),
+            order=(i.project, i.name),
+        )
         for i, n in graph.nodes.items()
     ]
     canvas, curves = lay_out(boxes, [(e.parent, e.child) for e in graph.edges])

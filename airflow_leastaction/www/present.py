@@ -62,6 +62,9 @@ _TONE_OF = {
     "new_pending": "up_for_reschedule",
     "already_pending": "up_for_retry",
     "already_running": "deferred",
+    # dbt pass decisions
+    "built": "running",
+    "reused": "success",
 }
 
 

@@ -144,6 +144,7 @@ class GraphNode(BaseModel):
     depth: int
     state: str
     in_catalog: bool
+    source: str | None = None  # airflow, external, or dbt (a model the dbt queue builds)
 
 
 class GraphEdge(BaseModel):
@@ -194,6 +195,23 @@ class QueueBatch(BaseModel):
     finished_at: dt.datetime | None
     exit_code: int | None
     message: str | None
+    built_count: int | None = None
+    reused_count: int | None = None
+
+
+class QueuePass(BaseModel):
+    """A finished pass of a model: built or reused (the build it stands on), and why."""
+
+    id: int
+    unique_id: str
+    status: str
+    outcome: str | None
+    decision: str | None
+    reason: str | None
+    message: str | None
+    batch_id: str | None
+    build_ref: int | None
+    finished_at: dt.datetime | None
 
 
 class RequestEvent(BaseModel):
@@ -213,6 +231,8 @@ class Queue(BaseModel):
     outcomes: list[OutcomeHour]
     batches: list[QueueBatch]
     events: list[RequestEvent]
+    passes: list[QueuePass] = []
+    today: dict[str, int] = {}
 
 
 class DagDependencyEdge(BaseModel):

@@ -13,11 +13,12 @@ import os
 import sys
 from pathlib import Path
 
-from airflow.sdk import DAG, ExceptionRetryPolicy, RetryAction, RetryRule, task
+from airflow.sdk import DAG, task
 
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_conditions import failure, has_data, run_condition, success
 from airflow_leastaction.sensors.parent_interval import ParentIntervalSensor
+from airflow_leastaction.version_compat import TASK_RETRY_POLICIES, AirflowFailException
 
 START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 PARENT = airflow_task("lx_retry_parent", "load")
@@ -55,18 +56,29 @@ with dag("lx_retry_parent"):
 
     load()
 
-with dag("lx_retry_policy_fails"):
+with dag("lx_fail_fast"):
 
-    @task(
-        task_id="load",
-        retries=3,
-        retry_delay=dt.timedelta(days=1),
-        retry_policy=ExceptionRetryPolicy(rules=[RetryRule(exception=ValueError, action=RetryAction.FAIL)]),
-    )
-    def load_with_bad_input():
-        raise ValueError("bad input: retrying cannot help")
+    @task(task_id="load", retries=3, retry_delay=dt.timedelta(days=1))
+    def load_that_gives_up():
+        raise AirflowFailException("bad input: retrying cannot help")
 
-    load_with_bad_input()
+    load_that_gives_up()
+
+if TASK_RETRY_POLICIES:  # retry policies are an Airflow 3.3 feature
+    from airflow.sdk import ExceptionRetryPolicy, RetryAction, RetryRule
+
+    with dag("lx_retry_policy_fails"):
+
+        @task(
+            task_id="load",
+            retries=3,
+            retry_delay=dt.timedelta(days=1),
+            retry_policy=ExceptionRetryPolicy(rules=[RetryRule(exception=ValueError, action=RetryAction.FAIL)]),
+        )
+        def load_with_bad_input():
+            raise ValueError("bad input: retrying cannot help")
+
+        load_with_bad_input()
 
 with dag("lx_retry_alert"):
     run_condition(marking("alert"), failure(PARENT), **PATIENT)

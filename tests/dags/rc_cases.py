@@ -12,12 +12,12 @@ from pathlib import Path
 
 from airflow.providers.standard.sensors.python import PythonSensor
 from airflow.sdk import DAG, task
-from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_leastaction.refs import external_task
 from airflow_leastaction.rows import report_rows_written
 from airflow_leastaction.run_conditions import always, depends_on, failure, has_data, run_condition, success
 from airflow_leastaction.timetables import IntervalCronTimetable
+from airflow_leastaction.version_compat import AirflowSkipException
 
 START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 FAST = dict(poll_interval=0.2)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import datetime as dt
 
 from airflow.sdk import DAG, task
-from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.sensors import ParentIntervalSensor
 from airflow_leastaction.timetables import IntervalCronTimetable
+from airflow_leastaction.version_compat import AirflowSkipException
 
 START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 DAILY = IntervalCronTimetable("0 0 * * *")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from airflow_leastaction.dbt.policy import BatchKey, Tier, TierPolicy
 from airflow_leastaction.dbt.worker import QueueWorker
+from airflow_leastaction.identity import TaskIdentity
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_PROJECT = ROOT / "dags_examples" / "dbt_project"
@@ -48,3 +49,27 @@ def wait_for(predicate, timeout: float = 90.0, what: str = "condition"):
 
 def running(queue) -> list[str]:
     return [r["unique_id"] for r in queue.active_rows("field_ops") if r["status"] == "running"]
+
+
+#: The catalog tasks that load the example project's sources (its sources.yml names them in meta).
+LOADERS = {
+    "work_orders": TaskIdentity("dbt_ingest_work_orders.ingest_work_orders", "airflow"),
+    "time_entries": TaskIdentity("dbt_ingest_time_entries.ingest_time_entries", "airflow"),
+    "reference_data": TaskIdentity("reference_data", "field_ops"),
+}
+#: Midnight of the day the state-aware tests' requests are for: hour n is slot T0 + n hours.
+T0 = dt.datetime(2026, 11, 29, tzinfo=dt.UTC)
+
+
+def hour(n: int) -> dt.datetime:
+    return T0 + dt.timedelta(hours=n)
+
+
+def land(store, loader: str, at: int) -> None:
+    """The loader of a source completes the slot of hour ``at``: new data in the catalog's eyes."""
+    store.report_completion(LOADERS[loader], hour(at))
+
+
+def request(queue, plan, at: int, key: BatchKey = KEY, **kwargs):
+    """One request for a plan's models, for the slot of hour ``at``."""
+    return queue.enqueue(key, plan.models, plan.selector, slot=hour(at), **kwargs)

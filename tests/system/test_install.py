@@ -1,8 +1,9 @@
 """A clean install is reproducible and starts from a stock machine.
 
-* ``constraints/tested.txt`` pins every package of the environment the suite runs in, as a constraints
-  file anyone can use (plain ``name==version`` pins from an index, not this package itself), and
-  ``pyproject.toml`` claims the Airflow release line that is pinned there.
+* ``constraints/airflow-<minor>.txt`` pins, for each Airflow minor the package supports, every package of
+  the environment the suite passed in on that minor, as a constraints file anyone can use (plain
+  ``name==version`` pins from an index, not this package itself); ``pyproject.toml`` claims exactly the
+  minors that have one, and the running environment is the one its minor's file pins.
 * ``make`` asks for the system packages before it creates the virtualenv; without root,
   ``scripts/system-deps.sh`` prints the one ``apt-get install`` line to run and stops.
 """
@@ -16,23 +17,25 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.helpers.paths import ROOT
+from airflow_leastaction.version_compat import OLDEST_SUPPORTED
+from tests.helpers.paths import CONSTRAINTS, ROOT, minor_key
 
-CONSTRAINTS = ROOT / "constraints" / "tested.txt"
 SYSTEM_DEPS = ROOT / "scripts" / "system-deps.sh"
+RUNNING_MINOR = ".".join(version("apache-airflow").split(".")[:2])
 
 
-def pins() -> dict[str, Requirement]:
-    lines = [line for line in CONSTRAINTS.read_text().splitlines() if line and not line.startswith("#")]
-    reqs = [Requirement(line) for line in lines]
+def pins(minor: str = RUNNING_MINOR) -> dict[str, Requirement]:
+    text = CONSTRAINTS[minor].read_text()
+    reqs = [Requirement(line) for line in text.splitlines() if line and not line.startswith("#")]
     by_name = {canonicalize_name(r.name): r for r in reqs}
-    assert len(by_name) == len(reqs), "a package is pinned twice"
+    assert len(by_name) == len(reqs), f"{CONSTRAINTS[minor].name}: a package is pinned twice"
     return by_name
 
 
@@ -41,14 +44,22 @@ def pinned_version(req: Requirement) -> str:
     return spec.version
 
 
-def test_constraints_are_plain_pins_from_an_index_without_this_package():
-    for name, req in pins().items():
+def declared_airflow() -> Requirement:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return next(Requirement(d) for d in project["dependencies"] if d.startswith("apache-airflow"))
+
+
+@pytest.mark.parametrize("minor", list(CONSTRAINTS))
+def test_constraints_are_plain_pins_from_an_index_without_this_package(minor):
+    for name, req in pins(minor).items():
         assert req.url is None, f"{name}: a direct URL is not reproducible elsewhere"
         assert [s.operator for s in req.specifier] == ["=="], f"{name}: not pinned to one version"
         assert name != "airflow-leastaction", "the package itself is what gets installed with the pins"
+    assert pinned_version(pins(minor)["apache-airflow"]).startswith(minor + "."), "the file of another minor"
 
 
 def test_constraints_pin_every_package_of_the_running_environment():
+    assert RUNNING_MINOR in CONSTRAINTS, f"Airflow {RUNNING_MINOR} has no constraints file: not a supported minor"
     frozen = subprocess.run(
         [sys.executable, "-m", "pip", "freeze", "--exclude-editable", "--isolated"],
         check=True,
@@ -70,27 +81,32 @@ def test_constraints_pin_every_package_of_the_running_environment():
         if pinned.get(name) != installed.get(name)
     }
     assert not differ, (
-        f"constraints/tested.txt is not this environment (pinned, installed): {differ}; "
-        "once the suite passes here, run make constraints"
+        f"{CONSTRAINTS[RUNNING_MINOR].name} is not this environment (pinned, installed): {differ}; "
+        f"once the suite passes here, run make constraints AIRFLOW={RUNNING_MINOR}"
     )
 
 
-def test_the_supported_airflow_range_is_the_pinned_release_line():
+def test_the_supported_airflow_range_is_the_minors_with_constraints():
+    airflow = declared_airflow()
+    minors = list(CONSTRAINTS)
+    for minor in minors:
+        assert airflow.specifier.contains(pinned_version(pins(minor)["apache-airflow"])), minor
+    oldest, newest = minor_key(minors[0]), minor_key(minors[-1])
+    # Neither the minor below the oldest tested nor the one above the newest is claimed.
+    assert not airflow.specifier.contains(f"{oldest[0]}.{oldest[1] - 1}.0")
+    assert not airflow.specifier.contains(f"{newest[0]}.{newest[1] + 1}.0")
+    assert oldest == OLDEST_SUPPORTED
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^AIRFLOW_MINORS := (.+)$", makefile, re.MULTILINE).group(1).split() == minors
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    airflow = next(Requirement(d) for d in project["dependencies"] if d.startswith("apache-airflow"))
-    tested = pinned_version(pins()["apache-airflow"])
-    major, minor = tested.split(".")[:2]
-    assert airflow.specifier.contains(tested)
-    # Neither the previous nor the next minor release is claimed: only the tested one is.
-    assert not airflow.specifier.contains(f"{major}.{int(minor) - 1}.0")
-    assert not airflow.specifier.contains(f"{major}.{int(minor) + 1}.0")
     assert f"Programming Language :: Python :: {sys.version_info[0]}.{sys.version_info[1]}" in project["classifiers"]
 
 
-def test_every_dependency_of_the_package_and_its_extras_is_pinned():
+@pytest.mark.parametrize("minor", list(CONSTRAINTS))
+def test_every_dependency_of_the_package_and_its_extras_is_pinned(minor):
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = project["dependencies"] + [d for extra in project["optional-dependencies"].values() for d in extra]
-    missing = {Requirement(d).name for d in wanted} - set(pins())
+    missing = {canonicalize_name(Requirement(d).name) for d in wanted} - set(pins(minor))
     assert not missing, missing
 
 
@@ -116,6 +132,35 @@ def test_the_readme_names_every_system_package_make_test_installs(tmp_path):
     readme = " ".join((ROOT / "README.md").read_text().split())
     sentence = next(s for s in readme.split(". ") if "the system packages it needs" in s)
     assert [w for w in wanted.split() if SYSTEM_PACKAGE_NAMES[w] not in sentence] == [], sentence
+
+
+def test_make_builds_another_minor_in_its_own_virtualenv_from_its_constraints():
+    oldest = min(CONSTRAINTS, key=minor_key)
+    plan = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), "install", f"AIRFLOW={oldest}"], check=True, capture_output=True, text=True
+    ).stdout
+    assert f".venv-airflow-{oldest}/bin/pip install -q -c constraints/airflow-{oldest}.txt -e" in plan, plan
+    refused = subprocess.run(["make", "-n", "-C", str(ROOT), "install", "AIRFLOW=2.11"], capture_output=True, text=True)
+    assert refused.returncode != 0
+    assert f"AIRFLOW=2.11 is not a supported minor: {' '.join(list(CONSTRAINTS))}" in refused.stderr
+
+
+def test_ci_runs_the_unit_and_integration_tiers_on_every_minor_but_the_newest():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.findall(r"^make (\S+)$", ci, re.MULTILINE) == ["lint", "test", "test-minors"]
+    # Ask make itself which minors the goal loops over (first line) and what it runs on each (-p: its rules).
+    shown = subprocess.run(
+        ["make", "-s", "-p", "-C", str(ROOT), "-f", "Makefile", "-f", "-", "show"],
+        input="show:\n\t@echo 'older: $(OLDER_MINORS)'\n",
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    older = re.search(r"^older: (.*)$", shown, re.MULTILINE).group(1)
+    assert older.split() == list(CONSTRAINTS)[:-1]
+    goal = shown[shown.index("\ntest-minors:") :].split("\n\n")[0]
+    assert "install AIRFLOW=$$minor VENV=.venv-airflow-$$minor" in goal
+    assert ".venv-airflow-$$minor/bin/python -m pytest" in goal and "tests/unit tests/integration" in goal
 
 
 def _as_a_user(argv: list[str]) -> list[str]:

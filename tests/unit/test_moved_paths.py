@@ -41,7 +41,10 @@ def test_old_run_outcome_path_warns_and_resolves_to_its_own_module():
 
 def test_a_run_outcome_trigger_row_written_before_the_move_still_resolves():
     # Airflow imports a trigger by the classpath its row was written with.
-    from airflow._shared.module_loading import import_string  # what the triggerer imports a row with
+    try:
+        from airflow._shared.module_loading import import_string  # what the triggerer imports a row with
+    except ImportError:  # Airflow 3.1's triggerer
+        from airflow.utils.module_loading import import_string
 
     from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
 

@@ -6,9 +6,15 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from airflow.sdk import DAG, CronDataIntervalTimetable, CronTriggerTimetable
+from airflow.sdk import DAG
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+try:
+    from airflow.sdk import CronDataIntervalTimetable, CronTriggerTimetable
+except ImportError:  # Airflow 3.1: DAG authors import Airflow core's timetables
+    from airflow.timetables.interval import CronDataIntervalTimetable
+    from airflow.timetables.trigger import CronTriggerTimetable
 
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.refs import airflow_asset, schedule_meta

@@ -68,6 +68,7 @@ def graph_model(graph: Lineage) -> Graph:
                 depth=n.depth,
                 state=n.state,
                 in_catalog=n.row is not None,
+                source=n.row["source"] if n.row else None,
             )
             for i, n in graph.nodes.items()
         ],

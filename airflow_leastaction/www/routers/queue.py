@@ -38,6 +38,8 @@ def get_queue(view: QueueView = Depends(queue_view)):
         outcomes=[{"hour": b.hour, **b.counts} for b in view.buckets],
         batches=view.batches,
         events=view.events,
+        passes=view.passes,
+        today=view.today,
     )
 
 

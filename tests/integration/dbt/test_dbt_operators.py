@@ -24,8 +24,9 @@ WHEN = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
 
 @pytest.fixture
 def example_dags(airflow_db, dbt_project, sqlite_url, use_catalog, monkeypatch):
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow_leastaction.version_compat import dag_bag_class
 
+    DagBag = dag_bag_class()
     monkeypatch.setenv("FIELD_OPS_DBT_PROJECT_DIR", str(dbt_project))
     for name, value in DBT_ENV.items():
         monkeypatch.setenv(name, value)
@@ -122,9 +123,9 @@ class TestHeldWork:
         queue = QueueStore(get_engine(sqlite_url))
         standard = sorted(r["unique_id"] for r in queue.active_rows("field_ops") if r["tier"] == "standard")
         assert standard, "the example project's marts are expected in the standard tier (5 minutes)"
-        # Built 3.5 minutes ago: the default tiers hold them back for 90 more seconds, well past the first
-        # round of the drain.
-        built_at = utcnow() - dt.timedelta(minutes=3, seconds=30)
+        # Built 2 minutes ago: the default tiers hold them back for 3 more minutes, past the first round of
+        # the drain (its dbt parse and its first build) on a busy machine.
+        built_at = utcnow() - dt.timedelta(minutes=2)
         seed_history(sqlite_url, standard, built_at)
 
         run = worker.test(logical_date=WHEN)
@@ -150,9 +151,9 @@ class TestHeldWork:
         """The historical tier holds a model as long as max_wait (seconds here, as the default tiers' hour
         and the default max_wait): a follow-up owed to a build of the drain is eligible that long after
         the build, so past max_wait from the drain's start, yet within max_wait of the round that found it."""
-        from airflow.dag_processing.dagbag import DagBag
+        from airflow_leastaction.version_compat import dag_bag_class
 
-        cases = DagBag(str(ROOT / "tests" / "dags" / "dbt_queue_cases.py"))
+        cases = dag_bag_class()(str(ROOT / "tests" / "dags" / "dbt_queue_cases.py"))
         assert not cases.import_errors, cases.import_errors
         drain = cases.get_dag("dq_drain_short_historical")
         held = drain.get_task("drain").max_wait
@@ -189,6 +190,45 @@ class TestHeldWork:
             key=lambda b: b["claimed_at"],
         )
         assert rebuild["claimed_at"] >= first["claimed_at"] + held  # the tier's interval was honoured
+
+
+class TestFailure:
+    def test_the_drain_that_ran_a_failed_pass_fails_its_task_even_when_the_model_was_requested_during_it(
+        self, example_dags, sqlite_url, plans, dbt_project
+    ):
+        """The follow-up owed to the requests made during the failed pass runs once, in the same drain here
+        (its tiers hold nothing back), and the task fails: the failure is never reported green."""
+        from airflow.dag_processing.dagbag import DagBag
+
+        sql = dbt_project / "models" / "marts" / "fact_project_labor.sql"
+        sql.write_text(sql.read_text().replace("sum(t.hours) as hours", "sum(t.no_such_column) as hours"))
+        cases = DagBag(str(ROOT / "tests" / "dags" / "dbt_queue_cases.py"))
+        assert not cases.import_errors, cases.import_errors
+        assert example_dags.get_dag("dbt_ingest_work_orders").test(logical_date=WHEN).state == "success"
+        queue = QueueStore(get_engine(sqlite_url))
+        during: list = []
+
+        def new_data_lands_while_the_models_are_built():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if any(r["status"] == "running" for r in queue.active_rows("field_ops")):
+                    plan = plans["A"]
+                    during.append(queue.enqueue(BatchKey("field_ops"), plan.models, plan.selector).by_outcome())
+                    return
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=new_data_lands_while_the_models_are_built, daemon=True)
+        thread.start()
+        run = cases.get_dag("dq_drain_nothing_held").test(logical_date=WHEN)
+        thread.join(timeout=5)
+        fact = "model.field_ops.fact_project_labor"
+        assert during and fact in during[0]["already_running"]
+        assert run.state == "failed"
+        report = xcom("dq_drain_nothing_held", "drain")
+        assert fact in report["failed"] and len(report["batches"]) == 2  # the failed pass, then its follow-up
+        passes = [r["outcome"] for r in queue.history("field_ops") if r["unique_id"] == fact]
+        assert passes == ["error", "error"]  # both passes are history as they ended, the follow-up ran once
+        assert queue.active_rows("field_ops") == []
 
 
 class TestRetry:
@@ -278,6 +318,32 @@ class TestOperatorArguments:
     def test_the_heartbeat_must_be_shorter_than_the_grace_period(self, deployed_project):
         with pytest.raises(ConfigurationError, match="shorter than grace"):
             DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), grace=5, heartbeat_interval=10)
+
+    @pytest.mark.parametrize(
+        ("flags", "message"),
+        [
+            ({"command": "test", "full_refresh": True}, "--full-refresh does not apply to dbt test"),
+            ({"command": "compile"}, "'compile' cannot be queued"),
+            ({"dbt_vars": ["day"]}, "--vars must be a JSON object"),
+        ],
+    )
+    def test_a_request_dbt_would_refuse_fails_at_dag_parse_time(self, deployed_project, flags, message):
+        with pytest.raises(ConfigurationError, match=f"'enqueue'.*{message}"):
+            DbtEnqueueOperator(task_id="enqueue", selector="a+", project_dir=str(deployed_project), **flags)
+
+    @pytest.mark.parametrize(
+        ("options", "message"),
+        [
+            ({"model_cron": "61 * * * *"}, "61"),
+            ({"model_timezone": "Mars/Olympus"}, "Mars/Olympus"),
+            ({"source_tasks": {"field_ops.work_orders": "team_a/load"}}, r"source_tasks\['field_ops.work_orders'\]"),
+        ],
+    )
+    def test_a_drain_whose_catalog_options_cannot_work_fails_at_dag_parse_time(
+        self, deployed_project, options, message
+    ):
+        with pytest.raises(ConfigurationError, match=f"'drain'.*{message}"):
+            DbtDrainOperator(task_id="drain", project_dir=str(deployed_project), **options)
 
     def test_a_negative_max_wait_fails_at_dag_parse_time(self, deployed_project):
         with pytest.raises(ConfigurationError, match="'drain'.*max_wait must not be negative"):

@@ -61,5 +61,8 @@ def test_without_dbt_installed_the_error_says_how_to_install_the_unpublished_pac
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(DbtProjectError, match="the dbt executable is not installed") as raised:
         dbt_executable()
-    assert "from a clone of its repository (pip install -c constraints/tested.txt '.[dbt]')" in str(raised.value)
+    assert (
+        "from a clone of its repository (pip install -c constraints/airflow-<your Airflow minor>.txt '.[dbt]')"
+        in str(raised.value)
+    )
     assert "pip install 'airflow-leastaction[dbt]'" not in str(raised.value)  # not on PyPI

@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from airflow_leastaction.catalog.schema import metadata
 from airflow_leastaction.dbt.planner import PlannedModel
 from airflow_leastaction.dbt.policy import BatchKey, ModelOutcome
+from airflow_leastaction.dbt.request_key import request_key
 from airflow_leastaction.dbt.schema import dbt_queue, dbt_request_event
 from airflow_leastaction.exceptions import DbtLeaseLostError
 from tests.helpers.dbt_queue import NO_WAIT, names, seconds
@@ -83,9 +84,14 @@ class TestEnqueue:
         settled = succeed(queue, batch)
         assert settled == {
             "model.field_ops.stg_field_ops__work_orders": "done",
-            "model.field_ops.dim_project": "pending",
-            "model.field_ops.fact_project_labor": "pending",
+            "model.field_ops.dim_project": "done",
+            "model.field_ops.fact_project_labor": "done",
         }
+        # The build is history; the requests that arrived during it wait in one follow-up row per model.
+        owed = {r["unique_id"]: r for r in queue.active_rows("prod")}
+        assert names(owed) == ["dim_project", "fact_project_labor", "stg_field_ops__time_entries"]
+        assert owed["model.field_ops.dim_project"]["request_count"] == 3
+        assert owed["model.field_ops.dim_project"]["selectors"] == "b"
         follow_up = queue.claim("prod", "w1", NO_WAIT)
         assert names(r.unique_id for r in follow_up.rows) == [
             "dim_project",
@@ -96,6 +102,33 @@ class TestEnqueue:
         assert queue.active_rows("prod") == []
         assert queue.claim("prod", "w1", NO_WAIT) is None
 
+    def test_a_model_that_fails_while_requested_again_is_failed_in_history_and_owed_one_follow_up(self, queue):
+        queue.enqueue(KEY, REQUEST_A, "a", now=T0)
+        assert queue.acquire_lease("prod", "w1", seconds(30), now=T0)
+        batch = queue.claim("prod", "w1", NO_WAIT, now=T0)
+        for i in (1, 2):  # new data lands twice while dim_project is being built
+            queue.enqueue(KEY, [model("dim_project")], "b", now=T0 + seconds(i))
+        dim = "model.field_ops.dim_project"
+        outcomes = {r.unique_id: ModelOutcome.SUCCESS for r in batch.rows} | {dim: ModelOutcome.ERROR}
+        settled = queue.finish(
+            batch, outcomes, status="partial", invocations=2, exit_code=1, message="dim_project: boom",
+            messages={dim: "boom", "model.field_ops.fact_project_labor": "OK"}, now=T0 + seconds(5),
+        )  # fmt: skip
+        assert settled[dim] == "failed"  # counted by the drain that ran it
+        failed = [r for r in queue.history("prod") if r["unique_id"] == dim]
+        assert [(r["status"], r["outcome"], r["message"]) for r in failed] == [("failed", "error", "boom")]
+        # The batch keeps its failure summary, not the message of whichever model was settled last.
+        assert queue.batches("prod")[0]["message"] == "dim_project: boom"
+        (owed,) = queue.active_rows("prod")
+        assert (owed["unique_id"], owed["status"], owed["request_count"]) == (dim, "pending", 2)
+        assert (owed["first_requested_at"], owed["last_requested_at"]) == (T0 + seconds(1), T0 + seconds(2))
+        assert not owed["requested_while_running"]
+        follow_up = queue.claim("prod", "w1", NO_WAIT, now=T0 + seconds(6))
+        assert [r.unique_id for r in follow_up.rows] == [dim]  # the follow-up runs once
+        succeed(queue, follow_up)
+        assert queue.claim("prod", "w1", NO_WAIT) is None
+        assert [r["status"] for r in queue.history("prod") if r["unique_id"] == dim] == ["done", "failed"]
+
     def test_every_request_writes_one_event_per_model_and_a_request_row(self, queue):
         result = queue.enqueue(KEY, REQUEST_A, "a", requested_by="ingest/run1/enqueue")
         noop = queue.enqueue(KEY, [], "source:field_ops.crews+", excluded_count=1)
@@ -105,6 +138,33 @@ class TestEnqueue:
         assert "nothing to build" in requests[noop.request_id]["message"]
         assert {e["requested_by"] for e in queue.events("prod")} == {"ingest/run1/enqueue"}
         assert queue.outcome_counts("prod") == {"new_pending": 3, "already_pending": 0, "already_running": 0}
+
+
+class TestDemandKeys:
+    def test_a_model_requested_under_two_keys_is_two_rows_each_claimed_in_its_own_batch(self, queue):
+        refresh = request_key("prod", full_refresh=True)
+        first = queue.enqueue(KEY, REQUEST_A, "a").by_outcome()
+        second = queue.enqueue(refresh, REQUEST_A, "a").by_outcome()
+        assert len(first["new_pending"]) == len(second["new_pending"]) == 3  # no merge across keys
+        assert len(queue.active_rows("prod")) == 6
+        assert queue.acquire_lease("prod", "w1", seconds(30))
+        batches = [queue.claim("prod", "w1", NO_WAIT) for _ in range(2)]
+        assert {b.key for b in batches} == {KEY, refresh} and all(len(b.rows) == 3 for b in batches)
+        assert {b["full_refresh"] for b in queue.batches("prod")} == {True, False}
+
+    def test_merged_requests_keep_the_newest_slot_and_any_force(self, queue):
+        queue.enqueue(KEY, REQUEST_A, "a", slot=T0 + seconds(3600))
+        queue.enqueue(KEY, REQUEST_A, "a", slot=T0, force=True)  # an older slot, forced
+        queue.enqueue(KEY, REQUEST_A, "a")  # no slot, not forced
+        rows = queue.active_rows("prod")
+        assert {(r["request_slot"], r["force"]) for r in rows} == {(T0 + seconds(3600), True)}
+        assert queue.acquire_lease("prod", "w1", seconds(30))
+        batch = queue.claim("prod", "w1", NO_WAIT)
+        assert {(r.request_slot, r.force) for r in batch.rows} == {(T0 + seconds(3600), True)}
+        queue.enqueue(KEY, REQUEST_A[:1], "a", slot=T0 + seconds(7200))  # during the pass
+        succeed(queue, batch)
+        (owed,) = queue.active_rows("prod")
+        assert (owed["request_slot"], owed["force"], owed["request_count"]) == (T0 + seconds(7200), True, 1)
 
 
 class TestClaim:
@@ -151,7 +211,8 @@ class TestClaim:
         assert queue.acquire_lease("prod", "w1", seconds(30), now=T0)
         batch = queue.claim("prod", "w1", TierPolicy(), now=T0)
         queue.enqueue(KEY, [model("fact_project_labor")], "a", now=T0 + seconds(10))  # during the build
-        assert succeed(queue, batch, now=T0 + seconds(60)) == {"model.field_ops.fact_project_labor": "pending"}
+        assert succeed(queue, batch, now=T0 + seconds(60)) == {"model.field_ops.fact_project_labor": "done"}
+        assert [r["status"] for r in queue.active_rows("prod")] == ["pending"]  # the follow-up owed
         built = T0 + seconds(60)
         assert queue.claim("prod", "w1", TierPolicy(), now=built + seconds(299)) is None
         with queue.engine.connect() as conn:

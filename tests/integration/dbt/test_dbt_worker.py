@@ -89,8 +89,9 @@ class TestFollowUp:
             built.count("model.field_ops.dim_project"),
             built.count("model.field_ops.stg_field_ops__time_entries"),
         ) == (2, 1)
-        # The dirty row went back to pending and was finished by the follow-up: still one row per model.
-        assert len(done_rows(sqlite_queue, "model.field_ops.dim_project")) == 1
+        # Each pass is history of its own: the build, then the follow-up that held the requests made during it.
+        passes = done_rows(sqlite_queue, "model.field_ops.dim_project")
+        assert [(r["status"], r["request_count"]) for r in passes] == [("done", 2), ("done", 2)]
         assert sqlite_queue.active_rows("field_ops") == []
 
     def test_with_the_default_tiers_a_follow_up_owed_waits_out_the_tier_and_is_reported(
@@ -116,7 +117,8 @@ class TestFollowUp:
         assert names(r["unique_id"] for r in owed) == held
         assert {r["status"] for r in owed} == {"pending"}
         tiers = TierPolicy()
-        eligible = min(r["finished_at"] + tiers.tier(r["tier"]).min_interval for r in owed)
+        built = {r["unique_id"]: r["finished_at"] for r in sqlite_queue.history("field_ops")}
+        eligible = min(built[r["unique_id"]] + tiers.tier(r["tier"]).min_interval for r in owed)
         assert report.next_eligible_at == eligible.isoformat()
 
 
@@ -237,3 +239,38 @@ class TestFailures:
         assert batch.outcomes["model.field_ops.fact_project_labor"] == "upstream_failed"
         assert batch.settled["model.field_ops.dim_project"] == "failed"
         assert batch.outcomes["model.field_ops.stg_field_ops__work_orders"] == "success"
+
+    def test_a_model_that_fails_while_requested_again_fails_the_drain_that_ran_it_and_is_built_once_more(
+        self, sqlite_queue, runner, plans, dbt_project
+    ):
+        sql = dbt_project / "models" / "marts" / "fact_project_labor.sql"
+        good = sql.read_text()
+        sql.write_text(good.replace("sum(t.hours) as hours", "sum(t.no_such_column) as hours"))
+        enqueue(sqlite_queue, plans["A"])
+        reports = []
+        drain = make_worker(sqlite_queue, runner)
+        thread = threading.Thread(target=lambda: reports.append(drain.drain(max_batches=1)))
+        thread.start()
+        wait_for(lambda: running(sqlite_queue), what="the batch to start")
+        enqueue(sqlite_queue, plans["A"])  # new data lands while the broken model is being built
+        thread.join()
+        (report,) = reports
+        fact, agg = "model.field_ops.fact_project_labor", "model.field_ops.agg_labor_history"
+        assert report.as_dict()["failed"] == sorted([agg, fact])  # the drain that ran it counts the failure
+        history = {r["unique_id"]: r for r in sqlite_queue.history("field_ops") if r["status"] == "failed"}
+        assert names(history) == ["agg_labor_history", "fact_project_labor"]
+        assert history[fact]["outcome"] == "error" and "no_such_column" in history[fact]["message"]
+        assert "no_such_column" in sqlite_queue.batches("field_ops")[0]["message"]
+        owed = sqlite_queue.active_rows("field_ops")
+        assert names(r["unique_id"] for r in owed) == names(m.unique_id for m in plans["A"].models)
+        assert {r["status"] for r in owed} == {"pending"}
+
+        sql.write_text(good)  # the fix lands; the follow-up owed runs once
+        follow_up = make_worker(sqlite_queue, runner).drain()
+        assert len(follow_up.batches) == 1
+        assert names(follow_up.batches[0].built) == names(m.unique_id for m in plans["A"].models)
+        assert sqlite_queue.active_rows("field_ops") == []
+        assert [r["outcome"] for r in sqlite_queue.history("field_ops") if r["unique_id"] == fact] == [
+            "success",
+            "error",
+        ]

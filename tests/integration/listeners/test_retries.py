@@ -18,6 +18,7 @@ import time
 import pytest
 
 from airflow_leastaction.refs import airflow_task
+from airflow_leastaction.version_compat import TASK_RETRY_POLICIES
 
 DAY = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
 PARENT = airflow_task("lx_retry_parent", "load")
@@ -145,14 +146,24 @@ def test_consumers_that_look_during_the_retry_window_wait_and_are_admitted_after
     assert (markers / "child").exists() and (markers / "after_sensor").exists()
 
 
-def test_an_attempt_airflow_will_not_retry_is_failed_even_with_retries_left(catalog, run_dag):
-    # The retry policy fails the task at its first try although three retries remain: Airflow's own
-    # decision, not the try count, says whether an attempt is final.
-    run = run_dag("lx_retry_policy_fails", DAY)
+@pytest.mark.parametrize(
+    "dag_id",
+    [
+        "lx_fail_fast",  # AirflowFailException
+        pytest.param(
+            "lx_retry_policy_fails",
+            marks=pytest.mark.skipif(not TASK_RETRY_POLICIES, reason="retry policies are an Airflow 3.3 feature"),
+        ),
+    ],
+)
+def test_an_attempt_airflow_will_not_retry_is_failed_even_with_retries_left(catalog, run_dag, dag_id):
+    # The task gives up (or its retry policy does) at its first try although three retries remain: Airflow's
+    # own decision, not the try count, says whether an attempt is final.
+    run = run_dag(dag_id, DAY)
     assert {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in run.get_task_instances()} == {
         "load": "failed"
     }
-    identity = airflow_task("lx_retry_policy_fails", "load")
+    identity = airflow_task(dag_id, "load")
     _, slots = catalog.snapshot([(identity, DAY)])
     assert [(s.state, s.output_revision) for s in slots] == [("failed", 0)]
     assert catalog.get_task(identity)["state"] == "failed"

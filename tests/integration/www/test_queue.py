@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 
 import pytest
@@ -52,3 +53,68 @@ class TestQueue:
 
     def test_an_empty_queue_says_so(self, client):
         assert "No dbt environment has queued anything yet" in client.get(P + "/queue").text
+
+
+def passes_today(engine) -> str:
+    """A batch that reused one model and built another today; the built one's reason carries markup."""
+    from airflow_leastaction.catalog.store import utcnow
+    from airflow_leastaction.dbt.planner import PlannedModel
+    from airflow_leastaction.dbt.policy import BatchKey, ModelOutcome, TierPolicy
+    from airflow_leastaction.dbt.queue_settle import PassRecord
+    from airflow_leastaction.dbt.queue_store import QueueStore
+
+    queue = QueueStore(engine)
+    models = [PlannedModel(f"model.shop.{n}", n, f"shop.{n}", "table", "standard") for n in ("orders", "revenue")]
+    queue.enqueue(BatchKey("analytics"), models, "tag:daily")
+    queue.acquire_lease("analytics", "worker-1", dt.timedelta(minutes=5))
+    batch = queue.claim("analytics", "worker-1", TierPolicy())
+    orders, revenue = (r.id for r in batch.rows)
+    queue.settle_reused(
+        batch, {"model.shop.orders": PassRecord("reused", "inputs unchanged since build 7", "c", {}, 7)}
+    )
+    moved = PassRecord("built", "input moved: source.shop.raw.<i>orders</i> (r1 -> r2)", "c", {}, revenue)
+    queue.finish(
+        batch, {"model.shop.revenue": ModelOutcome.SUCCESS}, status="success", invocations=1, exit_code=0,
+        message=None, passes={"model.shop.revenue": moved}, reused=1, now=utcnow(),
+    )  # fmt: skip
+    return batch.id
+
+
+class TestBuiltAndReused:
+    def test_each_pass_says_whether_it_was_built_or_reused_and_why_and_the_builds_saved_today(
+        self, client, catalog_url
+    ):
+        batch_id = passes_today(get_engine(catalog_url))
+        body = client.get(P + "/api/queue").json()
+        assert body["today"] == {"built": 1, "reused": 1}
+        passes = {p["unique_id"]: p for p in body["passes"]}
+        assert (passes["model.shop.orders"]["decision"], passes["model.shop.orders"]["build_ref"]) == ("reused", 7)
+        assert passes["model.shop.revenue"]["reason"].startswith("input moved: source.shop.raw.")
+        (batch,) = body["batches"]
+        assert (batch["id"], batch["built_count"], batch["reused_count"]) == (batch_id, 1, 1)
+        page = client.get(P + "/queue").text
+        assert "1 build(s) saved" in page and "inputs unchanged since build 7" in page
+        assert "<i>orders</i>" not in page and html.escape("<i>orders</i>") in page
+
+
+class TestDbtModelsInTheLineage:
+    def test_the_graph_draws_a_dbt_model_among_the_catalogs_tasks_with_the_inputs_it_declares(
+        self, client, catalog_url
+    ):
+        from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
+        from airflow_leastaction.identity import TaskIdentity
+
+        store = CatalogStore(get_engine(catalog_url))
+        loader, staging = TaskIdentity("load_orders", "ingest"), TaskIdentity("stg_orders", "shop")
+        store.report_completion(loader, dt.datetime(2024, 1, 5, tzinfo=dt.UTC))
+        dbt = TaskMeta(source="dbt")
+        store.declare_parents(staging, dbt, [loader])
+        pk = store.declare_parents(TaskIdentity("revenue", "shop"), dbt, [staging])
+        body = client.get(P + "/api/graph", params={"task_pk": pk}).json()
+        nodes = {n["label"]: (n["depth"], n["source"]) for n in body["nodes"]}
+        assert nodes == {
+            "shop/revenue": (0, "dbt"),
+            "shop/stg_orders": (-1, "dbt"),
+            "ingest/load_orders": (-2, "external"),
+        }
+        assert "dbt model" in client.get(P + "/graph", params={"task_pk": pk}).text

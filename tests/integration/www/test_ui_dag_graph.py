@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_leastaction.version_compat import dag_bag_class, dag_serializer_class
 from airflow_leastaction.www.dag_graph import JudgedRun, build
 from airflow_leastaction.www.declared import gates_of, parse_tasks
 
@@ -15,12 +16,10 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "dags_examples"
 @pytest.fixture(scope="module")
 def serialized():
     """Every example DAG, serialized by Airflow as its DAG processor stores it."""
-    from airflow.dag_processing.dagbag import DagBag
-    from airflow.serialization.serialized_objects import DagSerialization
-
-    bag = DagBag(str(EXAMPLES))
+    bag = dag_bag_class()(str(EXAMPLES))
     assert not bag.import_errors, bag.import_errors
-    return {dag_id: DagSerialization.to_dict(dag) for dag_id, dag in bag.dags.items()}
+    serializer = dag_serializer_class()
+    return {dag_id: serializer.to_dict(dag) for dag_id, dag in bag.dags.items()}
 
 
 def graph_of(serialized, dag_id, decisions=None, *, internal=False):

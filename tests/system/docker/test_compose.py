@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from importlib.metadata import version
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -16,7 +15,7 @@ import yaml
 from sqlalchemy.engine import make_url
 
 from airflow_leastaction.catalog.engine import url_from_connection
-from tests.helpers.paths import DOCKER
+from tests.helpers.paths import DOCKER, NEWEST_CONSTRAINTS
 
 COMPOSE = DOCKER / "docker-compose.yaml"
 AIRFLOW_SERVICES = {
@@ -69,10 +68,12 @@ def image_copies() -> dict[str, Path]:
 
 
 class TestImage:
-    def test_image_is_the_official_airflow_release_the_package_is_tested_with(self):
+    def test_image_is_the_newest_official_airflow_release_the_package_is_tested_with(self, services):
+        # The release pinned by the constraints file of the newest supported minor.
+        release = re.search(r"^apache-airflow==(\S+)$", NEWEST_CONSTRAINTS.read_text(), re.MULTILINE).group(1)
         dockerfile = (DOCKER / "Dockerfile").read_text()
-        base = re.search(r"^FROM\s+(\S+)", dockerfile, re.MULTILINE).group(1)
-        assert base == f"apache/airflow:{version('apache-airflow')}"
+        assert re.search(r"^FROM\s+(\S+)", dockerfile, re.MULTILINE).group(1) == f"apache/airflow:{release}"
+        assert {s["image"] for s in services.values() if "build" in s} == {f"airflow-leastaction:{release}"}
 
     def test_dockerfile_installs_the_package_without_replacing_airflow(self):
         dockerfile = (DOCKER / "Dockerfile").read_text()

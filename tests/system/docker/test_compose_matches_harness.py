@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.helpers.airflow_cluster import CELERY_COMPONENTS, AirflowCluster, celery_settings
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import NEWEST_CONSTRAINTS, ROOT
 
 COMPOSE = ROOT / "docker" / "docker-compose.yaml"
 #: Settings every component must agree on; each deployment sets them, each to its own values.
@@ -57,7 +57,7 @@ def harness_env(tmp_path) -> dict[str, str]:
 
 
 def pinned(name: str) -> str:
-    text = (ROOT / "constraints" / "tested.txt").read_text()
+    text = NEWEST_CONSTRAINTS.read_text()
     return re.search(rf"^{re.escape(name)}==(\S+)$", text, re.MULTILINE).group(1)
 
 

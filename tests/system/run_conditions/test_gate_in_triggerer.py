@@ -9,10 +9,12 @@ skipped: Airflow's trigger rule skips the gated task). ``start_from_trigger=Fals
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
+from airflow_leastaction.version_compat import TRIGGERER_STARTS_TASKS
 from tests.helpers.airflow_cluster import AirflowCluster, fresh_pg_database
 
 pytestmark = pytest.mark.postgres
@@ -69,7 +71,8 @@ ON_WORKER = ("on_worker__gate", "skipped_on_worker__gate")
 
 
 def run_to_end(pg_admin_url, home, env: dict[str, str] | None = None):
-    """One run of the DAG to its end on a fresh deployment; yields (run id, Airflow DB url, catalog url)."""
+    """One run of the DAG to its end on a fresh deployment; yields (run id, Airflow DB url, catalog url, the
+    deployment's AIRFLOW_HOME)."""
     airflow_url, drop_airflow = fresh_pg_database(pg_admin_url, "la_gt_airflow")
     catalog_url, drop_catalog = fresh_pg_database(pg_admin_url, "la_gt_catalog")
     dags = home / "dags"
@@ -88,7 +91,7 @@ def run_to_end(pg_admin_url, home, env: dict[str, str] | None = None):
             cluster.unpause(DAG_ID)
             run = cluster.trigger(DAG_ID)
             cluster.wait_for_run(DAG_ID, run["dag_run_id"], timeout=240)
-            yield run["dag_run_id"], airflow_url, catalog_url
+            yield run["dag_run_id"], airflow_url, catalog_url, cluster.home
     finally:
         drop_airflow()
         drop_catalog()
@@ -116,7 +119,7 @@ def rows(url: str, sql: str, **params) -> list[dict]:
 
 
 def task_instances(finished_run) -> dict[str, dict]:
-    run_id, airflow_url, _ = finished_run
+    run_id, airflow_url, _, _ = finished_run
     found = rows(
         airflow_url,
         "SELECT task_id, state, try_number, hostname, pid, queued_dttm, queued_by_job_id "
@@ -128,7 +131,7 @@ def task_instances(finished_run) -> dict[str, dict]:
 
 
 def decisions(finished_run, task_id: str) -> list[tuple]:
-    run_id, _, catalog_url = finished_run
+    run_id, _, catalog_url, _ = finished_run
     found = rows(
         catalog_url,
         "SELECT dependency, result, attempt FROM la_gate_decision WHERE dag_id = :dag AND run_id = :run "
@@ -141,7 +144,7 @@ def decisions(finished_run, task_id: str) -> list[tuple]:
 
 
 def consumed(finished_run, task_id: str) -> list[tuple]:
-    run_id, _, catalog_url = finished_run
+    run_id, _, catalog_url, _ = finished_run
     found = rows(
         catalog_url,
         "SELECT dependency, attempt FROM la_consumption WHERE dag_id = :dag AND run_id = :run AND task_id = :task "
@@ -154,12 +157,27 @@ def consumed(finished_run, task_id: str) -> list[tuple]:
 
 
 class TestGatesStartAndEndInTheTriggerer:
+    @pytest.mark.skipif(not TRIGGERER_STARTS_TASKS, reason="Airflow before 3.3 never starts a task in the triggerer")
     @pytest.mark.parametrize("gate", IN_TRIGGERER)
     def test_a_gate_started_in_the_triggerer_never_goes_to_a_worker(self, finished_run, gate):
         ti = task_instances(finished_run)[gate]
         assert ti["queued_dttm"] is None and ti["queued_by_job_id"] is None
         assert not ti["hostname"] and ti["pid"] is None
         assert ti["try_number"] == 1
+
+    @pytest.mark.skipif(TRIGGERER_STARTS_TASKS, reason="Airflow 3.3 starts these gates in the triggerer")
+    @pytest.mark.parametrize("gate", IN_TRIGGERER)
+    def test_before_3_3_a_gate_left_at_its_default_starts_on_a_worker_and_says_why(self, finished_run, gate):
+        ti = task_instances(finished_run)[gate]
+        assert ti["queued_dttm"] is not None and ti["hostname"] and ti["pid"] is not None
+        # Said once by each worker process that ran it, which parsed the DAG file (five gates and the
+        # run-outcome task asked to start in the triggerer); the trigger's own logs are apart.
+        run_id, _, _, home = finished_run
+        folder = Path(home) / "logs" / f"dag_id={DAG_ID}" / f"run_id={run_id}" / f"task_id={gate}"
+        attempts = [p for p in folder.glob("attempt=*.log") if ".trigger." not in p.name]
+        assert attempts, folder
+        for log in attempts:
+            assert log.read_text(errors="replace").count("cannot start a task in the triggerer") == 1, log
 
     @pytest.mark.parametrize("gate", ON_WORKER)
     def test_a_gate_with_start_from_trigger_false_runs_on_a_worker(self, finished_run, gate):
@@ -212,7 +230,7 @@ class TestGatesStartAndEndInTheTriggerer:
         assert consumed(finished_run, "on_worker") == [("task:up", tis["on_worker"]["try_number"])]
 
     def test_the_run_end_records_the_final_state_of_gates_no_worker_ran(self, finished_run):
-        run_id, _, catalog_url = finished_run
+        run_id, _, catalog_url, _ = finished_run
         found = rows(
             catalog_url,
             "SELECT t.task_id, r.state FROM la_task_run r JOIN la_task t ON t.id = r.task_pk "

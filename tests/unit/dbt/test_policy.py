@@ -13,6 +13,7 @@ from airflow_leastaction.dbt.policy import (
     FailureKind,
     ModelOutcome,
     Outcome,
+    Settlement,
     Tier,
     TierPolicy,
     classify_failure,
@@ -201,19 +202,28 @@ class TestModelOutcomes:
         assert model_outcomes([model], self.STATUSES, self.TESTS)[model] is outcome
 
     @pytest.mark.parametrize(
-        "outcome, dirty, attempts, status",
+        "outcome, dirty, attempts, status, follow_up",
         [
-            (ModelOutcome.SUCCESS, False, 1, "done"),  # a clean row leaves the active queue
-            (ModelOutcome.SUCCESS, True, 1, "pending"),  # a dirty row returns to pending
-            (ModelOutcome.TEST_FAILED, False, 1, "failed"),
-            (ModelOutcome.ERROR, True, 1, "pending"),  # owed a follow-up: new data may fix it
-            (ModelOutcome.UPSTREAM_FAILED, False, 1, "failed"),
-            (ModelOutcome.NOT_RUN, False, 1, "pending"),  # whatever did not finish goes back
-            (ModelOutcome.NOT_RUN, False, 3, "failed"),  # ... until it has failed to finish 3 times
+            (ModelOutcome.SUCCESS, False, 1, "done", False),  # a clean row leaves the active queue
+            (ModelOutcome.SUCCESS, True, 1, "done", True),  # a dirty row's build is history; one more pass owed
+            (ModelOutcome.TEST_FAILED, False, 1, "failed", False),
+            (ModelOutcome.TEST_FAILED, True, 1, "failed", True),
+            (ModelOutcome.ERROR, True, 1, "failed", True),  # a failure stays a failure, new data or not
+            (ModelOutcome.UPSTREAM_FAILED, False, 1, "failed", False),
+            (ModelOutcome.UPSTREAM_FAILED, True, 1, "failed", True),
+            (ModelOutcome.NOT_RUN, False, 1, "pending", False),  # whatever did not finish goes back
+            (ModelOutcome.NOT_RUN, True, 1, "pending", False),  # ... and its next pass sees the new data
+            (ModelOutcome.NOT_RUN, False, 3, "failed", False),  # ... until it has failed to finish 3 times
+            (ModelOutcome.NOT_RUN, True, 3, "failed", True),
         ],
     )
-    def test_row_status_after_a_batch(self, outcome, dirty, attempts, status):
-        assert row_status_after(outcome, dirty, attempts, max_attempts=3) == status
+    def test_row_status_after_a_batch(self, outcome, dirty, attempts, status, follow_up):
+        assert row_status_after(outcome, dirty, attempts, max_attempts=3) == Settlement(status, follow_up)
+
+    @pytest.mark.parametrize("outcome", [o for o in ModelOutcome if o is not ModelOutcome.SUCCESS])
+    @pytest.mark.parametrize("dirty", [False, True])
+    def test_a_model_that_did_not_succeed_is_never_settled_done(self, outcome, dirty):
+        assert row_status_after(outcome, dirty, 3, max_attempts=3).status != "done"
 
 
 class TestPlanFromListing:

@@ -6,7 +6,7 @@ Existing consumption records were all made from SATISFIED decisions; the summari
 decisions already recorded (none, unless a catalog ran this code before it was upgraded).
 
 Revision ID: 0010_degraded_runs
-Revises: 0012_ui_reads
+Revises: 0008_dbt_state
 Create Date: 2026-12-02 09:00:00
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010_degraded_runs"
-down_revision = "0012_ui_reads"
+down_revision = "0008_dbt_state"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,118 @@
+"""What the installed Airflow can do, as the product asks it: the one place that reads Airflow's version.
+
+The package supports every Airflow 3 minor from 3.1. Callers ask for a capability (``TRIGGERER_STARTS_TASKS``),
+never compare versions themselves; where a minor lacks a mechanism, the product takes the path that works
+there and says so once per process in the log (:func:`starts_in_triggerer`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from packaging.version import Version
+
+__all__ = [
+    "AIRFLOW_V_3_2_PLUS",
+    "AIRFLOW_V_3_3_PLUS",
+    "OLDEST_SUPPORTED",
+    "TASK_RETRY_POLICIES",
+    "TRIGGERER_STARTS_TASKS",
+    "AirflowFailException",
+    "AirflowRescheduleException",
+    "AirflowSensorTimeout",
+    "AirflowSkipException",
+    "airflow_version",
+    "dag_bag_class",
+    "dag_serializer_class",
+    "starts_in_triggerer",
+]
+
+log = logging.getLogger(__name__)
+
+
+def airflow_version() -> tuple[int, int, int]:
+    """The installed Airflow's release as (major, minor, micro); pre-releases count as their release."""
+    from airflow import __version__
+
+    release = Version(__version__)
+    return release.major, release.minor, release.micro
+
+
+#: The oldest Airflow minor the package supports (``pyproject.toml`` declares the same).
+OLDEST_SUPPORTED = (3, 1)
+
+AIRFLOW_V_3_2_PLUS: bool = airflow_version() >= (3, 2, 0)
+AIRFLOW_V_3_3_PLUS: bool = airflow_version() >= (3, 3, 0)
+
+# The task control-flow exceptions moved into the Task SDK in 3.2 (Airflow core's names are deprecated
+# aliases there); 3.1's task runner raises and catches Airflow core's classes.
+if AIRFLOW_V_3_2_PLUS:
+    from airflow.sdk.exceptions import (
+        AirflowFailException,
+        AirflowRescheduleException,
+        AirflowSensorTimeout,
+        AirflowSkipException,
+    )
+else:
+    from airflow.exceptions import (  # type: ignore[no-redef]
+        AirflowFailException,
+        AirflowRescheduleException,
+        AirflowSensorTimeout,
+        AirflowSkipException,
+    )
+
+#: The scheduler honours ``start_from_trigger``: a task can start (and end) in the triggerer without a
+#: worker. Airflow 3.0 to 3.2 carry the operator attributes but their scheduler never reads them (the
+#: task runs on a worker), so there a gate starts on a worker and defers.
+TRIGGERER_STARTS_TASKS: bool = AIRFLOW_V_3_3_PLUS
+
+#: A task can carry a retry policy (``retry_policy=ExceptionRetryPolicy(...)``) that decides, per raised
+#: exception, whether Airflow retries it: Airflow 3.3. The catalog listener records whatever Airflow
+#: decided; the flag says which DAGs may use it.
+TASK_RETRY_POLICIES: bool = AIRFLOW_V_3_3_PLUS
+
+
+def dag_bag_class() -> type:
+    """Airflow's ``DagBag`` (parses a DAGs folder or file): ``airflow.models.dagbag`` on 3.1,
+    ``airflow.dag_processing.dagbag`` from 3.2. Imported when asked: it pulls in Airflow's models."""
+    if AIRFLOW_V_3_2_PLUS:
+        from airflow.dag_processing.dagbag import DagBag
+    else:
+        from airflow.models.dagbag import DagBag  # type: ignore[no-redef]
+    return DagBag
+
+
+def dag_serializer_class() -> type:
+    """The class that turns a DAG into the JSON the DAG processor stores (``to_dict``) and back:
+    ``DagSerialization`` from 3.2, ``SerializedDAG`` on 3.1. Imported when asked."""
+    if AIRFLOW_V_3_2_PLUS:
+        from airflow.serialization.serialized_objects import DagSerialization
+    else:
+        from airflow.serialization.serialized_objects import SerializedDAG as DagSerialization
+    return DagSerialization
+
+
+_said: set[str] = set()
+
+
+def _say_once(topic: str, message: str, *args) -> None:
+    if topic not in _said:
+        _said.add(topic)
+        log.info(message, *args)
+
+
+def starts_in_triggerer(requested: bool) -> bool:
+    """Whether a task asked to start in the triggerer (``start_from_trigger``) does so on this Airflow.
+
+    Where the scheduler cannot start a task in the triggerer the task starts on a worker and defers to
+    the same trigger: the wait still takes no worker slot, only the first check and the decision do.
+    """
+    if requested and not TRIGGERER_STARTS_TASKS:
+        _say_once(
+            "start_from_trigger",
+            "Airflow %s cannot start a task in the triggerer (start_from_trigger needs Airflow 3.3): "
+            "leastaction's gates start on a worker, check once and defer to the triggerer to wait",
+            ".".join(map(str, airflow_version())),
+        )
+        return False
+    return requested

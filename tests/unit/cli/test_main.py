@@ -1,0 +1,24 @@
+"""What ``airflow-leastaction`` prints is all that reaches stdout: Airflow's log lines go to stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+#: A command that logs through Airflow's structured logging while it runs (Airflow 3.1 warns so about the
+#: catalog's connection type), then prints its JSON.
+COMMAND = """
+import json, structlog
+from airflow_leastaction.cli import _logs_to_stderr
+_logs_to_stderr()
+structlog.get_logger("airflow.models.connection.Connection").warning("a warning while the command runs")
+print(json.dumps({"applied": None}))
+"""
+
+
+def test_a_warning_logged_during_a_command_goes_to_stderr_not_among_its_json():
+    done = subprocess.run([sys.executable, "-c", COMMAND], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"applied": None}
+    assert "a warning while the command runs" in done.stderr
