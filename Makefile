@@ -65,12 +65,12 @@ lint: install
 	$(BIN)/ruff check .
 
 # The tiers (docs/contributing.md): unit needs no server; integration and system start PostgreSQL.
-# WORKERS test processes (pytest-xdist); a module's tests share one (tests/conftest.py), so a deployment
+# WORKERS test processes (pytest-xdist); a module's tests share one (--dist loadfile), so a deployment
 # is started once. Most of a deployment test's time is waiting on its processes, so there are more
 # workers than cores. WORKERS=0 runs in this process (for a debugger).
 WORKERS ?= 4
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
-XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadgroup)
+XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 test: install postgres
 	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) --durations=40 $(PYTEST_ARGS)
 

@@ -220,14 +220,13 @@ def tier_of(path: Path) -> str | None:
     return parts[0] if len(parts) > 1 and parts[0] in TIERS else None
 
 
-# Run with pytest-xdist (`make test` does): the tests of one module share its fixtures (a deployment, a
-# module's DAG runs), so each module goes to one worker as a group, unless it names a group of its own to
-# share a session deployment with other modules; unit tests go one by one. The slowest tier is handed out
-# first, so its long groups start while the short ones fill the other workers.
+# Run with pytest-xdist (`make test` does, with --dist loadfile): the tests of one module share its
+# fixtures (a deployment, a module's DAG runs) and go to one worker together. The slowest tier is handed
+# out first, so its long modules start while the short ones fill the other workers.
 ORDER = {"system": 0, "integration": 1, "unit": 2}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     wrong = []
     for item in items:
@@ -242,8 +241,6 @@ def pytest_collection_modifyitems(config, items):
             found = sorted(NOT_IN_UNIT & set(item.fixturenames))
             wrong.append(f"{item.nodeid}: a unit test uses {found}; move it to tests/integration")
         item.add_marker(getattr(pytest.mark, tier))
-        if tier != "unit" and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     if wrong:
         raise pytest.UsageError("tests in the wrong tier:\n  " + "\n  ".join(wrong))
     items.sort(key=lambda item: ORDER[tier_of(Path(str(item.path)))])
