@@ -1,6 +1,7 @@
 """Admission: what a gate does with its outcome. Shared by every gate task of the provider.
 
-ADMIT records one decision per judged dependency for this attempt and lets the task run. WAIT writes
+ADMIT records one decision per judged dependency for this attempt and lets the task run (admitted
+degraded at a fallback's deadline, the unsatisfied ones are recorded MISSING). WAIT writes
 nothing (being blocked is the absence of a transition), unless the deployment relaxes its gates
 (``[leastaction] gates = warn | off``): then the task is admitted, every unsatisfied dependency is
 recorded BYPASSED with its reason and every satisfied one SATISFIED (consumed like any admission).
@@ -11,12 +12,21 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.gate import GateOutcome, Verdict
+from airflow_leastaction.gate import (
+    DecisionResult,
+    DependencyType,
+    GateOutcome,
+    Judgement,
+    RunCondition,
+    Verdict,
+    decide,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +46,8 @@ class Admission:
     admitted: bool
     bypassed: bool
     decision_ids: tuple[int, ...] = ()
+    #: Admitted at a fallback's deadline without every dependency (recorded MISSING).
+    degraded: bool = False
 
 
 def settle(
@@ -45,12 +57,23 @@ def settle(
     *,
     downstream_slot: dt.datetime | None,
     mode: str | None = None,
+    once: bool = False,
+    rerun: RerunOnArrival | None = None,
 ) -> Admission:
-    """Record what ``outcome`` means for ``attempt`` and say whether the task may run now."""
+    """Record what ``outcome`` means for ``attempt`` and say whether the task may run now.
+
+    ``once``: an attempt that already recorded its decisions keeps them (a trigger run again after its
+    triggerer restarted, between recording and ending the task): the admission is the recorded one.
+    ``rerun``: admitted degraded, the run re-runs once what it ran without arrives (``on_late_arrival``).
+    """
     mode = mode or gate_mode()
+    if once and (recorded := store.decisions_for(attempt)):
+        return recorded_admission(outcome.condition, recorded)[1]
     if outcome.verdict is Verdict.ADMIT:
-        ids = store.record_decisions(attempt, outcome.judgements, downstream_slot=downstream_slot)
-        return Admission(True, False, tuple(ids))
+        ids = store.record_decisions(
+            attempt, outcome.judgements, downstream_slot=downstream_slot, degraded=outcome.degraded, rerun=rerun
+        )
+        return Admission(True, False, tuple(ids), outcome.degraded)
     if mode in ("warn", "off"):
         if mode == "warn":
             log.warning("gate bypassed ([leastaction] gates = warn): %s", outcome.summary())
@@ -62,3 +85,24 @@ def settle(
         ids = store.record_decisions(attempt, outcome.judgements, downstream_slot=downstream_slot)
         return Admission(False, False, tuple(ids))
     return Admission(False, False)
+
+
+def recorded_admission(condition: RunCondition, rows) -> tuple[GateOutcome, Admission]:
+    """What an attempt's recorded decisions (rows of ``la_gate_decision``) decided under ``condition``: a
+    MISSING decision was a degraded admission, a BYPASSED one a relaxed admission."""
+    results = {r["result"] for r in rows}
+    judgements = [
+        Judgement(
+            r["dependency"],
+            r["result"] != DecisionResult.UNSATISFIED.value,
+            r["reason"],
+            DependencyType(r["dependency_type"]),
+            final=True,
+        )
+        for r in rows
+    ]
+    degraded = DecisionResult.MISSING.value in results
+    bypassed = DecisionResult.BYPASSED.value in results
+    outcome = decide(condition, judgements)
+    admitted = bypassed or outcome.verdict is Verdict.ADMIT
+    return replace(outcome, degraded=degraded), Admission(admitted, bypassed, tuple(r["id"] for r in rows), degraded)

@@ -283,3 +283,28 @@ class InactiveDependencyError(RunConditionError):
     """An active task depends on an inactive one of the same DAG: it could never run."""
 
     exit_status = 17
+
+
+class InvalidFallbackError(RunConditionError):
+    """A fallback that could never apply: ``require`` of 0 or above the number of dependencies, a deadline
+    after the gate's ``max_wait`` or the sensor's ``timeout``, a FAILURE or ALWAYS dependency."""
+
+    exit_status = 18
+
+
+class AirflowApiError(LeastActionError):
+    """Airflow's REST API answered a call of the provider with an error (or cannot be called at all)."""
+
+
+class AirflowApiUnreachableError(AirflowApiError):
+    """Airflow's API server cannot be reached, or refused the login: nothing was asked of it."""
+
+    def __init__(self, base_url: str, why: str):
+        self.base_url = base_url
+        super().__init__(f"Airflow's API at {base_url} cannot be reached: {why}")
+
+
+class PlanError(ConfigurationError):
+    """A re-run plan was asked for something it cannot plan (``airflow-leastaction plan``: exit 2)."""
+
+    exit_status = 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from airflow_leastaction.exceptions import (
     ConfigurationError,
@@ -53,6 +53,13 @@ class DecisionResult(str, enum.Enum):
     SATISFIED = "SATISFIED"
     UNSATISFIED = "UNSATISFIED"
     BYPASSED = "BYPASSED"
+    #: Not satisfied at a fallback's deadline, and the task was admitted degraded without it.
+    MISSING = "MISSING"
+
+
+#: Decisions a successful task consumes: what it ran with (SATISFIED) and, degraded, what it ran without
+#: (MISSING, consumed at the revision there was: none), so that the late arrival makes it stale.
+CONSUMED_RESULTS = (DecisionResult.SATISFIED, DecisionResult.MISSING)
 
 
 class Verdict(str, enum.Enum):
@@ -147,6 +154,21 @@ class Judgement:
     upstream_slot: dt.datetime | None = None
     upstream_revision: int | None = None
     in_flight: bool = False
+    #: The upstream slot whose completion would satisfy it, when the judge knows one: what a degraded task
+    #: records as missing (see :meth:`as_missing`).
+    awaited_slot: dt.datetime | None = None
+
+    def as_missing(self, downstream_slot: dt.datetime | None) -> Judgement:
+        """This unsatisfied judgement as a MISSING decision records it: the slot it waited for (the judge's,
+        else the downstream task's own), and what that slot held then (revision 0: nothing completed)."""
+        slot = self.awaited_slot or downstream_slot or self.upstream_slot
+        same = slot is not None and slot == self.upstream_slot
+        return replace(
+            self,
+            upstream_slot=slot,
+            upstream_run_pk=self.upstream_run_pk if same else None,
+            upstream_revision=(self.upstream_revision or 0) if same else 0,
+        )
 
     def as_event(self) -> dict:
         """A JSON-safe form, for trigger events and XCom (a new dict each call; built once per judgement,
@@ -169,11 +191,12 @@ class Judgement:
             "upstream_slot": self.upstream_slot.isoformat() if self.upstream_slot else None,
             "upstream_revision": self.upstream_revision,
             "in_flight": self.in_flight,
+            "awaited_slot": self.awaited_slot.isoformat() if self.awaited_slot else None,
         }
 
     @classmethod
     def from_event(cls, data: dict) -> Judgement:
-        slot = data.get("upstream_slot")
+        slot, awaited = data.get("upstream_slot"), data.get("awaited_slot")
         return cls(
             dependency=data["dependency"],
             satisfied=data["satisfied"],
@@ -186,6 +209,7 @@ class Judgement:
             upstream_slot=dt.datetime.fromisoformat(slot) if slot else None,
             upstream_revision=data.get("upstream_revision"),
             in_flight=data.get("in_flight", False),
+            awaited_slot=dt.datetime.fromisoformat(awaited) if awaited else None,
         )
 
 
@@ -194,6 +218,8 @@ class GateOutcome:
     verdict: Verdict
     condition: RunCondition
     judgements: tuple[Judgement, ...] = field(default_factory=tuple)
+    #: Admitted at a fallback's deadline without every dependency: the unsatisfied ones are MISSING.
+    degraded: bool = False
 
     @property
     def satisfied_count(self) -> int:
@@ -205,7 +231,8 @@ class GateOutcome:
 
     def summary(self) -> str:
         total = len(self.judgements)
-        head = f"{self.verdict.value}: {self.satisfied_count}/{total} satisfied, needs {self.condition}"
+        verdict = f"{self.verdict.value} (degraded)" if self.degraded else self.verdict.value
+        head = f"{verdict}: {self.satisfied_count}/{total} satisfied, needs {self.condition}"
         reasons = self.waiting_reasons
         return head if not reasons else head + "; " + "; ".join(reasons)
 
@@ -223,6 +250,27 @@ def decide(condition: RunCondition, judgements: Iterable[Judgement]) -> GateOutc
     still_possible = satisfied + sum(1 for j in judged if not j.satisfied and not j.final)
     verdict = Verdict.SKIP if still_possible < needed else Verdict.WAIT
     return GateOutcome(verdict, condition, judged)
+
+
+def decide_at_deadline(
+    condition: RunCondition, judgements: Iterable[Judgement], require: int, deadline: str
+) -> GateOutcome:
+    """A fallback's rule at its deadline: ADMIT when the condition holds; else ADMIT *degraded* when at
+    least ``require`` dependencies are satisfied, each unsatisfied one saying it is missing at
+    ``deadline`` (its decision is recorded MISSING); else SKIP."""
+    outcome = decide(condition, judgements)
+    if outcome.verdict is Verdict.ADMIT:
+        return outcome
+    count = outcome.satisfied_count
+    if count < require:
+        note = f"at the fallback deadline {deadline} only {count} satisfied, the fallback needs {require}"
+        return GateOutcome(Verdict.SKIP, condition, _noted(outcome.judgements, note))
+    note = f"missing at the fallback deadline {deadline}"
+    return GateOutcome(Verdict.ADMIT, condition, _noted(outcome.judgements, note), degraded=True)
+
+
+def _noted(judgements: tuple[Judgement, ...], note: str) -> tuple[Judgement, ...]:
+    return tuple(j if j.satisfied else replace(j, reason=f"{j.reason}; {note}", final=True) for j in judgements)
 
 
 # -- upstream tasks in the same run -----------------------------------------------------------------

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+
+#: An identity as :meth:`TaskIdentity.__str__` writes it.
+_WRITTEN = re.compile(r"(?P<project>[^/]+)/(?P<name>[^@\[]+)(?:@(?P<account>[^\[]+))?(?:\[(?P<partition>[^\]]*)\])?")
 
 
 @dataclass(frozen=True, order=True)
@@ -70,6 +74,17 @@ class TaskIdentity:
         if self.partition:
             text += f"[{self.partition}]"
         return text
+
+    @classmethod
+    def parse(cls, text: str) -> TaskIdentity:
+        """The identity written as :meth:`__str__` writes it: ``project/name``, then ``@account`` and
+        ``[partition]`` when they are set. Raises ``ValueError`` naming the text otherwise."""
+        found = _WRITTEN.fullmatch(text.strip()) if isinstance(text, str) else None
+        if found is None:
+            raise ValueError(
+                f"task {text!r} is not a catalog identity: write it project/name (then @account, [partition])"
+            )
+        return cls(found["name"], found["project"], found["account"] or "", found["partition"] or "")
 
     def as_dict(self) -> dict[str, str]:
         return {"name": self.name, "project": self.project, "account": self.account, "partition": self.partition}

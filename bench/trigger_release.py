@@ -117,7 +117,7 @@ async def per_trigger_polling(parents, child, url):
     from airflow_leastaction.catalog.engine import get_engine
     from airflow_leastaction.catalog.store import CatalogStore
     from airflow_leastaction.gate import ALL, Verdict, decide
-    from airflow_leastaction.intervals.judging import judge_parents
+    from airflow_leastaction.intervals.parents import judge_parents
 
     store = CatalogStore(get_engine(url))
     requests = [(p, DAY) for p in parents]

@@ -56,6 +56,8 @@ export AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY=3
 export AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE=False
 export AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL=10
 export AIRFLOW__LEASTACTION__POLL_INTERVAL=2
+# The API the provider calls to re-run a degraded run once its late feed lands (dags_examples/country_report.py).
+export AIRFLOW_CONN_LEASTACTION_AIRFLOW_API_DEFAULT="{\"conn_type\": \"http\", \"host\": \"http://localhost:$DEMO_PORT\", \"login\": \"admin\", \"password\": \"admin\"}"
 # The dbt worker's runs end once the queue is empty, so the demo's runs settle (in production a drain
 # waits up to an hour for work a freshness tier holds back).
 export FIELD_OPS_DRAIN_MAX_WAIT_MINUTES="${FIELD_OPS_DRAIN_MAX_WAIT_MINUTES:-0}"

@@ -7,6 +7,7 @@ that writes decisions and turns them into consumption.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,9 +17,28 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from airflow_leastaction.catalog.bound_rows import bound_rows
-from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_decision, task, task_run, utcnow
+from airflow_leastaction.catalog.schema import (
+    consumption,
+    gate_attempt,
+    gate_decision,
+    late_arrival,
+    task,
+    task_run,
+    utcnow,
+)
 from airflow_leastaction.catalog.transactions import Transactions
-from airflow_leastaction.gate import DecisionResult, Judgement
+from airflow_leastaction.gate import CONSUMED_RESULTS, DecisionResult, Judgement
+
+#: A degraded run's re-run on late arrival, until its missing dependencies arrived (see
+#: :mod:`~airflow_leastaction.catalog.late_arrivals`).
+WAITING = "waiting"
+
+
+@dataclass(frozen=True)
+class RerunOnArrival:
+    """What to clear, with the gate, when a degraded run re-runs: ``task_ids`` (None: the whole run)."""
+
+    task_ids: tuple[str, ...] | None
 
 
 @dataclass(frozen=True)
@@ -47,21 +67,29 @@ class AuditRecords:
         downstream_slot: dt.datetime | None,
         bypass_reason: str | None = None,
         at: dt.datetime | None = None,
+        degraded: bool = False,
+        rerun: RerunOnArrival | None = None,
     ) -> list[int]:
         """Append one decision per judged dependency of this attempt; their ids, in ``judgements`` order.
 
         ``bypass_reason`` (a relaxed gate admitting anyway) records each *unsatisfied* dependency
-        BYPASSED with that reason; a satisfied one is SATISFIED all the same, and is consumed. The
-        attempt's summary (``la_gate_attempt``: how many decisions, how many met or bypassed, when) counts
-        them in the same transaction.
+        BYPASSED with that reason; a satisfied one is SATISFIED all the same, and is consumed.
+        ``degraded`` (admitted at a fallback's deadline) records each unsatisfied dependency MISSING, naming
+        the slot it waited for (:meth:`~airflow_leastaction.gate.Judgement.as_missing`); with ``rerun``, in
+        the same transaction, the run is to re-run once they arrive (``la_late_arrival``, one row per run
+        and gate: a run admitted degraded again keeps it). The attempt's summary (``la_gate_attempt``: how
+        many decisions, how many met, bypassed or missing, when) counts them in the same transaction.
         """
         now = at or utcnow()
-        rows = [_decision_values(j, bypass_reason) for j in judgements]
+        missing = downstream_slot if degraded else None
+        rows = [_decision_values(j, bypass_reason, degraded, missing) for j in judgements]
         if not rows:
             return []
         with self.transactions.write() as conn:
             ids = sorted(conn.execute(*_decisions_insert(conn, attempt, downstream_slot, now, rows)).scalars())
             conn.execute(_summary_statement(conn.dialect), _summary_params(attempt, now, rows))
+            if degraded and rerun is not None:
+                _expect_late_arrival(conn, attempt, rerun, downstream_slot, now)
             return ids
 
     def _consume(
@@ -93,22 +121,23 @@ class AuditRecords:
             "c_downstream_task_pk": task_pk,
             "c_downstream_slot": slot,
             "c_consumed_at": now,
-            "c_satisfied": DecisionResult.SATISFIED.value,
         }
+        params.update({f"c_result_{i}": r.value for i, r in enumerate(CONSUMED_RESULTS)})
         params.update({f"c_gate_{i}": gate for i, gate in enumerate(gates)})
         # INSERT ... SELECT: the decisions never travel through Python, one statement whatever their number.
         return conn.execute(_consumption_statement(conn.dialect, consume_own, len(gates)), params).rowcount
 
     def admitting_decisions(self, who: AttemptKey, gate_task_ids: Sequence[str] = ()) -> list:
         """The SATISFIED decisions the attempt ``who`` consumes when it succeeds (its own and those of the
-        latest attempt of each gate admitting it, as :meth:`_consume` records them), each with the upstream
-        task's identity columns (None for a task of the same run), in decision order."""
+        latest attempt of each gate admitting it, as :meth:`_consume` records them; not the MISSING ones a
+        degraded run ran without), each with the upstream task's identity columns (None for a task of the
+        same run), in decision order."""
         gates = list(dict.fromkeys(gate_task_ids))
         decisions = _admitting_decisions(True, len(gates))
         params = {f"c_gate_{i}": gate for i, gate in enumerate(gates)}
         params.update(
             c_dag_id=who.dag_id, c_task_id=who.task_id, c_run_id=who.run_id, c_map_index=who.map_index,
-            c_attempt=who.attempt, c_satisfied=DecisionResult.SATISFIED.value,
+            c_attempt=who.attempt, c_result_0=DecisionResult.SATISFIED.value,
         )  # fmt: skip
         query = (
             select(decisions, task.c.name, task.c.project, task.c.account, task.c.partition)
@@ -139,12 +168,18 @@ class AuditRecords:
     def consumed_revisions(
         self, dag_id: str, task_ids: Sequence[str], downstream_slot: dt.datetime
     ) -> dict[tuple[str, dt.datetime | None], int]:
-        """Per (dependency, upstream slot), the highest revision these tasks' slot has consumed."""
+        """Per (dependency, upstream slot), the highest revision these tasks' slot has consumed (a
+        dependency a degraded run ran without was not consumed)."""
         c = consumption.c
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(c.dependency, c.upstream_slot, func.max(c.upstream_revision).label("rev"))
-                .where(c.dag_id == dag_id, c.task_id.in_(list(task_ids)), c.downstream_slot == downstream_slot)
+                .where(
+                    c.dag_id == dag_id,
+                    c.task_id.in_(list(task_ids)),
+                    c.downstream_slot == downstream_slot,
+                    c.result == DecisionResult.SATISFIED.value,
+                )
                 .group_by(c.dependency, c.upstream_slot)
             ).all()
         return {(r.dependency, r.upstream_slot): r.rev for r in rows if r.rev is not None}
@@ -192,22 +227,30 @@ class AuditRecords:
                 .all()
             )
 
-    def last_consumed(self, dag_id: str, task_id: str, dependencies: Sequence[str]) -> dict:
-        """Per dependency, the (upstream slot, revision) this task consumed last, across all its runs."""
+    def last_consumed(
+        self, dag_id: str, task_id: str, dependencies: Sequence[str], other_than: str | None = None
+    ) -> dict:
+        """Per dependency, the (upstream slot, revision) this task consumed last, across all its runs but
+        ``other_than`` (the run judging: what it consumed itself, before it was cleared to run again, is not
+        output an earlier run already used). A dependency a degraded run ran without was not consumed."""
         c = consumption.c
         if not dependencies:
             return {}
+        query = (
+            select(c.dependency, c.upstream_slot, c.upstream_revision)
+            .where(
+                c.dag_id == dag_id,
+                c.task_id == task_id,
+                c.dependency.in_(list(dependencies)),
+                c.upstream_slot.is_not(None),
+                c.result == DecisionResult.SATISFIED.value,
+            )
+            .order_by(c.id)
+        )
+        if other_than is not None:
+            query = query.where(c.run_id != other_than)
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(c.dependency, c.upstream_slot, c.upstream_revision)
-                .where(
-                    c.dag_id == dag_id,
-                    c.task_id == task_id,
-                    c.dependency.in_(list(dependencies)),
-                    c.upstream_slot.is_not(None),
-                )
-                .order_by(c.id)
-            ).all()
+            rows = conn.execute(query).all()
         out: dict[str, tuple[dt.datetime, int]] = {}
         for r in rows:
             seen = out.get(r.dependency)
@@ -217,13 +260,14 @@ class AuditRecords:
 
     def stale_consumers(self, dag_id: str | None = None) -> list[dict]:
         """Consumers whose latest consumed revision of an upstream slot is older than its current one
-        (:func:`is_stale`).
+        (:func:`is_stale`): a repair of the upstream, or, for a degraded run, the arrival of what it ran
+        without (``missing``: its consumed revision is the one the slot had at the deadline, none).
 
-        One row per (consumer task, downstream slot, dependency, upstream slot): what to re-run after a
-        repair of the upstream.
+        One row per (consumer task, downstream slot, dependency, upstream slot): what to re-run.
         """
         c, r = consumption.c, task_run.c
         consumed = func.max(c.upstream_revision).label("consumed_revision")
+        ran_without = func.max(case((c.result == DecisionResult.MISSING.value, 1), else_=0)).label("missing")
         query = (
             select(
                 c.dag_id,
@@ -234,29 +278,71 @@ class AuditRecords:
                 consumed,
                 r.output_revision.label("current_revision"),
                 func.max(c.run_id).label("run_id"),
+                ran_without,
             )
-            .join(task_run, r.id == c.upstream_run_pk)
-            .where(is_stale(r.output_revision))
+            .select_from(consumption.join(task_run, consumed_slot(task_run)))
+            .where(is_stale(task_run))
             .group_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency, c.upstream_slot, r.output_revision)
             .order_by(c.dag_id, c.task_id, c.downstream_slot, c.dependency)
         )
         if dag_id:
             query = query.where(c.dag_id == dag_id)
         with self.engine.connect() as conn:
-            return [dict(row) for row in conn.execute(query).mappings()]
+            return [{**row, "missing": bool(row["missing"])} for row in conn.execute(query).mappings()]
 
 
-def is_stale(current_revision) -> ColumnElement:
+def _expect_late_arrival(conn: Connection, attempt: AttemptKey, rerun: RerunOnArrival, downstream_slot, now) -> None:
+    la = late_arrival.c
+    known = select(la.id).where(
+        la.dag_id == attempt.dag_id, la.run_id == attempt.run_id, la.gate_task_id == attempt.task_id
+    )
+    if conn.execute(known).first() is not None:
+        return
+    conn.execute(
+        insert(late_arrival).values(
+            dag_id=attempt.dag_id,
+            run_id=attempt.run_id,
+            gate_task_id=attempt.task_id,
+            gate_attempt=attempt.attempt,
+            task_ids=None if rerun.task_ids is None else json.dumps(list(rerun.task_ids)),
+            downstream_slot=downstream_slot,
+            state=WAITING,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+
+
+def consumed_slot(record) -> ColumnElement:
+    """The join of a ``la_consumption`` row to the slot record (``la_task_run`` or an alias) it names.
+
+    By the record's id (``upstream_run_pk``), which the consumer index holds; a MISSING consumption of a
+    slot that had no record at the deadline has none, and joins the record its late upstream writes when
+    it arrives, by task and slot (looked up only for such a row)."""
+    c = consumption.c
+    awaited = task_run.alias("awaited")
+    arrived = (
+        select(awaited.c.id)
+        .where(c.result == DecisionResult.MISSING.value)
+        .where(awaited.c.task_pk == c.upstream_task_pk, awaited.c.slot == c.upstream_slot)
+        .scalar_subquery()
+    )
+    return record.c.id == func.coalesce(c.upstream_run_pk, arrived)
+
+
+def is_stale(record) -> ColumnElement:
     """The one meaning of "stale", for a ``la_consumption`` row, as a SQL condition.
 
-    A consumption is stale when the upstream slot it selected now has a higher revision (a repair) and
-    the same consumer (DAG, task, downstream slot) has not consumed that revision or a later one of the
-    same dependency and slot since: a consumer that re-ran after the repair is no longer stale.
+    A consumption is stale when the upstream slot it selected now has a higher revision (a repair, or the
+    arrival of a slot a degraded run ran without) and the same consumer (DAG, task, downstream slot) has
+    not consumed that revision or a later one of the same dependency and slot record since: a consumer
+    that re-ran after the repair is no longer stale.
 
-    :param current_revision: the selected upstream slot record's current ``output_revision`` (a column
-        of ``la_task_run`` joined on ``upstream_run_pk``).
+    :param record: the selected upstream slot record, ``la_task_run`` or an alias of it, joined by
+        :func:`consumed_slot` (its ``output_revision`` is the current revision).
     """
     c = consumption.c
+    current_revision = record.c.output_revision
     since = consumption.alias("since")
     s = since.c
 
@@ -264,11 +350,12 @@ def is_stale(current_revision) -> ColumnElement:
         # The newest revision the consumer took of the same dependency and slot record: a max(), which
         # PostgreSQL answers as the last entry of the consumer index's range (ordered by the revision).
         # As an EXISTS it estimated one record per consumer, preferred the smaller (DAG, task, time) index
-        # and filtered a busy consumer's whole history for every row checked.
+        # and filtered a busy consumer's whole history for every row checked. The record is the joined
+        # one: a MISSING consumption names none, the consumption that caught up names the one that arrived.
         newest = (
             select(func.max(s.upstream_revision))
             .where(s.dag_id == c.dag_id, s.task_id == c.task_id, same_slot)
-            .where(s.dependency == c.dependency, s.upstream_run_pk == c.upstream_run_pk)
+            .where(s.dependency == c.dependency, s.upstream_run_pk == record.c.id)
             .scalar_subquery()
         )
         return func.coalesce(newest, current_revision - 1) >= current_revision
@@ -283,10 +370,13 @@ def is_stale(current_revision) -> ColumnElement:
     return and_(c.upstream_revision < current_revision, ~caught_up)
 
 
-def _decision_values(j: Judgement, bypass_reason: str | None) -> tuple:
+def _decision_values(j: Judgement, bypass_reason: str | None, degraded: bool = False, downstream_slot=None) -> tuple:
     """What one decision row holds of its judgement, in :data:`_JUDGED` order."""
     if bypass_reason is not None and not j.satisfied:
         result, reason = DecisionResult.BYPASSED.value, f"{bypass_reason}: {j.reason}"
+    elif degraded and not j.satisfied:
+        j = j.as_missing(downstream_slot)
+        result, reason = DecisionResult.MISSING.value, j.reason
     else:
         result = (DecisionResult.SATISFIED if j.satisfied else DecisionResult.UNSATISFIED).value
         reason = j.reason
@@ -360,6 +450,7 @@ def _summary_params(attempt: AttemptKey, now, rows: list[tuple]) -> dict:
         "decisions": len(results),
         "satisfied": results.count(DecisionResult.SATISFIED.value),
         "bypassed": results.count(DecisionResult.BYPASSED.value),
+        "missing": results.count(DecisionResult.MISSING.value),
         "decided_at": now,
     }
 
@@ -380,6 +471,7 @@ def _summary_statement(dialect):
                 "decisions": old.decisions + new.decisions,
                 "satisfied": old.satisfied + new.satisfied,
                 "bypassed": old.bypassed + new.bypassed,
+                "missing": old.missing + new.missing,
                 "decided_at": case((new.decided_at > old.decided_at, new.decided_at), else_=old.decided_at),
             },
         )
@@ -393,9 +485,11 @@ _COPIED = ("dependency", "upstream_task_pk", "upstream_run_pk", "upstream_slot",
 _CONSUMPTIONS: dict[tuple, object] = {}
 
 
-def _admitting_decisions(own_attempt: bool, gates: int):
-    """The SATISFIED decisions an attempt consumes: its own (when ``own_attempt``) and those of the latest
-    attempt of each of ``gates`` gate tasks of the same task instance's run (bound as ``c_gate_<i>``)."""
+def _admitting_decisions(own_attempt: bool, gates: int, results: int = 1):
+    """The decisions an attempt consumes: its own (when ``own_attempt``) and those of the latest attempt of
+    each of ``gates`` gate tasks of the same task instance's run (bound as ``c_gate_<i>``), of the
+    ``results`` results bound as ``c_result_<i>`` (SATISFIED; and MISSING, what a degraded run ran
+    without, for its consumption records)."""
     d = gate_decision.c
     same_ti = (
         d.dag_id == bindparam("c_dag_id"),
@@ -409,10 +503,8 @@ def _admitting_decisions(own_attempt: bool, gates: int):
     for i in range(gates):
         gate = bindparam(f"c_gate_{i}")
         sources.append((gate, select(func.max(d.attempt)).where(*same_ti, d.task_id == gate).scalar_subquery()))
-    branches = [
-        select(gate_decision).where(*same_ti, d.result == bindparam("c_satisfied"), d.task_id == t, d.attempt == n)
-        for t, n in sources
-    ]
+    consumed = d.result.in_([bindparam(f"c_result_{i}") for i in range(results)])
+    branches = [select(gate_decision).where(*same_ti, consumed, d.task_id == t, d.attempt == n) for t, n in sources]
     return (branches[0] if len(branches) == 1 else union_all(*branches)).subquery()
 
 
@@ -422,10 +514,10 @@ def _consumption_statement(dialect, own_attempt: bool, gates: int):
     key = (type(dialect), dialect.name, own_attempt, gates)
     if key not in _CONSUMPTIONS:
         c = consumption.c
-        decisions = _admitting_decisions(own_attempt, gates)
+        decisions = _admitting_decisions(own_attempt, gates, len(CONSUMED_RESULTS))
         own = [*ATTEMPT_COLUMNS, "downstream_task_pk", "downstream_slot", "consumed_at"]
         # type_coerce, not CAST: SQLite's CAST(... AS DATETIME) would turn the stored text into a number.
         values = [type_coerce(bindparam(f"c_{name}"), c[name].type) for name in own]
-        source = select(decisions.c.id, *values, *(decisions.c[name] for name in _COPIED))
-        _CONSUMPTIONS[key] = insert(consumption).from_select(["decision_id", *own, *_COPIED], source)
+        source = select(decisions.c.id, *values, *(decisions.c[name] for name in _COPIED), decisions.c.result)
+        _CONSUMPTIONS[key] = insert(consumption).from_select(["decision_id", *own, *_COPIED, "result"], source)
     return _CONSUMPTIONS[key]

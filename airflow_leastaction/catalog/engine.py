@@ -76,7 +76,7 @@ def url_from_connection(conn) -> str:
     ).render_as_string(hide_password=False)
 
 
-def _lookup_connection(conn_id: str):
+def lookup_connection(conn_id: str):
     if _airflow_session_in_use():
         # The scheduler and the API server (where run listeners fire) hold a thread-local ORM session; a
         # look-up through Airflow's metastore secrets backend would close it (``create_session``) and
@@ -161,7 +161,7 @@ def resolve_url(conn_id: str | None = None) -> str:
     conn_id = conn_id or default_conn_id()
     if conn_id in _urls:
         return _urls[conn_id]
-    return _remember(conn_id, _lookup_connection(conn_id))
+    return _remember(conn_id, lookup_connection(conn_id))
 
 
 #: Query parameters a driver reads a secret from (``?password=...`` is a libpq connection parameter).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 from airflow_leastaction.catalog.outcomes import SlotEvent
 from airflow_leastaction.catalog.spool_check import check_outcome
@@ -25,6 +26,7 @@ def report_completion(
     run_id: str | None = None,
     conn_id: str | None = None,
     store: CatalogStore | None = None,
+    parents: Sequence[TaskIdentity] | None = None,
 ) -> SlotOutcome:
     """Publish that task ``project/name`` completed the interval starting at ``slot``.
 
@@ -38,6 +40,9 @@ def report_completion(
     :param timezone: the timezone the cron is read in.
     :param rows_written: rows inserted + updated + deleted, for HAS_DATA dependencies.
     :param run_id: the reporting system's run identity (default: derived from the slot).
+    :param parents: the catalog tasks this task reads (declared, as a sensor declares an Airflow task's):
+        the lineage graph shows them, and a re-run plan of a parent lists this task with the command its
+        owner runs.
     :raises InvalidReportError: the report cannot be stored (nothing is written): a slot without an
         offset, negative rows, a name longer than the catalog holds.
     :raises TaskOwnedByDagError: the name is a task (or the runs) of an Airflow DAG: only Airflow records
@@ -62,10 +67,23 @@ def report_completion(
         check_outcome(SlotEvent("success", identity, slot, slot, meta=meta, run_id=run_id, rows_written=rows_written))
     except UnappliableOutcomeError as exc:
         raise InvalidReportError(identity, str(exc).rpartition(": ")[2]) from None
+    for parent in parents or ():
+        try:  # a parent is declared as a catalog task: the same widths bound its name
+            check_outcome(SlotEvent("success", parent, slot, slot, run_id=run_id))
+        except UnappliableOutcomeError as exc:
+            raise InvalidReportError(identity, f"parent {str(exc).rpartition(': ')[2]}") from None
     store = store or CatalogStore(conn_id=conn_id)
-    return store.report_completion(
+    if parents:
+        store.declare_parents(identity, meta, list(parents))
+    outcome = store.report_completion(
         identity, slot, cron=cron, timezone=timezone, rows_written=rows_written, run_id=run_id
     )
+    if outcome.applied:
+        # A degraded run that ran without this slot may be due to re-run (on_late_arrival="rerun").
+        from airflow_leastaction.late_arrival import after_completion
+
+        after_completion(store, task_pk=outcome.task_pk, slot=slot)
+    return outcome
 
 
 def _aware(slot: dt.datetime | str, identity: TaskIdentity) -> dt.datetime:

@@ -34,7 +34,7 @@ from sqlalchemy import Table, and_, delete, exists, func, not_, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
-from airflow_leastaction.catalog.audit import ATTEMPT_COLUMNS, is_stale
+from airflow_leastaction.catalog.audit import ATTEMPT_COLUMNS, consumed_slot, is_stale
 from airflow_leastaction.catalog.changes import mark_pruned_slots
 from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_decision, task, task_run
 from airflow_leastaction.dbt.schema import (
@@ -59,7 +59,8 @@ def consumption_prunable(c: Table, cutoff: dt.datetime) -> ColumnElement:
         g.c.task_id == c.c.task_id,
         g.c.dependency == c.c.dependency,
         g.c.downstream_slot.is_not_distinct_from(c.c.downstream_slot),
-        g.c.upstream_run_pk.is_not_distinct_from(c.c.upstream_run_pk),
+        g.c.upstream_task_pk.is_not_distinct_from(c.c.upstream_task_pk),
+        g.c.upstream_slot.is_not_distinct_from(c.c.upstream_slot),
     )
     recent = exists().where(same_slot, g.c.consumed_at >= cutoff)
     # ``is_stale`` is written on the table itself: the stale test runs on the un-aliased table.
@@ -68,14 +69,15 @@ def consumption_prunable(c: Table, cutoff: dt.datetime) -> ColumnElement:
     # must stay this subquery's own.
     stale = exists(
         select(o.id)
-        .join(task_run, task_run.c.id == o.upstream_run_pk)
+        .select_from(consumption.join(task_run, consumed_slot(task_run)))
         .where(
             o.dag_id == c.c.dag_id,
             o.task_id == c.c.task_id,
             o.dependency == c.c.dependency,
             o.downstream_slot.is_not_distinct_from(c.c.downstream_slot),
-            o.upstream_run_pk == c.c.upstream_run_pk,
-            is_stale(task_run.c.output_revision),
+            o.upstream_task_pk == c.c.upstream_task_pk,
+            o.upstream_slot == c.c.upstream_slot,
+            is_stale(task_run),
         )
         .correlate(c)
     )

@@ -154,6 +154,8 @@ gate_attempt = Table(
     Column("satisfied", Integer, nullable=False),
     Column("bypassed", Integer, nullable=False),
     Column("decided_at", UtcDateTime(), nullable=False),  # the attempt's last decision
+    # MISSING: what an attempt admitted degraded at its fallback's deadline ran without.
+    Column("missing", Integer, nullable=False, server_default="0"),
     UniqueConstraint("dag_id", "task_id", "run_id", "map_index", "attempt"),
 )
 
@@ -176,6 +178,9 @@ consumption = Table(
     Column("upstream_slot", UtcDateTime(), nullable=True),
     Column("upstream_revision", Integer, nullable=True),
     Column("consumed_at", UtcDateTime(), nullable=False),
+    # The decision's result: SATISFIED (ran with it), or MISSING (ran degraded without it: revision 0, or
+    # the one its awaited slot had, is what it "consumed", so the slot's arrival makes it stale).
+    Column("result", String(12), nullable=False, server_default="SATISFIED"),
     # A consumer's records of one slot, down to what a staleness check looks up (audit.is_stale): the
     # check then reads the records that match, not every record of the consumer's slot.
     Index(
@@ -190,6 +195,28 @@ consumption = Table(
     Index("ix_la_consumption_upstream", "upstream_task_pk", "upstream_slot"),
     Index("ix_la_consumption_time", "consumed_at", "id"),
 )
+#: A degraded run that re-runs once its missing dependencies arrive (``Fallback(on_late_arrival="rerun")``):
+#: written when the gate admits it degraded, and the audit of that one re-run (requested, what Airflow said).
+late_arrival = Table(
+    "la_late_arrival",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("dag_id", String(250), nullable=False),
+    Column("run_id", String(250), nullable=False),
+    # The gate's attempt whose MISSING decisions the run consumed.
+    Column("gate_task_id", String(250), nullable=False),
+    Column("gate_attempt", Integer, nullable=False),
+    # JSON list of the task ids cleared with the gate (the consumers); NULL: the whole run (a DAG's run gate).
+    Column("task_ids", Text, nullable=True),
+    Column("downstream_slot", UtcDateTime(), nullable=True),
+    Column("state", String(12), nullable=False),  # waiting | requested | rerun | failed
+    Column("detail", Text, nullable=True),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("updated_at", UtcDateTime(), nullable=False),
+    UniqueConstraint("dag_id", "run_id", "gate_task_id"),
+    Index("ix_la_late_arrival_state", "state", "dag_id", "run_id"),
+)
+
 #: SQLite allows 32,766 bound parameters; IN lists stay well below it.
 IN_CHUNK = 30_000
 

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from airflow_leastaction.catalog.audit import AttemptKey, AuditRecords
 from airflow_leastaction.catalog.changes import mark_changed, mark_run_changed
 from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.catalog.late_arrivals import LateArrivals
 from airflow_leastaction.catalog.run_reads import RunReads
 from airflow_leastaction.catalog.schema import (
     UtcDateTime,
@@ -74,7 +75,7 @@ class SlotOutcome:
     applied: bool  # False when the event was a replay of one already applied
 
 
-class CatalogStore(AuditRecords, RunReads):
+class CatalogStore(AuditRecords, LateArrivals, RunReads):
     """Synchronous access to the catalog. Cheap to create; engines are cached per URL."""
 
     def __init__(self, engine: Engine | None = None, *, conn_id: str | None = None):
@@ -411,3 +412,13 @@ def _forward_only(slot: dt.datetime):
     new = literal(slot, UtcDateTime())
     wm = task.c.prev_interval_start
     return case((or_(wm.is_(None), wm < new), new), else_=wm)
+
+
+def parse_parents(text: str | None) -> list[TaskIdentity]:
+    """The declared parents of a task row (the JSON list :meth:`CatalogStore.declare_parents` writes)."""
+    if not text:
+        return []
+    try:
+        return [TaskIdentity.from_dict(p) for p in json.loads(text)]
+    except (ValueError, KeyError, TypeError):
+        return []  # a malformed row must not take a page or a plan down: it declares no parents

@@ -17,20 +17,18 @@ import sys
 from sqlalchemy.exc import SQLAlchemyError
 
 from airflow_leastaction.catalog.engine import is_outage, resolve_url, shown_url
-from airflow_leastaction.cli.arguments import Name, give_every_option_a_kind
+from airflow_leastaction.cli.arguments import CONN_ID_LENGTH, Name, give_every_option_a_kind
 from airflow_leastaction.exceptions import LeastActionError
 
 log = logging.getLogger(__name__)
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMAND_MODULES = ["db", "catalog", "queue", "dbt", "graph", "stale"]
+COMMAND_MODULES = ["db", "catalog", "queue", "dbt", "graph", "stale", "plan"]
 
 #: Exit status when an error without an ``exit_status`` of its own escapes a command.
 EXIT_ERROR = 1
 #: Exit status of a bad argument (argparse's own usage errors exit 2 too).
 EXIT_USAGE = 2
-#: The longest Airflow connection id (Airflow's ``ID_LEN``).
-CONN_ID_LENGTH = 250
 
 
 class Parser(argparse.ArgumentParser):

@@ -15,12 +15,16 @@ from pathlib import Path
 
 from sqlalchemy import Column
 
+from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.identity import TaskIdentity
 
 #: The largest whole number the catalog stores (a 64-bit signed integer).
 MAX_COUNT = 2**63 - 1
 #: The longest duration a seconds option takes: 30 days (a heartbeat or a grace period beyond it is a typo).
 MAX_SECONDS = 30 * 24 * 3600.0
+#: The longest Airflow connection id (Airflow's ``ID_LEN``).
+CONN_ID_LENGTH = 250
 #: The longest free text an option takes (Linux's longest single argument is 128 KiB).
 MAX_TEXT = 65_536
 
@@ -140,6 +144,24 @@ class Checked(Kind):
         except ConfigurationError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
         return text
+
+
+class Identity(Kind):
+    """A catalog task written ``project/name`` (then ``@account``, ``[partition]``), each part at most as
+    long as the catalog's column for it."""
+
+    expected = "a catalog task written project/name (then @account, [partition])"
+
+    def convert(self, text: str) -> TaskIdentity:
+        try:
+            identity = TaskIdentity.parse(text)
+        except ValueError:
+            raise self.fail(text) from None
+        for part in ("name", "project", "account", "partition"):
+            limit = _length(task.c[part])
+            if len(getattr(identity, part)) > limit:
+                raise self.fail(text, f"has a {part} longer than the catalog's {limit} characters")
+        return identity
 
 
 class Directory(Kind):

@@ -11,7 +11,7 @@ from airflow_leastaction.catalog.outcomes import replay, spool_dir
 from airflow_leastaction.catalog.schema import task, task_run
 from airflow_leastaction.catalog.spool_check import QUARANTINE_PREFIX, quarantined
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.cli.arguments import Checked, Count, Directory, Instant, Name
+from airflow_leastaction.cli.arguments import Checked, Count, Directory, Identity, Instant, Name
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity, normalize_cron, resolve_timezone
 
@@ -65,6 +65,13 @@ def register(sub) -> None:
         help="the reporting system's run; the same run again changes nothing, another one is a repair "
         "(default: derived from the slot)",
     )
+    rep.add_argument(
+        "--parent",
+        action="append",
+        default=[],
+        type=Identity(),
+        help="a catalog task this one reads, project/name (repeat for each); re-run plans list this task",
+    )
     rep.set_defaults(func=_report)
     show = cat.add_parser("show", help="print one task with its watermark")
     _identity_args(show, "as the catalog names it")
@@ -90,6 +97,7 @@ def _report(args) -> int:
         rows_written=args.rows_written,
         run_id=args.run_id,
         conn_id=args.conn_id,
+        parents=args.parent,
     )
     what = "published revision" if outcome.applied else "already recorded at revision"
     print(f"{args.project}/{args.name} slot {args.slot.isoformat()}: {what} {outcome.output_revision}")

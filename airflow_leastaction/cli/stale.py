@@ -1,7 +1,8 @@
 """``airflow-leastaction stale``: consumers whose consumed upstream revision is older than the current one.
 
 After a repair of an upstream slot (it completed again, publishing revision + 1), every task that
-consumed an older revision of that slot is listed: what to re-run.
+consumed an older revision of that slot is listed: what to re-run. So is every run admitted degraded at
+its fallback's deadline once a dependency it ran without completed ("ran without X").
 """
 
 from __future__ import annotations
@@ -33,11 +34,18 @@ def _stale(args) -> int:
     if not rows:
         print("no stale consumers")
         return 0
-    print(f"{len(rows)} stale consumer(s): re-run them to consume the repaired output")
+    print(f"{len(rows)} stale consumer(s): re-run them to consume the repaired or late output")
     for r in rows:
-        print(
-            f"{r['dag_id']}.{r['task_id']} slot {_iso(r['downstream_slot'])}: consumed {r['dependency']} slot "
-            f"{_iso(r['upstream_slot'])} revision {r['consumed_revision']}, current revision "
-            f"{r['current_revision']} (run {r['run_id']})"
-        )
+        where = f"{r['dag_id']}.{r['task_id']} slot {_iso(r['downstream_slot'])}"
+        if r["missing"]:
+            what = (
+                f"ran without {r['dependency']} slot {_iso(r['upstream_slot'])} (degraded at its fallback's "
+                f"deadline), which completed since at revision {r['current_revision']}"
+            )
+        else:
+            what = (
+                f"consumed {r['dependency']} slot {_iso(r['upstream_slot'])} revision {r['consumed_revision']}, "
+                f"current revision {r['current_revision']}"
+            )
+        print(f"{where}: {what} (run {r['run_id']})")
     return 0

@@ -130,6 +130,7 @@ def _whole_interval_judgement(identity, task, records, wanted, unfinished, by_wa
         f"{identity.name}: {len(unfinished)} of {span} not complete (whole interval): {listed}{note}",
         rejected=rejected,
         in_flight=any(why in IN_FLIGHT_STATES for _, why in unfinished),
+        awaited_slot=unfinished[0][0],
         **sel,
     )
 

@@ -204,6 +204,7 @@ def judge_parent(
         return _judge_ad_hoc(identity, task, slots, child_interval, consumed)
     tz = resolve_timezone(task.timezone)
     check = check_parent_interval(task.cron, task.prev_interval_start, child_interval, timezone=tz, parent_name=label)
+    base["awaited_slot"] = check.expected_slot
     start, end = slot_window(check.expected_slot, check.granularity, tz)
     covering = [s for s in _slots_of(slots, task.pk) if start <= s.slot < end]
     slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
@@ -261,7 +262,7 @@ def judge_parent(
 
 def _judge_without_covering_record(identity, task: TaskSnapshot, check, end: dt.datetime, tz) -> Judgement:
     """No record of the covering slot: the slot records or the watermark decide, as the reason says."""
-    dep, base, reason = identity.key, {"upstream_task_pk": task.pk}, check.reason
+    dep, base, reason = identity.key, {"upstream_task_pk": task.pk, "awaited_slot": check.expected_slot}, check.reason
     if not task.records_slots and task.state in REJECTING_STATES:
         # A parent that reports only its latest outcome (no slot records): a parent in error is rejected
         # outright, before the timing check, as its error may be in the very interval the child reads.
@@ -325,50 +326,8 @@ def _judge_ad_hoc(identity, task, slots, child_interval, consumed) -> Judgement:
         f"{label}: ad hoc parent has no completed run at or after {child_interval.isoformat()}",
         rejected=task.state in REJECTING_STATES,
         upstream_task_pk=task.pk,
+        awaited_slot=child_interval,
     )
-
-
-def judge_parents(
-    parents: list[TaskIdentity],
-    child_interval: dt.datetime,
-    snapshot: tuple[dict[TaskIdentity, TaskSnapshot], list[SlotSnapshot]],
-    consumed: Mapping[str, Mapping[dt.datetime, int]] | None = None,
-    *,
-    interval_end: dt.datetime | None = None,
-    coverage: str | None = None,
-) -> list[Judgement]:
-    """Judge every parent of one child from one catalog snapshot (see ``CatalogStore.snapshot``).
-
-    A parent's own ``coverage`` wins over ``coverage`` (default ``slot``); ``interval`` judges the
-    parent slots inside ``[child_interval, interval_end)``.
-    """
-    tasks, slots = snapshot
-    memo = slots.memo() if isinstance(slots, SlotIndex) else None
-    out = []
-    for p in parents:
-        mine = consumed.get(p.key) if consumed else None
-        whole = (p.coverage or coverage) == "interval"
-        if memo is None or mine:
-            out.append(_judge(p, tasks, slots, child_interval, interval_end, whole, mine))
-            continue
-        # Many gates wait on the same parent and interval: judge each pair once per snapshot. The key holds
-        # plain values: hashed and compared in C, and left alone by the garbage collector. ``fold`` tells the
-        # two instants of a repeated DST hour apart (equal, and hashed alike, in their own zone).
-        end = interval_end if whole else None
-        key = (p.name, p.project, p.account, p.partition, child_interval, child_interval.fold, end, end and end.fold)
-        judged = memo.get(key)
-        if judged is None:
-            judged = memo[key] = _judge(p, tasks, slots, child_interval, interval_end, whole, None)
-        out.append(judged)
-    return out
-
-
-def _judge(p, tasks, slots, child_interval, interval_end, whole: bool, consumed) -> Judgement:
-    from airflow_leastaction.intervals.coverage import judge_whole_interval  # it builds on judge_parent
-
-    if whole:
-        return judge_whole_interval(p, tasks.get(p), slots, child_interval, interval_end, consumed=consumed)
-    return judge_parent(p, tasks.get(p), slots, child_interval, consumed=consumed)
 
 
 __all__ = [
@@ -380,5 +339,4 @@ __all__ = [
     "read_windows",
     "merge_windows",
     "judge_parent",
-    "judge_parents",
 ]

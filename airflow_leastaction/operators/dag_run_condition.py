@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_leastaction.admission import recorded_admission
+from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import RunConditionError
-from airflow_leastaction.gate import DecisionResult, DependencyType, Judgement, Verdict, decide
 from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID, RunConditionGate
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
 from airflow_leastaction.version_compat import AirflowSkipException
@@ -43,6 +44,10 @@ class DagRunGate(RunConditionGate):
         kwargs["start_from_trigger"] = False
         super().__init__(gated_task_id=DAG_GATE_TASK_ID, **kwargs)
 
+    def rerun_on_arrival(self) -> RerunOnArrival | None:
+        """A degraded run re-runs as a whole: every task of it is cleared."""
+        return None if super().rerun_on_arrival() is None else RerunOnArrival(None)
+
     def execute(self, context) -> None:
         store = CatalogStore(conn_id=self.catalog_conn_id)
         recorded = store.run_decisions(self.dag_id, self.task_id, context["run_id"])
@@ -73,23 +78,15 @@ class DagRunGate(RunConditionGate):
 
     def _resume(self, context, recorded) -> None:
         """Decide as the run's recorded decisions did, without judging again."""
-        judgements = [
-            Judgement(
-                r["dependency"],
-                r["result"] != DecisionResult.UNSATISFIED.value,
-                r["reason"],
-                DependencyType(r["dependency_type"]),
-                final=True,
-            )
-            for r in recorded
-        ]
-        outcome = decide(self.condition, judgements)
-        bypassed = any(r["result"] == DecisionResult.BYPASSED.value for r in recorded)
+        outcome, admission = recorded_admission(self.condition, recorded)
         attempt = recorded[0]["attempt"]
         for r in recorded:
             self.log.info("  %s %s", r["result"], r["reason"])
-        if bypassed or outcome.verdict is Verdict.ADMIT:
-            self.log.info("run %s resumes with the decisions of attempt %s: admitted", context["run_id"], attempt)
+        if admission.admitted:
+            how = " (degraded)" if admission.degraded else ""
+            self.log.info(
+                "run %s resumes with the decisions of attempt %s: admitted%s", context["run_id"], attempt, how
+            )
             return
         self._skip_run()
         raise AirflowSkipException(

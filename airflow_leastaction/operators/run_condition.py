@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import BaseOperator, TriggerRule
+from airflow.sdk import TriggerRule
 from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
@@ -17,13 +17,16 @@ from airflow_leastaction.airflow_context import (
     context_slot,
     resolve_poll_interval,
 )
+from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import MissingDataIntervalError
+from airflow_leastaction.fallback import Fallback, check_fallback
 from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict, check_condition
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
-from airflow_leastaction.refs import airflow_task
+from airflow_leastaction.operators.waiting import _Waiting, utcnow
+from airflow_leastaction.refs import airflow_task, schedule_meta
 from airflow_leastaction.run_conditions.judging import (
     RunView,
     evaluate,
@@ -35,27 +38,15 @@ from airflow_leastaction.run_conditions.judging import (
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 from airflow_leastaction.run_conditions.waves import check_type, check_upstreams
+from airflow_leastaction.run_tasks import task_states, triggers_run_inline
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
 from airflow_leastaction.version_compat import (
-    AirflowRescheduleException,
     AirflowSkipException,
     starts_in_triggerer,
 )
 
 RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
-
-
-def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def _triggers_run_inline() -> bool:
-    """True under ``dag.test()``: its in-process supervisor runs a trigger inline, blocking every other
-    task of the run, so a gate waiting on its own run must wait by rescheduling there instead."""
-    from airflow.sdk.execution_time import task_runner
-
-    return type(getattr(task_runner, "SUPERVISOR_COMMS", None)).__name__ == "InProcessSupervisorComms"
 
 
 def run_slot(context) -> dt.datetime:
@@ -82,47 +73,6 @@ def _dependency(dag_id: str | None, gated_task_id: str, value: Dependency | dict
     return Dependency.from_dict({**value, "type": dependency_type})
 
 
-def task_states(dag_id: str, run_id: str) -> dict[str, str | None]:
-    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
-    states = RuntimeTaskInstance.get_task_states(dag_id=dag_id, run_ids=[run_id])
-    return {k: (str(v) if v is not None else None) for k, v in (states.get(run_id) or {}).items()}
-
-
-class _Waiting(BaseOperator):
-    """A task that waits on others of its run and starts nothing by itself."""
-
-    consumes_own_decisions = False
-
-    def _run_structure(self) -> tuple[dict[str, list[str]], list[str]]:
-        return run_structure(self.dag)
-
-    def _reschedule(self) -> None:
-        raise AirflowRescheduleException(_utcnow() + dt.timedelta(seconds=self.poll_interval))
-
-
-def _waiting_kinds(cls: type = _Waiting) -> set[str]:
-    # The run-outcome task's class lives in its own module: import it so its kind is always known.
-    from airflow_leastaction.operators import run_outcome  # noqa: F401
-
-    kinds = {cls.__name__}
-    for sub in cls.__subclasses__():
-        kinds |= _waiting_kinds(sub)
-    return kinds
-
-
-def run_structure(dag) -> tuple[dict[str, list[str]], list[str]]:
-    """Every task's direct upstream task ids, and the ids of the waiting tasks (gates, run outcome).
-
-    Works on the DAG as written and as Airflow deserialized it in the triggerer, where every task is a
-    generic operator that names its class in ``task_type``.
-    """
-    kinds = _waiting_kinds()
-    upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
-    waiting = sorted(t.task_id for t in dag.tasks if isinstance(t, _Waiting) or getattr(t, "task_type", None) in kinds)
-    return upstream, waiting
-
-
 class RunConditionGate(_Waiting):
     """Admit one task once its run condition holds; skip it once the condition never can in this run.
 
@@ -141,7 +91,8 @@ class RunConditionGate(_Waiting):
     :param count: how many dependencies must be satisfied, with ``N`` only.
     :param active: an inactive task never runs: its gate skips it without judging.
     :param max_wait: how long one check waits for a run in progress in another DAG (default
-        ``[leastaction] gate_wait_minutes``, 60; 0 judges at once).
+        ``[leastaction] gate_wait_minutes``, 60, or until the fallback's deadline when later; 0 judges at
+        once).
     :param max_looks: how many times one check looks at runs in progress elsewhere (default 30).
     :param catalog_conn_id: connection of the catalog (default ``[leastaction] catalog_conn_id``).
     :param poll_interval: seconds between looks at the run (default ``[leastaction] poll_interval``).
@@ -153,6 +104,10 @@ class RunConditionGate(_Waiting):
     :param run_gate: the DAG's run gate (set by
         :func:`~airflow_leastaction.run_conditions.dag_run_condition`): nothing is judged before it
         admitted the run.
+    :param fallback: :class:`~airflow_leastaction.fallback.Fallback` (or its dict): at its deadline, on
+        the DAG's local clock, admit the task *degraded* when at least ``require`` dependencies are
+        satisfied (the others recorded MISSING), else skip it. Until then a dependency on another DAG
+        that is not satisfied is waited for. Checked at parse time against ``max_wait``.
     """
 
     ui_color = "#fff1c2"
@@ -173,6 +128,7 @@ class RunConditionGate(_Waiting):
         deferrable: bool = True,
         start_from_trigger: bool = True,
         run_gate: str | None = None,
+        fallback: Fallback | dict | None = None,
         **kwargs,
     ):
         kwargs["trigger_rule"] = TriggerRule.ALWAYS
@@ -190,9 +146,13 @@ class RunConditionGate(_Waiting):
         # Upstream tasks exist before their gate (as run_condition() needs them); without a DAG, none can be told.
         check_upstreams(dag_id, gated_task_id, in_run, self.dag.task_dict if self.has_dag() else set(in_run))
         self.active = active
+        fallback = Fallback.from_dict(fallback) if isinstance(fallback, dict) else fallback
+        given = max_wait
         if max_wait is None:
             max_wait = float(setting("gate_wait_minutes", "60")) * 60
         self.max_wait = max_wait.total_seconds() if isinstance(max_wait, dt.timedelta) else float(max_wait)
+        if given is None and isinstance(fallback, Fallback):  # the default wait lasts until the deadline
+            self.max_wait = max(self.max_wait, fallback.nominal.total_seconds())
         self.catalog_conn_id = catalog_conn_id
         self.poll_interval = resolve_poll_interval(poll_interval)
         self.policy = WaitPolicy(
@@ -200,6 +160,8 @@ class RunConditionGate(_Waiting):
         )
         self.deferrable = deferrable
         self.run_gate = run_gate
+        types = [d.type for d in self.dependencies]
+        self.fallback = check_fallback(dag_id, gated_task_id, fallback, types, dt.timedelta(seconds=self.max_wait))
         # Last: Airflow reads start_trigger_args once __init__ returns, and it needs the fields above.
         self._trigger_start_asked = bool(deferrable and start_from_trigger)
         self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked)
@@ -228,14 +190,28 @@ class RunConditionGate(_Waiting):
             self.active,
             self.task_id,
             run_gate=self.run_gate,
+            fallback=self.fallback,
+            timezone=self._timezone(),
         )
+
+    def rerun_on_arrival(self) -> RerunOnArrival | None:
+        """What a degraded admission re-runs once its missing dependencies arrive (``on_late_arrival``)."""
+        if self.fallback is None or self.fallback.on_late_arrival != "rerun":
+            return None
+        return RerunOnArrival((self.gated_task_id,))
+
+    def _timezone(self) -> str:
+        """The DAG's timezone (its timetable's), on whose clock the fallback's deadline is read."""
+        return schedule_meta(self.dag).timezone if self.has_dag() else "UTC"
 
     # -- reading and judging ------------------------------------------------------------------------
     def _identities(self) -> dict[str, Any]:
         return {d.upstream: airflow_task(self.dag_id, d.upstream) for d in self.spec.in_run}
 
-    def _consumed(self, store: CatalogStore) -> dict[str, tuple[dt.datetime, int]]:
-        return store.last_consumed(self.dag_id, self.gated_task_id, [d.key for d in self.spec.elsewhere])
+    def _consumed(self, store: CatalogStore, run_id: str) -> dict[str, tuple[dt.datetime, int]]:
+        return store.last_consumed(
+            self.dag_id, self.gated_task_id, [d.key for d in self.spec.elsewhere], other_than=run_id
+        )
 
     def _judge(self, context, store: CatalogStore, clock: WaitClock) -> tuple[GateOutcome, WaitClock]:
         slot, run_id = run_slot(context), context["run_id"]
@@ -251,7 +227,9 @@ class RunConditionGate(_Waiting):
             snapshot = store.snapshot(whole_interval_requests(self.spec, slot, end))
             intervals = judge_whole_intervals(self.spec, snapshot, slot, end)
         view = RunView(run_id, states, upstream, frozenset(waiting), records)
-        return evaluate(self.spec, view, latest, self._consumed(store), clock, self.policy, _utcnow(), intervals)
+        consumed = self._consumed(store, run_id)
+        deadline = self.spec.deadline(slot)
+        return evaluate(self.spec, view, latest, consumed, clock, self.policy, utcnow(), intervals, deadline)
 
     def _clock(self, carried: dict | None) -> WaitClock:
         # The check starts when the same-run dependencies are final (see wait_rule); until then a wait
@@ -280,7 +258,7 @@ class RunConditionGate(_Waiting):
                 pending = in_run_pending(outcome)
                 # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
                 waits = outcome.verdict is Verdict.WAIT and (mode == "enforce" or pending)
-                consumed = self._consumed(store) if waits else {}
+                consumed = self._consumed(store, context["run_id"]) if waits else {}
                 if not waits:
                     judged_at = _judged_at(context)
                     outcome = noted(outcome, judged_at)
@@ -293,6 +271,7 @@ class RunConditionGate(_Waiting):
                         outcome,
                         downstream_slot=judged_at.instant,
                         mode=mode,
+                        rerun=self.rerun_on_arrival(),
                     )
                 )
             except Exception as exc:
@@ -314,6 +293,7 @@ class RunConditionGate(_Waiting):
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         if admission.admitted:
             note = f" (gate bypassed: [leastaction] gates = {mode})" if admission.bypassed else ""
+            note = " degraded, without the MISSING dependencies" if admission.degraded else note
             self.log.info("%s admitted%s: %s", self.gated_task_id, note, outcome.summary())
             return None
         raise AirflowSkipException(f"{self.gated_task_id} can never start in this run: {outcome.summary()}")
@@ -336,7 +316,7 @@ class RunConditionGate(_Waiting):
     def _wait(
         self, context, clock: WaitClock, in_run_pending: bool, consumed: dict[str, tuple[dt.datetime, int]]
     ) -> None:
-        if not self.deferrable or (in_run_pending and _triggers_run_inline()):
+        if not self.deferrable or (in_run_pending and triggers_run_inline()):
             self._reschedule()
         end = context_interval_end(context)
         self.defer(
@@ -377,6 +357,8 @@ class RunConditionGate(_Waiting):
             run_gate=self.run_gate,
             active=self.active,
             end_from_trigger=end_from_trigger,
+            fallback=self.fallback.as_dict() if self.fallback else None,
+            timezone=self._timezone(),
         )
 
 

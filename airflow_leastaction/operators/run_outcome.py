@@ -8,8 +8,9 @@ from airflow.sdk import TriggerRule
 from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.airflow_context import resolve_poll_interval
-from airflow_leastaction.operators.run_condition import _triggers_run_inline, _Waiting, task_states
+from airflow_leastaction.operators.waiting import _Waiting
 from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summarize
+from airflow_leastaction.run_tasks import task_states, triggers_run_inline
 from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
 from airflow_leastaction.version_compat import AirflowFailException, starts_in_triggerer
@@ -59,7 +60,7 @@ class RunOutcome(_Waiting):
     def execute(self, context) -> None:
         states = {t: s for t, s in task_states(self.dag_id, context["run_id"]).items() if t != self.task_id}
         if any(s not in TERMINAL_STATES for s in states.values()):
-            if not self.deferrable or _triggers_run_inline():
+            if not self.deferrable or triggers_run_inline():
                 self._reschedule()
             self.defer(
                 trigger=RunOutcomeTrigger(self.dag_id, context["run_id"], self.task_id, self.poll_interval),

@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.exceptions import ConfigurationError, InvalidFallbackError
+from airflow_leastaction.fallback import Fallback
 from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition, check_condition
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage
@@ -106,6 +107,7 @@ def run_condition(
     count: int | None = None,
     active: bool = True,
     native: bool = False,
+    fallback: Fallback | None = None,
     **gate_kwargs,
 ):
     """Declare when ``task`` starts: its dependencies, a type each, and ALL (default), ANY or N.
@@ -123,6 +125,9 @@ def run_condition(
         task (ALL or ANY of SUCCESS, ALL of ALWAYS, on tasks of this DAG only; see
         :mod:`~airflow_leastaction.run_conditions.native`): it starts as soon as Airflow's own rule would,
         and records its decisions when it starts.
+    :param fallback: :class:`~airflow_leastaction.fallback.Fallback`: at its deadline, run the task
+        *degraded* with at least ``require`` dependencies satisfied, recording the others MISSING (not
+        with ``native``).
     :param gate_kwargs: passed to :class:`~airflow_leastaction.operators.run_condition.RunConditionGate`
         (``max_wait``, ``max_looks``, ``poll_interval``, ``catalog_conn_id``, ``deferrable``...); with
         ``native``, ``catalog_conn_id`` and ``poll_interval`` only.
@@ -150,6 +155,10 @@ def run_condition(
     if gate_id in dag.task_dict or native_spec(operator) is not None:
         raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: its run condition is already declared")
     run_gate = dag.task_dict.get(DAG_GATE_TASK_ID)
+    if native and fallback is not None:
+        raise InvalidFallbackError(
+            dag_id, task_id, "a native run condition starts by Airflow's trigger rule and cannot wait for a deadline"
+        )
     if native:  # refused before anything is wired
         native_trigger_rule(dag_id, GateSpec(task_id, deps, RunCondition(kind, count), active), run_gate=bool(run_gate))
     if run_gate is not None and operator.task_id in run_gate.downstream_task_ids:
@@ -183,6 +192,7 @@ def run_condition(
         condition=kind,
         count=count,
         active=active,
+        fallback=fallback,
         dag=dag,
         **gate_kwargs,
     )
@@ -206,7 +216,14 @@ def _add_run_outcome(dag, gate_kwargs: dict) -> None:
         RunOutcome(task_id=RUN_OUTCOME_TASK_ID, dag=dag, poll_interval=gate_kwargs.get("poll_interval"))
 
 
-def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", count: int | None = None, **gate_kwargs):
+def dag_run_condition(
+    dag,
+    *dependencies,
+    when: RunCondition | str = "ALL",
+    count: int | None = None,
+    fallback: Fallback | None = None,
+    **gate_kwargs,
+):
     """Declare the DAG's dependencies on other pipelines: judged once per run, before any task starts.
 
     Adds the run gate ``leastaction_dag_gate`` (a
@@ -222,6 +239,8 @@ def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", coun
         a bare identity means SUCCESS.
     :param when: ``ALL``, ``ANY`` or ``N``.
     :param count: with ``N``: how many dependencies must be satisfied.
+    :param fallback: :class:`~airflow_leastaction.fallback.Fallback`: at its deadline, admit the run
+        *degraded* with at least ``require`` dependencies satisfied (the others recorded MISSING).
     :param gate_kwargs: passed to the run gate (``max_wait``, ``max_looks``, ``poll_interval``,
         ``catalog_conn_id``, ``deferrable``...).
     :return: the run gate.
@@ -248,7 +267,7 @@ def dag_run_condition(dag, *dependencies, when: RunCondition | str = "ALL", coun
         )
     deps = tuple(Dependency(d.upstream, t, d.consume_repairs) for d, t in zip(declared, types, strict=True))
     roots = [t for t in dag.tasks if not t.upstream_task_ids and t.task_id != RUN_OUTCOME_TASK_ID]
-    gate = DagRunGate(dependencies=deps, condition=kind, count=count, dag=dag, **gate_kwargs)
+    gate = DagRunGate(dependencies=deps, condition=kind, count=count, fallback=fallback, dag=dag, **gate_kwargs)
     for task in roots:
         gate >> task
     for task in dag.tasks:
@@ -292,7 +311,7 @@ def gate_specs(dag) -> dict[str, GateSpec]:
 
 def dag_nodes(dag) -> dict[str, Node]:
     """The DAG's tasks as graph nodes (see :func:`task_node`); gates and the run-outcome task are left out."""
-    from airflow_leastaction.operators.run_condition import _Waiting
+    from airflow_leastaction.operators.waiting import _Waiting
 
     return {t.task_id: task_node(dag, t.task_id) for t in dag.tasks if not isinstance(t, _Waiting)}
 
@@ -300,7 +319,8 @@ def dag_nodes(dag) -> dict[str, Node]:
 def task_node(dag, task_id: str) -> Node | None:
     """One task as a graph node: a gated task's upstreams are its declared same-run dependencies, any
     other task's are its Airflow upstreams; None for a gate or the run-outcome task."""
-    from airflow_leastaction.operators.run_condition import RunConditionGate, _Waiting
+    from airflow_leastaction.operators.run_condition import RunConditionGate
+    from airflow_leastaction.operators.waiting import _Waiting
 
     task = dag.task_dict[task_id]
     if isinstance(task, _Waiting):
@@ -324,7 +344,8 @@ def task_node(dag, task_id: str) -> Node | None:
 
 def dependents(dag, task_id: str) -> list[str]:
     """The tasks that depend directly on ``task_id``, as graph nodes (a gate stands for its task)."""
-    from airflow_leastaction.operators.run_condition import RunConditionGate, _Waiting
+    from airflow_leastaction.operators.run_condition import RunConditionGate
+    from airflow_leastaction.operators.waiting import _Waiting
 
     out = []
     for down in dag.task_dict[task_id].downstream_task_ids:
@@ -344,6 +365,7 @@ __all__ = [
     "HAS_DATA",
     "SUCCESS",
     "Dependency",
+    "Fallback",
     "GateSpec",
     "RunCondition",
     "always",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from airflow_leastaction.gate import (
     DependencyType,
@@ -16,11 +16,12 @@ from airflow_leastaction.gate import (
     Judgement,
     Verdict,
     decide,
+    decide_at_deadline,
     judge_upstream_task,
     run_settled,
 )
 from airflow_leastaction.intervals.coverage import snapshot_requests
-from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord, judge_latest_run
 from airflow_leastaction.run_conditions.model import GateSpec
 from airflow_leastaction.run_conditions.wait_rule import (
@@ -210,6 +211,7 @@ def evaluate(
     policy: WaitPolicy,
     now: dt.datetime,
     intervals: Mapping | None = None,
+    deadline: dt.datetime | None = None,
 ) -> tuple[GateOutcome, WaitClock]:
     """Judge every dependency and decide ADMIT, WAIT or SKIP.
 
@@ -217,7 +219,8 @@ def evaluate(
     other DAGs alone do not skip it before it could have started. Their check (its wait clock and look
     budget) starts when every same-run dependency is final; before that a running upstream elsewhere
     is simply waited for (it may still satisfy an ANY or N early). Nothing is judged before the DAG's run
-    gate (if any) admitted the run.
+    gate (if any) admitted the run. ``deadline``: the fallback's (:meth:`GateSpec.deadline`), see
+    :func:`with_fallback`.
     """
     held = held_by_run_gate(spec, run)
     if held is not None:
@@ -226,10 +229,30 @@ def evaluate(
     if all(j.final for j in in_run):
         clock = start(clock, now)
     elsewhere, clock = judge_elsewhere(spec, latest, consumed, clock, policy, now, intervals)
-    outcome = decide(spec.condition, in_run + elsewhere)
+    if deadline is not None and spec.fallback is not None:
+        outcome = with_fallback(spec, in_run, elsewhere, now, deadline)
+    else:
+        outcome = decide(spec.condition, in_run + elsewhere)
     if outcome.verdict is Verdict.SKIP and any(not j.final for j in in_run):
         outcome = GateOutcome(Verdict.WAIT, outcome.condition, outcome.judgements)
     return outcome, clock
+
+
+def with_fallback(
+    spec: GateSpec, in_run: list[Judgement], elsewhere: list[Judgement], now: dt.datetime, deadline: dt.datetime
+) -> GateOutcome:
+    """A gate with a fallback. From its deadline on: :func:`decide_at_deadline` (in full, degraded or
+    skipped, whatever is still running). Before it, a dependency on another DAG that is not satisfied may
+    still get a run: it is waited for, and the task is skipped only when even the fallback can no longer
+    be met by what may still come."""
+    if now >= deadline:
+        return decide_at_deadline(spec.condition, in_run + elsewhere, spec.fallback.require, deadline.isoformat())
+    judged = in_run + [j if j.satisfied else replace(j, final=False) for j in elsewhere]
+    outcome = decide(spec.condition, judged)
+    possible = sum(1 for j in judged if j.satisfied or not j.final)
+    if outcome.verdict is Verdict.SKIP and possible >= spec.fallback.require:
+        return GateOutcome(Verdict.WAIT, outcome.condition, outcome.judgements)
+    return outcome
 
 
 def in_run_unfinished(spec: GateSpec, states: Mapping[str, str | None]) -> list[str]:

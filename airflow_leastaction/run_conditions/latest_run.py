@@ -127,6 +127,7 @@ def judge_latest_run(
             final=False,
             upstream_task_pk=latest.task_pk,
             in_flight=True,
+            awaited_slot=latest.slot,
         )
     if runs is None or runs.task_pk is None:
         return Judgement(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 
 from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.fallback import Fallback, fallback_deadline
 from airflow_leastaction.gate import ALL, DependencyType, RunCondition
 from airflow_leastaction.identity import TaskIdentity
 
@@ -77,6 +79,14 @@ class GateSpec:
     extra: dict = field(default_factory=dict, compare=False)
     #: The DAG's run gate, when the DAG has one: nothing is judged before it admitted the run.
     run_gate: str | None = None
+    #: Run degraded at a deadline with at least ``fallback.require`` dependencies satisfied.
+    fallback: Fallback | None = None
+    #: The DAG's timezone: the fallback's deadline is read on its clock.
+    timezone: str = "UTC"
+
+    def deadline(self, slot: dt.datetime) -> dt.datetime | None:
+        """The fallback's deadline for the run whose slot is ``slot`` (None: no fallback)."""
+        return None if self.fallback is None else fallback_deadline(self.fallback.at, slot, self.timezone)
 
     @property
     def in_run(self) -> tuple[Dependency, ...]:

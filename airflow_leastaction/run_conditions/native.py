@@ -151,9 +151,10 @@ class NativeAdmission:
         from airflow_leastaction.catalog.store import CatalogStore
         from airflow_leastaction.gate import decide
         from airflow_leastaction.intervals.run_slot import noted
-        from airflow_leastaction.operators.run_condition import _judged_at, run_structure, task_states
+        from airflow_leastaction.operators.run_condition import _judged_at
         from airflow_leastaction.refs import airflow_task
         from airflow_leastaction.run_conditions.judging import RunView, judge_in_run
+        from airflow_leastaction.run_tasks import run_structure, task_states
 
         ti = context["ti"]
         dag_id, run_id = ti.dag_id, ti.run_id

@@ -11,6 +11,7 @@ from airflow.triggers.base import StartTriggerArgs
 
 from airflow_leastaction.admission import gate_mode, settle
 from airflow_leastaction.airflow_context import attempt_key, resolve_poll_interval
+from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.child_interval import (
@@ -21,11 +22,13 @@ from airflow_leastaction.child_interval import (
     declare,
 )
 from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, ParentFailedError
-from airflow_leastaction.gate import ALL, GateOutcome, Judgement, decide
+from airflow_leastaction.fallback import Fallback, check_fallback, decide_all_with_fallback, fallback_deadline
+from airflow_leastaction.gate import DependencyType, GateOutcome, Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requests
-from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
+from airflow_leastaction.refs import schedule_meta
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.wire import encode_consumed
@@ -91,6 +94,10 @@ class ParentIntervalSensor(BaseSensorOperator):
         on a worker, which defers and decides when the trigger fires. ``dag.test()`` always runs the
         worker path. A timeout of a task with retries, and relaxed gates (``[leastaction] gates``), are
         finished on a worker.
+    :param fallback: :class:`~airflow_leastaction.fallback.Fallback`: from its deadline (on the DAG's local
+        clock) the task is admitted *degraded* once at least ``require`` parents are satisfied, the others
+        recorded MISSING; until then, and below ``require``, it waits as without one (until ``timeout``).
+        Checked at parse time against ``timeout``.
     """
 
     template_fields: Sequence[str] = ("child_interval", "child_interval_end")
@@ -110,6 +117,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         consumer_task_ids: Sequence[str] | None = None,
         deferrable: bool = True,
         start_from_trigger: bool = True,
+        fallback: Fallback | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -138,6 +146,14 @@ class ParentIntervalSensor(BaseSensorOperator):
         self.poll_interval = resolve_poll_interval(poll_interval)
         self.consumer_task_ids = list(consumer_task_ids) if consumer_task_ids else None
         self.deferrable = deferrable
+        self.fallback = check_fallback(
+            self.dag_id if self.has_dag() else None,
+            self.task_id,
+            Fallback.from_dict(fallback) if isinstance(fallback, dict) else fallback,
+            [DependencyType.SUCCESS] * len(identities),
+            dt.timedelta(seconds=float(self.timeout)),
+            "timeout",
+        )
         self._trigger_start_asked = bool(deferrable and start_from_trigger)
         self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked)
 
@@ -163,6 +179,7 @@ class ParentIntervalSensor(BaseSensorOperator):
             wait_for_new_output=self.wait_for_new_output,
             timeout=float(self.timeout),
             execution_timeout=self.execution_timeout.total_seconds() if self.execution_timeout else None,
+            **self._fallback_kwargs(),
         )
         classpath, kwargs = trigger.serialize()
         return StartTriggerArgs(
@@ -207,9 +224,25 @@ class ParentIntervalSensor(BaseSensorOperator):
 
     def _evaluate(self, store: CatalogStore, slot: dt.datetime, end: dt.datetime | None, consumed) -> GateOutcome:
         snapshot = store.snapshot(snapshot_requests(self.parents, self._coverages(), slot, end))
-        return decide(
-            ALL, judge_parents(self.parents, slot, snapshot, consumed, interval_end=end, coverage=self.coverage)
-        )
+        judged = judge_parents(self.parents, slot, snapshot, consumed, interval_end=end, coverage=self.coverage)
+        return decide_all_with_fallback(judged, self._fallback_deadline(slot), dt.datetime.now(dt.UTC))
+
+    def _fallback_kwargs(self) -> dict:
+        """The fallback as the trigger reads it (nothing without one: the trigger's kwargs stay as they were)."""
+        return {"fallback": self.fallback.as_dict(), "timezone": self._timezone()} if self.fallback else {}
+
+    def _timezone(self) -> str:
+        return schedule_meta(self.dag).timezone if self.has_dag() else "UTC"
+
+    def _fallback_deadline(self, slot: dt.datetime) -> tuple[dt.datetime, int] | None:
+        if self.fallback is None:
+            return None
+        return fallback_deadline(self.fallback.at, slot, self._timezone()), self.fallback.require
+
+    def _rerun(self) -> RerunOnArrival | None:
+        if self.fallback is None or self.fallback.on_late_arrival != "rerun":
+            return None
+        return RerunOnArrival(tuple(t for t in self._consumers() if t != self.task_id))
 
     def _declare(self, store: CatalogStore) -> None:
         declare(store, self.dag if self.has_dag() else None, self.dag_id, self._consumers(), self.parents)
@@ -247,7 +280,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         consumed = self._consumed(store, slot)
         outcome = noted(self._evaluate(store, slot, self._interval_end(context), consumed), judged_at)
         attempt = attempt_key(context, self.dag_id, self.task_id)
-        admission = settle(store, attempt, outcome, downstream_slot=slot, mode=mode)
+        admission = settle(store, attempt, outcome, downstream_slot=slot, mode=mode, rerun=self._rerun())
         if admission.admitted:
             self.log.info("admitted: %s", "; ".join(j.reason for j in outcome.judgements) or "no parents")
         else:
@@ -286,6 +319,7 @@ class ParentIntervalSensor(BaseSensorOperator):
                 poll_interval=self.poll_interval,
                 deadline=deadline.isoformat(),
                 on_parent_failure=self.on_parent_failure,
+                **self._fallback_kwargs(),
             ),
             method_name="execute_complete",
             kwargs={"deadline": deadline.isoformat()},

@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 
 from airflow_leastaction.admission import gate_mode
 from airflow_leastaction.airflow_context import attempt_key, trigger_context
+from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import aresolve_url, is_outage
 from airflow_leastaction.child_interval import (
     child_interval_end,
@@ -22,10 +23,11 @@ from airflow_leastaction.child_interval import (
     triggerer_deadline,
 )
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.gate import ALL, Verdict, decide
+from airflow_leastaction.fallback import Fallback, decide_all_with_fallback, fallback_deadline
+from airflow_leastaction.gate import Verdict
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import snapshot_requests
-from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.intervals.run_slot import noted
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
@@ -54,6 +56,15 @@ class _Wait:
     consumed: dict
     deadline: dt.datetime | None
     prepare: Callable[[], Awaitable[None]] = field(default=_nothing)
+    #: The fallback's (deadline, require), if any: from then on enough parents admit degraded.
+    fallback: tuple[dt.datetime, int] | None = None
+
+    def decide(self, judgements, now: dt.datetime):
+        return decide_all_with_fallback(judgements, self.fallback, now)
+
+    def fallback_pending(self, now: dt.datetime) -> bool:
+        """The fallback's deadline is still ahead: the wait wakes at it, whatever changes."""
+        return self.fallback is not None and now < self.fallback[0]
 
 
 #: The state logged once for any number of failed polls in a row, whatever their errors say.
@@ -101,6 +112,9 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         consumers already consumed.
     :param timeout: started in the triggerer: the sensor's timeout in seconds.
     :param execution_timeout: started in the triggerer: the task's execution timeout in seconds, if any.
+    :param fallback: the sensor's fallback (``Fallback.as_dict()``), if any: at its deadline the wait takes
+        the shared poll's next read (no read of its own) and admits degraded with ``require`` parents.
+    :param timezone: the DAG's timezone, on whose clock the fallback's deadline is read.
     """
 
     def __init__(
@@ -119,6 +133,8 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         wait_for_new_output: bool = False,
         timeout: float | None = None,
         execution_timeout: float | None = None,
+        fallback: dict | None = None,
+        timezone: str = "UTC",
     ):
         super().__init__()
         self.parents = parents
@@ -135,6 +151,8 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         self.wait_for_new_output = bool(wait_for_new_output)
         self.timeout = timeout
         self.execution_timeout = execution_timeout
+        self.fallback = fallback
+        self.timezone = timezone
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         kwargs = {
@@ -156,7 +174,15 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                 timeout=self.timeout,
                 execution_timeout=self.execution_timeout,
             )
-        return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
+        if self.fallback is not None:  # a sensor without one keeps the form every release reads
+            kwargs.update(fallback=self.fallback, timezone=self.timezone)
+        return self.classpath(), kwargs
+
+    def _fallback_at(self, child: dt.datetime) -> tuple[dt.datetime, int] | None:
+        if self.fallback is None:
+            return None
+        fallback = Fallback.from_dict(self.fallback)
+        return fallback_deadline(fallback.at, child, self.timezone), fallback.require
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         parents = [TaskIdentity.from_dict(p) for p in self.parents]
@@ -168,7 +194,9 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         child = dt.datetime.fromisoformat(str(self.child_interval))
         end = dt.datetime.fromisoformat(self.interval_end) if self.interval_end else None
         deadline = dt.datetime.fromisoformat(self.deadline) if self.deadline else None
-        wait = _Wait(parents, child, end, wire.decode_consumed(self.consumed), deadline)
+        wait = _Wait(
+            parents, child, end, wire.decode_consumed(self.consumed), deadline, fallback=self._fallback_at(child)
+        )
         yield await self._watch(url, wait, self._for_worker)
 
     async def _run_in_triggerer(self, parents: list[TaskIdentity], url: str) -> AsyncIterator[TriggerEvent]:
@@ -187,7 +215,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
             yield TaskFailedEvent()
             return
         deadline = triggerer_deadline(self.timeout_after, float(self.timeout or 0), self.execution_timeout)
-        wait = _Wait(parents, judged_at.instant, end, {}, deadline)
+        wait = _Wait(parents, judged_at.instant, end, {}, deadline, fallback=self._fallback_at(judged_at.instant))
 
         async def prepare() -> None:
             wait.consumed = await sync_to_async(self._declare_and_read_consumed)(url, ti.dag_id, judged_at.instant)
@@ -198,7 +226,8 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
 
         async def conclude(status: str, judgements, reasons: list[str]) -> TriggerEvent | None:
             if status == wire.ADMITTED:
-                return await self._admit(url, attempt, noted(decide(ALL, judgements), judged_at), judged_at.instant)
+                outcome = noted(wait.decide(judgements, dt.datetime.now(dt.UTC)), judged_at)
+                return await self._admit(url, attempt, outcome, judged_at.instant)
             if status == wire.FAILED:
                 self.log.error("parent failed: %s", "; ".join(j.reason for j in judgements if j.rejected))
                 return TaskFailedEvent()
@@ -220,7 +249,9 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         """Record the admission, and the sensor's success when it consumes its own (it gates nothing).
         The catalog down at this instant: None, and the next poll judges again."""
         try:
-            await settle_from_trigger(url, attempt, outcome, downstream_slot=slot, mode=gate_mode())
+            await settle_from_trigger(
+                url, attempt, outcome, downstream_slot=slot, mode=gate_mode(), rerun=self._rerun()
+            )
         except Exception as exc:
             if not is_outage(exc):
                 raise
@@ -246,7 +277,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
             while True:
                 event = None
                 try:
-                    snapshot = await (sub.next_change() if wait.deadline is None else next_until(sub, wait.deadline))
+                    snapshot = await self._next(sub, wait)
                     if wait.prepare is not _nothing:
                         await wait.prepare()
                 except DeadlineReached:
@@ -257,7 +288,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                     state: list | tuple = UNREACHABLE
                 else:
                     judgements = judge_parents(wait.parents, wait.child, snapshot, wait.consumed, interval_end=wait.end)
-                    outcome = decide(ALL, judgements)
+                    outcome = wait.decide(judgements, dt.datetime.now(dt.UTC))
                     if outcome.verdict is Verdict.ADMIT:
                         event = await conclude(wire.ADMITTED, judgements, [])
                         if event is not None:
@@ -277,6 +308,25 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                     return event
         finally:
             poller.leave(sub)
+
+    @staticmethod
+    async def _next(sub, wait: _Wait):
+        """The next snapshot that may change the answer: one that changed, or, once the fallback's deadline
+        passes, the shared poll's next read (taken at or after the deadline: no read of its own)."""
+        if not wait.fallback_pending(dt.datetime.now(dt.UTC)):
+            return await (sub.next_change() if wait.deadline is None else next_until(sub, wait.deadline))
+        try:
+            return await next_until(sub, min(d for d in (wait.deadline, wait.fallback[0]) if d is not None))
+        except DeadlineReached:
+            if wait.deadline is not None and dt.datetime.now(dt.UTC) >= wait.deadline:
+                raise
+        return await sub.next()
+
+    def _rerun(self) -> RerunOnArrival | None:
+        """What a degraded admission in the triggerer re-runs on late arrival: the sensor's consumers."""
+        if (self.fallback or {}).get("on_late_arrival") != "rerun":
+            return None
+        return RerunOnArrival(tuple(t for t in self.consumers if t != self.task_instance.task_id))
 
     def _event(self, status: str, judgements, reasons: list[str] | None = None) -> dict[str, Any]:
         return {

@@ -14,9 +14,10 @@ from asgiref.sync import sync_to_async
 
 from airflow_leastaction.admission import gate_mode
 from airflow_leastaction.airflow_context import attempt_key, context_interval_end, context_slot, trigger_context
-from airflow_leastaction.catalog.audit import AttemptKey
+from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
 from airflow_leastaction.catalog.engine import aresolve_url, is_outage
-from airflow_leastaction.gate import Verdict
+from airflow_leastaction.fallback import Fallback
+from airflow_leastaction.gate import RunCondition, Verdict
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.run_conditions.judging import (
@@ -29,22 +30,17 @@ from airflow_leastaction.run_conditions.judging import (
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
+from airflow_leastaction.run_tasks import run_states, run_structure
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
 from airflow_leastaction.triggers.trigger_log import ClassLog
 
 
-async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:
-    """Airflow state of every task of one run, read through the supervisor (no ORM in a trigger)."""
-    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
-    states = await sync_to_async(RuntimeTaskInstance.get_task_states)(dag_id=dag_id, run_ids=[run_id])
-    return {k: (str(v) if v is not None else None) for k, v in (states.get(run_id) or {}).items()}
-
-
-def _last_consumed(url: str, dag_id: str, task_id: str, keys: list[str]) -> dict[str, tuple[dt.datetime, int]]:
-    return store_at(url).last_consumed(dag_id, task_id, keys)
+def _last_consumed(
+    url: str, dag_id: str, task_id: str, keys: list[str], run_id: str
+) -> dict[str, tuple[dt.datetime, int]]:
+    return store_at(url).last_consumed(dag_id, task_id, keys, other_than=run_id)
 
 
 @dataclass(frozen=True)
@@ -53,10 +49,6 @@ class _Started:
 
     attempt: AttemptKey
     judged_at: RunSlot
-
-
-def _classpath(obj) -> str:
-    return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
 class RunConditionTrigger(ClassLog, BaseTrigger):
@@ -98,6 +90,9 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
     :param active: False: the gated task is inactive; a trigger started in the triggerer skips at once.
     :param end_from_trigger: started in the triggerer: ``run_id``, ``slot``, ``interval_end``,
         ``upstream``, ``waiting`` and ``consumed`` (None) come from the run, and the trigger ends the task.
+    :param fallback: the gate's fallback (``Fallback.as_dict()``), if any: its deadline is judged on each
+        tick of the shared poll, so it is met within one poll interval, with no read of its own.
+    :param timezone: the DAG's timezone, on whose clock the fallback's deadline is read.
     """
 
     def __init__(
@@ -122,9 +117,13 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         interval_end: str | None = None,
         active: bool = True,
         end_from_trigger: bool = False,
+        fallback: dict | None = None,
+        timezone: str = "UTC",
     ):
         super().__init__()
-        self.dag_id, self.run_id, self.task_id = dag_id, run_id, task_id
+        # Not ``self.task_id``: Airflow sets that to the gate's own task id once it hands the trigger its task
+        # instance, and the gated task's would be lost (its consumption, its re-run on late arrival).
+        self.dag_id, self.run_id, self.gated_task_id = dag_id, run_id, task_id
         self.run_gate = run_gate
         self.dependencies, self.condition, self.count = dependencies, condition, count
         self.slot_requests, self.slot, self.upstream, self.waiting = slot_requests, slot, upstream, waiting
@@ -134,12 +133,12 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         self.catalog_conn_id, self.poll_interval = catalog_conn_id, float(poll_interval)
         self.interval_end = interval_end
         self.active, self.end_from_trigger = bool(active), bool(end_from_trigger)
+        self.fallback, self.timezone = fallback, timezone
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         keys = (
             "dag_id",
             "run_id",
-            "task_id",
             "dependencies",
             "condition",
             "count",
@@ -158,17 +157,22 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             "active",
             "end_from_trigger",
         )
-        return _classpath(self), {k: getattr(self, k) for k in keys}
+        kwargs = {"task_id": self.gated_task_id, **{k: getattr(self, k) for k in keys}}
+        if self.fallback is not None:  # a gate without one keeps the form every release reads
+            kwargs.update(fallback=self.fallback, timezone=self.timezone)
+        return self.classpath(), kwargs
 
     def spec(self) -> GateSpec:
-        from airflow_leastaction.gate import RunCondition
-
         deps = tuple(Dependency.from_dict(d) for d in self.dependencies)
-        return GateSpec(self.task_id, deps, RunCondition(self.condition, self.count), run_gate=self.run_gate)
+        fallback = Fallback.from_dict(self.fallback) if self.fallback else None
+        condition = RunCondition(self.condition, self.count)
+        return GateSpec(
+            self.gated_task_id, deps, condition, run_gate=self.run_gate, fallback=fallback, timezone=self.timezone
+        )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         if self.end_from_trigger and not self.active:
-            self.log.info("task %r is inactive; its dependencies are ignored", self.task_id)
+            self.log.info("task %r is inactive; its dependencies are ignored", self.gated_task_id)
             yield TaskSkippedEvent()
             return
         url = await aresolve_url(self.catalog_conn_id)
@@ -178,6 +182,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             return
         spec = self.spec()
         slot = dt.datetime.fromisoformat(self.slot)
+        deadline = spec.deadline(slot)
         policy = WaitPolicy(
             dt.timedelta(seconds=self.max_wait), self.max_looks, dt.timedelta(seconds=self.poll_interval)
         )
@@ -212,7 +217,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                     states = await run_states(self.dag_id, self.run_id) if spec.in_run or spec.run_gate else {}
                 except Exception as exc:  # catalog or API down: keep waiting, say why once
                     if not blind:
-                        self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.task_id, exc)
+                        self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.gated_task_id, exc)
                     blind = True
                     relaxed = await self._relaxed(spec, clock, None, f"catalog unreachable: {exc}")
                     if relaxed is not None:
@@ -220,7 +225,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                         return
                     continue
                 if blind:
-                    self.log.warning("gate %s can look again", self.task_id)
+                    self.log.warning("gate %s can look again", self.gated_task_id)
                     blind = False
                 now = dt.datetime.now(dt.UTC)
                 if due(clock, now) or not latest:
@@ -228,7 +233,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                 records = {tid: found[(i, slot)] for tid, i in by_identity.items() if (i, slot) in found}
                 view = RunView(self.run_id, states, self.upstream, frozenset(self.waiting), records)
                 intervals = judge_whole_intervals(spec, snapshot, slot, end) if snapshot is not None else {}
-                outcome, clock = evaluate(spec, view, latest, consumed, clock, policy, now, intervals)
+                outcome, clock = evaluate(spec, view, latest, consumed, clock, policy, now, intervals, deadline)
                 event = (
                     None
                     if outcome.verdict is Verdict.WAIT
@@ -244,7 +249,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                     return
                 if outcome.waiting_reasons != last_reasons:
                     last_reasons = outcome.waiting_reasons
-                    self.log.info("%s waiting: %s", self.task_id, outcome.summary())
+                    self.log.info("%s waiting: %s", self.gated_task_id, outcome.summary())
 
     async def _start(self, url: str) -> _Started | TriggerEvent:
         """Take from the run what a worker would have passed: the run, its slot and interval end, the
@@ -253,10 +258,8 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         context = await sync_to_async(trigger_context)(self)
         judged_at = context_slot(context) if context is not None else None
         if judged_at is None:  # the worker judges, or fails naming the run without an instant
-            self.log.warning("gate %s has no run context in the triggerer; a worker judges it", self.task_id)
+            self.log.warning("gate %s has no run context in the triggerer; a worker judges it", self.gated_task_id)
             return self._undecided()
-        from airflow_leastaction.operators.run_condition import run_structure
-
         self.run_id = context["run_id"]
         self.slot = judged_at.instant.isoformat()
         end = context_interval_end(context)
@@ -276,12 +279,12 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         blind = False
         while True:
             try:
-                consumed = await sync_to_async(_last_consumed)(url, self.dag_id, self.task_id, keys)
+                consumed = await sync_to_async(_last_consumed)(url, self.dag_id, self.gated_task_id, keys, self.run_id)
             except Exception as exc:
                 if not is_outage(exc):
                     raise
                 if not blind:
-                    self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.task_id, exc)
+                    self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.gated_task_id, exc)
                     blind = True
                 relaxed = await self._relaxed(self.spec(), WaitClock(), None, f"catalog unreachable: {exc}")
                 if relaxed is not None:
@@ -289,7 +292,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                 await asyncio.sleep(self.poll_interval)
                 continue
             if blind:
-                self.log.warning("gate %s can look again", self.task_id)
+                self.log.warning("gate %s can look again", self.gated_task_id)
             return consumed
 
     async def _end(self, started: _Started, outcome, url: str, event: TriggerEvent) -> TriggerEvent:
@@ -301,18 +304,24 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             return event
         outcome = noted(outcome, started.judged_at)
         try:
+            rerun = (
+                RerunOnArrival((self.gated_task_id,))
+                if (self.fallback or {}).get("on_late_arrival") == "rerun"
+                else None
+            )
             admission = await settle_from_trigger(
-                url, started.attempt, outcome, downstream_slot=started.judged_at.instant, mode=mode
+                url, started.attempt, outcome, downstream_slot=started.judged_at.instant, mode=mode, rerun=rerun
             )
         except Exception as exc:
             if not is_outage(exc):
                 raise
-            self.log.warning("gate %s cannot record its decisions; a worker will: %s", self.task_id, exc)
+            self.log.warning("gate %s cannot record its decisions; a worker will: %s", self.gated_task_id, exc)
             return event
         for j in outcome.judgements:
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         verb = "admitted" if admission.admitted else "can never start in this run"
-        self.log.info("%s %s: %s", self.task_id, verb, outcome.summary())
+        verb += " degraded, without the MISSING dependencies" if admission.degraded else ""
+        self.log.info("%s %s: %s", self.gated_task_id, verb, outcome.summary())
         return end_event(admission)
 
     @staticmethod

@@ -9,9 +9,9 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSuccessEvent, TriggerEvent
 
 from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summarize
+from airflow_leastaction.run_tasks import run_states
 from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers import wire
-from airflow_leastaction.triggers.run_condition import _classpath, run_states
 from airflow_leastaction.triggers.trigger_log import ClassLog
 
 
@@ -44,7 +44,7 @@ class RunOutcomeTrigger(ClassLog, BaseTrigger):
         self.end_from_trigger = bool(end_from_trigger)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return _classpath(self), {
+        return self.classpath(), {
             "dag_id": self.dag_id,
             "run_id": self.run_id,
             "task_id": self.task_id,

@@ -13,7 +13,7 @@ from airflow.triggers.base import BaseTaskEndEvent, TaskSkippedEvent, TaskSucces
 from asgiref.sync import sync_to_async
 
 from airflow_leastaction.admission import Admission, settle
-from airflow_leastaction.catalog.audit import AttemptKey
+from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.gate import GateOutcome
@@ -26,12 +26,20 @@ def store_at(url: str) -> CatalogStore:
 
 
 async def settle_from_trigger(
-    url: str, attempt: AttemptKey, outcome: GateOutcome, *, downstream_slot: dt.datetime | None, mode: str
+    url: str,
+    attempt: AttemptKey,
+    outcome: GateOutcome,
+    *,
+    downstream_slot: dt.datetime | None,
+    mode: str,
+    rerun: RerunOnArrival | None = None,
 ) -> Admission:
     """:func:`~airflow_leastaction.admission.settle` for ``attempt``, from the triggerer."""
 
     def run() -> Admission:
-        return settle(store_at(url), attempt, outcome, downstream_slot=downstream_slot, mode=mode)
+        # Once: a trigger run again after its triggerer restarted keeps the decisions it recorded before.
+        store = store_at(url)
+        return settle(store, attempt, outcome, downstream_slot=downstream_slot, mode=mode, once=True, rerun=rerun)
 
     return await sync_to_async(run)()
 

@@ -1,4 +1,4 @@
-"""One logger per trigger class, shared by its instances."""
+"""What a trigger class shares across its instances: one logger, and the class path Airflow stores."""
 
 from __future__ import annotations
 
@@ -23,3 +23,8 @@ class ClassLog:
             logger = structlog.get_logger(f"{cls.__module__}.{cls.__name__}")
             cls._leastaction_log = logger
         return logger
+
+    @classmethod
+    def classpath(cls) -> str:
+        """The path Airflow stores with the trigger's row and imports the class by."""
+        return f"{cls.__module__}.{cls.__qualname__}"

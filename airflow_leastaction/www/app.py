@@ -7,9 +7,9 @@ from fastapi.responses import JSONResponse
 
 from airflow_leastaction.www.params import plain_query
 from airflow_leastaction.www.reads import BadCursorError
-from airflow_leastaction.www.routers import catalog, consumption, decisions, graph, queue
+from airflow_leastaction.www.routers import catalog, consumption, decisions, graph, plan, queue
 
-ROUTERS = (decisions.router, consumption.router, catalog.router, graph.router, queue.router)
+ROUTERS = (decisions.router, consumption.router, catalog.router, graph.router, queue.router, plan.router)
 
 
 def create_app(catalog_url: str | None = None) -> FastAPI:

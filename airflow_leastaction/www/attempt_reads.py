@@ -7,7 +7,7 @@ it returns cost:
 
 * the first ``n`` decisions of each attempt are the start of its range of the attempt index (which ends
   with the decision id), up to the ``n``-th id, found by one lookup per attempt;
-* the counts a verdict gives (how many decisions, met, bypassed, and when) are the attempt's summary row,
+* the counts a verdict gives (how many decisions, met, bypassed, missing, and when) are the attempt's summary row,
   written with its decisions (``la_gate_attempt``), not counted on each read.
 """
 
@@ -90,13 +90,14 @@ def _summary_statement(dialect):
     if key not in _SUMMARY:
         keys, s = _keys(dialect), gate_attempt.c
         _SUMMARY[key] = select(
-            *(s[name] for name in ATTEMPT), s.decisions, s.satisfied, s.bypassed, s.decided_at
+            *(s[name] for name in ATTEMPT), s.decisions, s.satisfied, s.bypassed, s.decided_at, s.missing
         ).join_from(keys.table, gate_attempt, _same_attempt(gate_attempt, keys))
     return _SUMMARY[key]
 
 
 def summaries(conn: Connection, keys: list[tuple]) -> dict[tuple, tuple]:
-    """Per attempt key: (decisions, satisfied, bypassed, last decided) as recorded with its decisions."""
+    """Per attempt key: (decisions, satisfied, bypassed, last decided, missing) as recorded with its
+    decisions."""
     if not keys:
         return {}
     rows = conn.execute(_summary_statement(conn.dialect), _keys(conn.dialect).params(keys))

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.www.layout import Box, lay_out
 from airflow_leastaction.www.names import rows_by_identity
 from airflow_leastaction.www.reads import parse_parents

@@ -46,13 +46,18 @@ _TONE_OF = {
     "SATISFIED": "success",
     "UNSATISFIED": "upstream_failed",
     "BYPASSED": "up_for_retry",
+    "MISSING": "upstream_failed",
     # gate outcomes (see verdicts.py)
     "admitted": "success",
     "bypassed": "up_for_retry",
+    "degraded": "upstream_failed",
     "skipped": "skipped",
     "waiting": "deferred",
     "not judged": "none",
     "failed": "failed",
+    # re-runs on late arrival (catalog/late_arrivals.py; "waiting" and "failed" are above)
+    "requested": "queued",
+    "rerun": "success",
     # dbt request outcomes
     "new_pending": "up_for_reschedule",
     "already_pending": "up_for_retry",

@@ -7,16 +7,17 @@ so page 1,000 costs what page 1 costs: an index range scan of ``limit + 1`` rows
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 
 from sqlalchemy import Select, case, func, literal, or_, select, tuple_
 from sqlalchemy.engine import Engine
 
-from airflow_leastaction.catalog.audit import is_stale
+from airflow_leastaction.catalog.audit import consumed_slot, is_stale
 from airflow_leastaction.catalog.bridges import Bridge, bridges_of
-from airflow_leastaction.catalog.schema import consumption, gate_decision, task, task_run
+from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task, task_run
+from airflow_leastaction.catalog.store import parse_parents
 from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.gate import DecisionResult
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity
 from airflow_leastaction.www.attempt_reads import attempt_keys, first_decisions, summaries
@@ -159,6 +160,11 @@ class CatalogRow:
     #: The assets the task is published to (:mod:`airflow_leastaction.assets`).
     assets: list[Bridge] = field(default_factory=list)
 
+    @property
+    def identity(self) -> str:
+        """The task's catalog identity as a person writes it (``project/name``), e.g. to plan a re-run."""
+        return str(TaskIdentity.from_row(self.task))
+
 
 def _unreadable(conn, identities: set[TaskIdentity], scope: DagScope) -> set[TaskIdentity]:
     """Which of ``identities`` are catalog tasks of DAGs outside ``scope`` (a parent the catalog does not
@@ -237,10 +243,10 @@ class CatalogReads:
         up = task_run.alias("up")
         ut = task.alias("ut")
         current = up.c.output_revision
-        stale = is_stale(current)
+        stale = is_stale(up)
         chosen = select(c.id, c.consumed_at)
         if f.stale_only:  # the choice itself needs the current revision
-            chosen = chosen.select_from(consumption.outerjoin(up, up.c.id == c.upstream_run_pk)).where(stale)
+            chosen = chosen.select_from(consumption.outerjoin(up, consumed_slot(up))).where(stale)
             if scope.dag_ids is not None:  # an unreadable upstream's staleness is withheld: not chosen by it
                 readable = scope.where(select(task.c.id), task.c.dag_id, no_dag_readable=True)
                 chosen = chosen.where(c.upstream_task_pk.in_(readable))
@@ -263,7 +269,7 @@ class CatalogReads:
             )
             .select_from(
                 page.join(consumption, c.id == page.c.id)
-                .outerjoin(up, up.c.id == c.upstream_run_pk)
+                .outerjoin(up, consumed_slot(up))
                 .outerjoin(ut, ut.c.id == c.upstream_task_pk)
             )
             .order_by(page.c.consumed_at.desc(), page.c.id.desc())
@@ -342,8 +348,8 @@ class CatalogReads:
         return rows
 
     def attempt_tallies(self, attempts) -> dict:
-        """Per attempt: how many decisions it recorded, how many SATISFIED and BYPASSED, and when (its
-        summary, written with its decisions)."""
+        """Per attempt: how many decisions it recorded, how many SATISFIED and BYPASSED, when, and how many
+        MISSING (its summary, written with its decisions)."""
         keys = attempt_keys(attempts)
         if not keys:
             return {}
@@ -360,15 +366,31 @@ class CatalogReads:
             rows = conn.execute(select(task).where(task.c.dag_id == dag_id).order_by(task.c.task_id, task.c.id))
             return [dict(r) for r in rows.mappings()]
 
-
-def parse_parents(text: str | None) -> list[TaskIdentity]:
-    """The declared parents of a task row (the JSON list ``CatalogStore.declare_parents`` writes)."""
-    if not text:
-        return []
-    try:
-        return [TaskIdentity.from_dict(p) for p in json.loads(text)]
-    except (ValueError, KeyError, TypeError):
-        return []  # a malformed row must not take the page down; the graph shows no parents for it
+    def degraded_runs(self, dag_id: str, limit: int = 20) -> list[dict]:
+        """The DAG's latest runs admitted degraded at a fallback's deadline, newest first: per (run, gate),
+        what they ran without, and their re-run on late arrival if they have one."""
+        d, la = gate_decision.c, late_arrival.c
+        missing = (
+            select(d.run_id, d.task_id, d.downstream_slot, d.dependency, d.decided_at)
+            .where(d.dag_id == dag_id, d.result == DecisionResult.MISSING.value)
+            .order_by(d.decided_at.desc(), d.id.desc())
+            .limit(limit * 10)
+        )
+        runs: dict[tuple[str, str], dict] = {}
+        with self.engine.connect() as conn:
+            for r in conn.execute(missing).mappings():
+                run = runs.setdefault((r["run_id"], r["task_id"]), {**r, "without": []})
+                run["without"].append(r["dependency"])
+            shown = list(runs.values())[:limit]
+            reruns = conn.execute(
+                select(la.run_id, la.gate_task_id, la.state, la.detail).where(
+                    la.dag_id == dag_id, la.run_id.in_([r["run_id"] for r in shown])
+                )
+            ).mappings()
+            by_run = {(r["run_id"], r["gate_task_id"]): dict(r) for r in reruns}
+        for run in shown:
+            run["rerun"] = by_run.get((run["run_id"], run["task_id"]))
+        return shown
 
 
 def _granularity(cron: str | None) -> str | None:

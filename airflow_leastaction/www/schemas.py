@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 T = TypeVar("T")
 
-DecisionResultLiteral = Literal["SATISFIED", "UNSATISFIED", "BYPASSED"]
+DecisionResultLiteral = Literal["SATISFIED", "UNSATISFIED", "BYPASSED", "MISSING"]
 
 
 class Listing(BaseModel, Generic[T]):
@@ -51,7 +51,7 @@ class Attempt(BaseModel):
     run_id: str
     map_index: int
     attempt: int
-    #: admitted | bypassed | skipped | decided | waiting | failed | not judged
+    #: admitted | bypassed | degraded | skipped | decided | waiting | failed | not judged
     outcome: str
     headline: str
     condition: str
@@ -79,6 +79,8 @@ class Consumption(_AttemptRecord):
     consumed_at: dt.datetime
     #: The upstream belongs to a DAG the caller may not read: every upstream field is left empty.
     withheld: bool = False
+    #: SATISFIED, or MISSING: the task ran degraded without this upstream slot (its revision then, 0).
+    result: str = "SATISFIED"
 
 
 class Identity(BaseModel):

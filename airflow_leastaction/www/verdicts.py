@@ -2,7 +2,8 @@
 
 A gate records its decisions (one row per dependency) when it admits or skips, never while it waits
 (:mod:`airflow_leastaction.admission`). So an attempt with decisions was decided: admitted when enough
-were met for its condition (or the gates were relaxed: BYPASSED rows), skipped otherwise. An attempt
+were met for its condition (or the gates were relaxed: BYPASSED rows), admitted degraded at its fallback's
+deadline when some are MISSING (only such an admission records them), skipped otherwise. An attempt
 without decisions is waiting, or was never judged, as Airflow's own record of the task instance says.
 """
 
@@ -51,6 +52,7 @@ class Tally:
     met: int
     bypassed: int
     at: dt.datetime | None
+    missing: int = 0
 
     @classmethod
     def of(cls, rows: Sequence[dict]) -> Tally:
@@ -59,6 +61,7 @@ class Tally:
             sum(1 for r in rows if r["result"] == DecisionResult.SATISFIED.value),
             sum(1 for r in rows if r["result"] == DecisionResult.BYPASSED.value),
             max((r["decided_at"] for r in rows), default=None),
+            sum(1 for r in rows if r["result"] == DecisionResult.MISSING.value),
         )
 
 
@@ -70,7 +73,7 @@ QUOTED = 5
 class Verdict:
     """What one gate attempt came to, as the page shows it first."""
 
-    outcome: str  # admitted | bypassed | skipped | decided | waiting | failed | not judged
+    outcome: str  # admitted | bypassed | degraded | skipped | decided | waiting | failed | not judged
     met: int
     total: int
     condition: str
@@ -87,6 +90,8 @@ class Verdict:
             return "not judged yet"
         if self.outcome == "bypassed":
             return f"admitted, gate bypassed: {self.met} of {self.total} met"
+        if self.outcome == "degraded":
+            return f"admitted degraded at its deadline: {self.met} of {self.total} met"
         return f"{self.outcome}: {self.met} of {self.total} met"
 
     @property
@@ -133,6 +138,9 @@ def _decided(
     unmet = _unmet(rows, total - met)
     if tally.bypassed:
         return Verdict("bypassed", met, total, condition, at=at, why="[leastaction] gates relaxed: admitted unmet")
+    if tally.missing:
+        why = "ran without what had not landed by its fallback's deadline: " + "; ".join(unmet)
+        return Verdict("degraded", met, total, condition, at=at, why=why)
     if gate is not None and gate.condition is not None:
         needed = gate.condition.needed(total)
         if met >= needed:

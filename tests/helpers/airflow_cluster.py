@@ -274,6 +274,19 @@ class AirflowCluster:
         comp.process.wait(30)
         self._down.add(name)
 
+    def restart(self, name: str) -> Component:
+        """Start a component again after :meth:`kill`: the same command in the same environment, a new
+        process (its log goes on in the same file), as a supervisor would after a crash."""
+        old = self.component(name)
+        own = {
+            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+            "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+        }
+        comp = self._spawn(name, old.argv, own)
+        self._procs[self._procs.index(old)] = comp
+        self._down.discard(name)
+        return comp
+
     def descendants(self, name: str) -> set[int]:
         """Every live process started, directly or not, by the component's leader."""
         procs = processes()

@@ -56,7 +56,7 @@ def later(seconds: float, fn, *args, **kwargs):
 
 def attempt_summaries(store) -> tuple[dict, dict]:
     """Each gate attempt's summary as its writer recorded it, and the same counted from its decisions now:
-    (decisions, SATISFIED, BYPASSED, last decided) per (DAG, task, run, map index, attempt)."""
+    (decisions, SATISFIED, BYPASSED, last decided, MISSING) per (DAG, task, run, map index, attempt)."""
     from sqlalchemy import case, func
 
     from airflow_leastaction.catalog.audit import ATTEMPT_COLUMNS
@@ -70,8 +70,11 @@ def attempt_summaries(store) -> tuple[dict, dict]:
         func.sum(case((d.result == "SATISFIED", 1), else_=0)),
         func.sum(case((d.result == "BYPASSED", 1), else_=0)),
         func.max(d.decided_at),
+        func.sum(case((d.result == "MISSING", 1), else_=0)),
     ).group_by(*keys)
-    written = select(*(s[name] for name in ATTEMPT_COLUMNS), s.decisions, s.satisfied, s.bypassed, s.decided_at)
+    written = select(
+        *(s[name] for name in ATTEMPT_COLUMNS), s.decisions, s.satisfied, s.bypassed, s.decided_at, s.missing
+    )
     with store.engine.connect() as conn:
         return (
             {tuple(r[:5]): tuple(r[5:]) for r in conn.execute(written)},

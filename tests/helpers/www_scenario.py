@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore, TaskMeta
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.parents import judge_parents
 
 UTC = dt.UTC
 DAILY = "0 3 * * *"

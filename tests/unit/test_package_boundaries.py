@@ -5,7 +5,7 @@ A module is *pure* when its docstring says so, the house convention: a sentence 
 Both checks read the package from disk, so modules are found wherever they move. The import graph has
 an edge per module-level import, to the module named (``from x import y``: to ``x.y`` when that is a
 module), as import-linter and pylint count them; the package ``__init__`` that Python runs on the way is
-not an edge of its own.
+not an edge of its own. Imports made inside functions count too: they close the same circle, only later.
 """
 
 from __future__ import annotations
@@ -121,11 +121,24 @@ def _imported(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
     return [f"{source}.{alias.name}" if f"{source}.{alias.name}" in MODULES else source for alias in node.names]
 
 
-def import_graph() -> dict[str, set[str]]:
+def _every_import(body: list[ast.stmt]):
+    """Every import of a module, also those made inside functions (they close a circle when called), but
+    not those under ``if TYPE_CHECKING:``."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _every_import(node.orelse)
+        else:
+            for child in ast.iter_child_nodes(node):
+                yield from _every_import([child]) if isinstance(child, ast.stmt) else ()
+
+
+def import_graph(imports=_module_level_imports) -> dict[str, set[str]]:
     return {
         name: {
             target
-            for node in _module_level_imports(tree.body)
+            for node in imports(tree.body)
             for target in _imported(name, node)
             if target in MODULES and target != name
         }
@@ -241,3 +254,29 @@ def test_the_modules_the_contributing_guide_calls_pure_import_no_airflow_anywher
     covered = [m for m in MODULES if any(m == p or m.startswith(p + ".") for p in prefixes) and m not in excepted]
     assert len(covered) > len(prefixes), covered
     assert [m for m in covered if _imports_airflow_anywhere(MODULES[m])] == []
+
+
+def test_imports_inside_functions_are_seen_but_not_those_for_type_checkers():
+    source = """
+import a
+def later():
+    import inside_a_function
+    if x:
+        from b import c
+class Holder:
+    def method(self):
+        import in_a_method
+if TYPE_CHECKING:
+    import typing_only
+"""
+    found = [
+        alias.name if isinstance(n, ast.Import) else n.module
+        for n in _every_import(ast.parse(source).body)
+        for alias in n.names[:1]
+    ]
+    assert found == ["a", "inside_a_function", "b", "in_a_method"]
+
+
+def test_no_import_cycle_closes_through_an_import_inside_a_function():
+    cycle = find_cycle(import_graph(_every_import))
+    assert cycle is None, "import cycle (counting imports inside functions): " + " -> ".join(cycle)

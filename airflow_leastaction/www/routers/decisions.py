@@ -10,6 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
+from airflow_leastaction.gate import DecisionResult
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS
 from airflow_leastaction.www.attempts import AttemptView, attempt_views, undecided_view, waiting_views
@@ -30,7 +31,7 @@ from airflow_leastaction.www.schemas import Attempt, Decision, Listing
 
 router = APIRouter(tags=["decisions"], dependencies=[READ_TASK_INSTANCES])
 
-RESULTS = ("SATISFIED", "UNSATISFIED", "BYPASSED")
+RESULTS = tuple(r.value for r in DecisionResult)
 
 
 def decision_filter(

@@ -178,9 +178,17 @@ def get_dag(found=Depends(dag_dependencies)):
 
 
 @router.get("/dag", response_class=HTMLResponse)
-def dag_view(request: Request, found=Depends(dag_dependencies), scope: Scope = Depends(page_scope)):
-    """One DAG's dependencies, drawn for one run."""
+def dag_view(
+    request: Request,
+    found=Depends(dag_dependencies),
+    scope: Scope = Depends(page_scope),
+    reads: CatalogReads = Depends(catalog_reads),
+):
+    """One DAG's dependencies, drawn for one run, and its runs admitted degraded at a fallback's deadline."""
     graph, runs, judged = found
     dag_id = request.query_params["dag_id"]
     scope = scope if scope.tab else Scope("dag", dag_id)
-    return render(request, "dag.html", "dag", scope=scope, dag_id=dag_id, graph=graph, runs=runs, judged=judged)
+    degraded = reads.degraded_runs(dag_id)
+    return render(
+        request, "dag.html", "dag", scope=scope, dag_id=dag_id, graph=graph, runs=runs, judged=judged, degraded=degraded
+    )

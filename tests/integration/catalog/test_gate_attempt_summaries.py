@@ -1,6 +1,6 @@
 """A gate attempt's summary (``la_gate_attempt``): counted when its decisions are written, in the same
-transaction, on SQLite and PostgreSQL; what migration 0012 counts from decisions already recorded; and
-when retention lets a summary go."""
+transaction, on SQLite and PostgreSQL; what migrations 0012 and 0010 count from decisions already
+recorded; and when retention lets a summary go."""
 
 from __future__ import annotations
 
@@ -39,6 +39,14 @@ def summary(store, key: AttemptKey = GATE) -> tuple | None:
     return tuple(row) if row else None
 
 
+def missing(store, key: AttemptKey = GATE) -> int | None:
+    s = gate_attempt.c
+    with store.engine.connect() as conn:
+        return conn.execute(
+            select(s.missing).where(*(s[name] == getattr(key, name) for name in audit.ATTEMPT_COLUMNS))
+        ).scalar()
+
+
 class TestWrittenWithTheDecisions:
     def test_an_attempts_summary_counts_its_decisions_met_and_bypassed_and_when(self, store):
         store.record_decisions(GATE, judged(True, False, True), downstream_slot=AT, at=AT)
@@ -48,6 +56,13 @@ class TestWrittenWithTheDecisions:
             relaxed, judged(True, False, False), downstream_slot=AT, bypass_reason="gates=warn", at=AT
         )
         assert summary(store, relaxed) == (3, 1, 2, AT)
+
+    def test_an_attempt_admitted_degraded_counts_what_it_ran_without_as_missing(self, store):
+        store.record_decisions(GATE, judged(True, False, True, True), downstream_slot=AT, degraded=True, at=AT)
+        assert missing(store) == 1
+        assert summary(store) == (4, 3, 0, AT)
+        written, counted = attempt_summaries(store)
+        assert written == counted
 
     def test_a_second_write_for_the_same_attempt_adds_to_its_summary(self, store):
         store.record_decisions(GATE, judged(True, False), downstream_slot=AT, at=LATER)
@@ -81,9 +96,11 @@ def catalog_at_0007(request):
     return engine
 
 
-def seed_decisions(engine) -> None:
-    """Decisions an earlier version recorded: a gate's 2 of 3 and its retry's 1 bypassed, another DAG's one."""
+def seed_decisions(engine, more: list[tuple] = ()) -> None:
+    """Decisions an earlier version recorded: a gate's 2 of 3 and its retry's 1 bypassed, another DAG's one
+    (and ``more``)."""
     rows = [
+        *more,
         ("orders", "report__gate", 1, "SATISFIED", AT),
         ("orders", "report__gate", 1, "UNSATISFIED", AT),
         ("orders", "report__gate", 1, "SATISFIED", LATER),
@@ -135,6 +152,24 @@ class TestMigration0012:
         downgrade(catalog_at_0007, "0007_change_seq")
         assert attempt_index() == attempt
         assert "la_gate_attempt" not in inspect(catalog_at_0007).get_table_names()
+
+
+class TestMigration0010:
+    def test_upgrading_counts_the_missing_decisions_already_recorded(self, catalog_at_0007):
+        seed_decisions(catalog_at_0007, [("orders", "report__gate", 3, "MISSING", LATER)])
+        upgrade(catalog_at_0007, "0012_ui_reads")
+        upgrade(catalog_at_0007, "head")
+        s = gate_attempt.c
+        with catalog_at_0007.connect() as conn:
+            got = conn.execute(select(s.dag_id, s.attempt, s.decisions, s.missing).order_by(s.dag_id, s.attempt))
+            assert [tuple(r) for r in got] == [
+                ("orders", 1, 3, 0),
+                ("orders", 2, 1, 0),
+                ("orders", 3, 1, 1),
+                ("sales", 1, 1, 0),
+            ]
+        downgrade(catalog_at_0007, "0012_ui_reads")
+        assert "missing" not in {c["name"] for c in inspect(catalog_at_0007).get_columns("la_gate_attempt")}
 
 
 OLD = dt.datetime(2025, 1, 1, tzinfo=UTC)

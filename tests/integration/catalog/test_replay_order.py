@@ -17,7 +17,7 @@ from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
 from airflow_leastaction.cli import main as cli
 from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.parents import judge_parents
 
 UTC = dt.UTC
 RAW = TaskIdentity("orders_raw", "sales-platform")

@@ -32,6 +32,7 @@ from airflow_leastaction.cli.arguments import (
     Count,
     Directory,
     File,
+    Identity,
     Instant,
     Name,
     Seconds,
@@ -99,6 +100,10 @@ def bad_values(action: argparse.Action, workdir: Path) -> st.SearchStrategy[str]
             dt.datetime.isoformat
         )
         return st.one_of(naive, letters())
+    if isinstance(kind, Identity):  # project/name (then @account, [partition]), each within its column
+        too_long = st.integers(251, 550).map(lambda n: f"p/{'n' * n}")
+        unwritten = st.one_of(letters(), letters().map(lambda v: f"/{v}"), letters().map(lambda v: f"{v}/"))
+        return st.one_of(unwritten, too_long, with_nul())
     if isinstance(kind, Checked):  # a cron, a time zone, a date: never a word of letters alone
         zones = zoneinfo.available_timezones() | {"utc", "UTC"}
         return st.one_of(letters().filter(lambda v: v not in zones), with_nul())
@@ -127,6 +132,8 @@ def valid_value(action: argparse.Action, workdir: Path) -> str:
         return str(workdir / "dag.py")
     if isinstance(kind, Count):
         return str(max(kind.minimum, 1))
+    if isinstance(kind, Identity):
+        return "shop/orders_raw"
     return "orders_raw"
 
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from airflow_leastaction.catalog.engine import dispose_all
 from airflow_leastaction.cli import main as cli
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals.judging import judge_parents
+from airflow_leastaction.intervals.parents import judge_parents
 
 UTC = dt.UTC
 DAY = dt.datetime(2026, 11, 23, tzinfo=UTC)

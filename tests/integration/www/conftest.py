@@ -57,9 +57,10 @@ def anonymous(airflow_api, sqlite_url, use_catalog):
     from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
     from airflow_leastaction.identity import TaskIdentity
 
-    CatalogStore(get_engine(sqlite_url, migrate=True)).register_task(
-        TaskIdentity("example.load", "example"), TaskMeta(cron="0 0 * * *", dag_id="example", task_id="load")
-    )
+    store = CatalogStore(get_engine(sqlite_url, migrate=True))
+    meta = TaskMeta(cron="0 0 * * *", dag_id="example", task_id="load")
+    store.register_task(TaskIdentity("example.load", "example"), meta)
+    store.record_success(TaskIdentity("example.load", "example"), at(1), meta=meta, run_id="scheduled__1")
     use_catalog(sqlite_url)
     with TestClient(airflow_api) as c:
         yield c

@@ -11,7 +11,13 @@ PREFIX = "/leastaction"
 ROUTES = sorted(r.path for r in create_app().routes if isinstance(r, APIRoute))
 
 
-QUERY = {"/dag": "?dag_id=example", "/api/dag": "?dag_id=example", "/api/graph": "?task_pk=1", "/graph": "?task_pk=1"}
+QUERY = {
+    "/dag": "?dag_id=example",
+    "/api/dag": "?dag_id=example",
+    "/api/graph": "?task_pk=1",
+    "/graph": "?task_pk=1",
+    "/api/plan": "?task=example/example.load&from=2024-01-01T00:00:00Z&to=2024-01-02T00:00:00Z",
+}
 
 
 def _url(path: str) -> str:

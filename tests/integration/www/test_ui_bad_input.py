@@ -90,6 +90,8 @@ def test_no_generated_query_answers_5xx(client, story, path):
         ("/graph", {"task_pk": "1", "interval": "9999-12-31T23:59:59"}, "interval"),
         ("/api/decisions", {"cursor": "2024-01-01T00:00:00+00:00|99999999999999999999"}, "cursor"),
         ("/api/catalog", {"q": "a\x00b"}, "q"),
+        ("/api/plan", {"task": "shop/orders", "from": "0001-01-01T00:00:00+14:00", "to": "2024-01-01T00:00Z"}, "from"),
+        ("/api/plan", {"task": "shop/orders", "from": "2024-01-01T00:00Z", "to": "9999-12-31T23:59:59-14:00"}, "to"),
     ],
 )
 def test_a_value_out_of_range_is_refused_naming_the_parameter(client, story, path, query, names):

@@ -12,7 +12,8 @@ import datetime as dt
 import pytest
 
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, judge_parent, judge_parents
+from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, judge_parent
+from airflow_leastaction.intervals.parents import judge_parents
 
 UTC = dt.UTC
 RAW = TaskIdentity("orders_raw", "sales")

@@ -73,7 +73,8 @@ def test_gates_on_the_two_instants_of_a_repeated_hour_get_their_own_judgement_fr
     # (parent, interval); the two must not share one.
     from zoneinfo import ZoneInfo
 
-    from airflow_leastaction.intervals.judging import SlotIndex, judge_parents
+    from airflow_leastaction.intervals.judging import SlotIndex
+    from airflow_leastaction.intervals.parents import judge_parents
 
     hourly = TaskSnapshot(1, RAW, "0 * * * *", "UTC", "success", dt.datetime(2026, 11, 1, 5, tzinfo=UTC), True)
     records = SlotIndex([SlotSnapshot(1, 1, dt.datetime(2026, 11, 1, 5, tzinfo=UTC), "success", 1)])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
 from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
 from tests.helpers.run_conditions import day
@@ -35,3 +37,22 @@ class TestSerialization:
     def test_the_run_outcome_trigger_round_trips_through_its_constructor(self):
         path, kwargs = RunOutcomeTrigger("rc_t", "r1", "leastaction_run_outcome", 0.5).serialize()
         assert RunOutcomeTrigger(**kwargs).serialize() == (path, kwargs)
+
+    def test_a_gate_trigger_with_a_fallback_round_trips_and_one_without_keeps_the_earlier_form(self):
+        fallback = {"time": "06:00:00", "require": 3, "on_late_arrival": "rerun"}
+        path, kwargs = gate_trigger(fallback=fallback, timezone="Europe/Rome").serialize()
+        assert (kwargs["fallback"], kwargs["timezone"]) == (fallback, "Europe/Rome")
+        assert RunConditionTrigger(**kwargs).serialize() == (path, kwargs)
+        assert "fallback" not in gate_trigger().serialize()[1]
+
+
+class TestGatedTask:
+    """Airflow's ``BaseTrigger`` sets ``task_id`` to the task instance's own (the gate, ``child__gate``) when
+    the triggerer hands a trigger its task instance; the gated task (``child``) is what the trigger reads
+    the consumption of, serializes, and re-runs on a late arrival."""
+
+    def test_the_gated_task_survives_airflow_handing_the_trigger_its_task_instance(self):
+        started = gate_trigger(end_from_trigger=True)
+        started.task_instance = SimpleNamespace(task_id="child__gate")
+        assert started.serialize()[1]["task_id"] == "child"
+        assert started.spec().task_id == "child"

@@ -54,6 +54,18 @@ class TestDecided:
         v = verdict([row("BYPASSED"), row("SATISFIED", "task:b")], gate("ALL", n=2), None)
         assert v.outcome == "bypassed" and v.headline == "admitted, gate bypassed: 1 of 2 met"
 
+    def test_an_attempt_that_ran_without_a_missing_dependency_reads_admitted_degraded(self):
+        # Only an admission at a fallback's deadline records MISSING: ALL of 4 with require=3 ran on 3.
+        rows = [row("SATISFIED", f"task:{n}") for n in "abc"] + [row("MISSING", "catalog:feeds/feed_it")]
+        v = verdict(rows, gate("ALL", n=4), None)
+        assert (v.outcome, v.headline) == ("degraded", "admitted degraded at its deadline: 3 of 4 met")
+        assert "catalog:feeds/feed_it: missing" in v.why and "task:a" not in v.why
+        assert not v.folded
+
+    def test_a_degraded_attempt_shown_in_part_is_counted_over_all_its_decisions(self):
+        v = verdict([row("SATISFIED")], gate("ALL", n=4), None, tally=Tally(4, 3, 0, AT, 1))
+        assert (v.outcome, v.met, v.total) == ("degraded", 3, 4)
+
     def test_without_a_known_condition_airflows_state_of_the_attempt_decides(self):
         rows = [row("SATISFIED"), row("UNSATISFIED", "task:b")]
         assert verdict(rows, None, None, decided_state="skipped").outcome == "skipped"

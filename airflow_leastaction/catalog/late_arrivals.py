@@ -1,0 +1,126 @@
+"""Degraded runs that re-run once what they ran without arrives (``Fallback(on_late_arrival="rerun")``).
+
+Part of :class:`~airflow_leastaction.catalog.store.CatalogStore`. A gate that admits its task degraded
+writes a ``la_late_arrival`` row (``waiting``) with its MISSING decisions
+(:meth:`~airflow_leastaction.catalog.audit.AuditRecords.record_decisions`). Once the run succeeded and
+*every* dependency it ran without completed the slot it was awaited for (each MISSING consumption
+record is stale, by :func:`~airflow_leastaction.catalog.audit.is_stale`, the one meaning of stale), the
+row is due. Whoever records such a completion claims it (``requested``: one claimant, however many
+processes see it at once) and asks Airflow to re-run it; the row keeps the answer (``rerun`` or
+``failed``), the audit of that one re-run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import and_, case, exists, func, select, update
+from sqlalchemy.engine import Connection, Engine
+
+from airflow_leastaction.catalog.audit import WAITING, AttemptKey, consumed_slot, is_stale
+from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task_run
+from airflow_leastaction.catalog.transactions import Transactions
+from airflow_leastaction.gate import DecisionResult
+
+REQUESTED, RERUN, FAILED = "requested", "rerun", "failed"
+
+
+@dataclass(frozen=True)
+class DueRerun:
+    id: int
+    dag_id: str
+    run_id: str
+    gate_task_id: str
+    task_ids: tuple[str, ...] | None
+
+    @property
+    def to_clear(self) -> list[str] | None:
+        """The task ids to clear in the run: the gate and what it admits (None: every task of the run)."""
+        return None if self.task_ids is None else [self.gate_task_id, *self.task_ids]
+
+
+class LateArrivals:
+    """Late-arrival operations of the catalog store."""
+
+    engine: Engine
+    transactions: Transactions
+
+    def due_late_arrivals(
+        self, task_pk: int | None = None, slot: dt.datetime | None = None, consumer: AttemptKey | None = None
+    ) -> list[DueRerun]:
+        """Waiting re-runs due now: those whose run ran without slot ``slot`` of task ``task_pk`` (it just
+        completed), or whose consumer ``consumer`` just succeeded; due when every dependency their run
+        ran without has arrived."""
+        la, c = late_arrival.c, consumption.c
+        ran_without = [
+            c.dag_id == la.dag_id,
+            c.run_id == la.run_id,
+            c.result == DecisionResult.MISSING.value,
+            exists().where(gate_decision.c.id == c.decision_id, gate_decision.c.task_id == la.gate_task_id),
+        ]
+        if task_pk is not None:
+            touched = exists().where(*ran_without, c.upstream_task_pk == task_pk, c.upstream_slot == slot)
+        else:
+            touched = and_(la.dag_id == consumer.dag_id, la.run_id == consumer.run_id, exists().where(*ran_without))
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(late_arrival).where(la.state == WAITING, touched)).mappings().all()
+            return [_due(r) for r in rows if _all_arrived(conn, r)]
+
+    def claim_late_arrival(self, rerun_id: int, now: dt.datetime | None = None) -> bool:
+        """Take a due re-run for this process: True for exactly one claimant."""
+        now = now or dt.datetime.now(dt.UTC)
+        la = late_arrival.c
+        with self.transactions.write() as conn:
+            done = conn.execute(
+                update(late_arrival)
+                .where(la.id == rerun_id, la.state == WAITING)
+                .values(state=REQUESTED, updated_at=now)
+            )
+            return done.rowcount == 1
+
+    def finish_late_arrival(self, rerun_id: int, state: str, detail: str, now: dt.datetime | None = None) -> None:
+        """Record what became of a claimed re-run: ``rerun`` (Airflow cleared it) or ``failed``, and why."""
+        now = now or dt.datetime.now(dt.UTC)
+        with self.transactions.write() as conn:
+            conn.execute(
+                update(late_arrival)
+                .where(late_arrival.c.id == rerun_id)
+                .values(state=state, detail=detail, updated_at=now)
+            )
+
+    def late_arrivals(self, dag_id: str | None = None, run_ids: Sequence[str] | None = None) -> list[dict]:
+        """The re-runs on late arrival, newest first (of a DAG, of some of its runs)."""
+        la = late_arrival.c
+        query = select(late_arrival).order_by(la.id.desc())
+        if dag_id is not None:
+            query = query.where(la.dag_id == dag_id)
+        if run_ids is not None:
+            query = query.where(la.run_id.in_(list(run_ids)))
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def _due(row) -> DueRerun:
+    task_ids = tuple(json.loads(row["task_ids"])) if row["task_ids"] is not None else None
+    return DueRerun(row["id"], row["dag_id"], row["run_id"], row["gate_task_id"], task_ids)
+
+
+def _all_arrived(conn: Connection, row) -> bool:
+    """Whether the run of ``row`` consumed MISSING records, each now stale (its slot arrived since)."""
+    c, r = consumption.c, task_run.c
+    missing = and_(
+        c.dag_id == row["dag_id"],
+        c.run_id == row["run_id"],
+        c.result == DecisionResult.MISSING.value,
+        exists().where(gate_decision.c.id == c.decision_id, gate_decision.c.task_id == row["gate_task_id"]),
+    )
+    arrived = and_(r.id.is_not(None), is_stale(task_run))
+    total, done = conn.execute(
+        select(func.count(), func.coalesce(func.sum(case((arrived, 1), else_=0)), 0))
+        .select_from(consumption.outerjoin(task_run, consumed_slot(task_run)))
+        .where(missing)
+    ).one()
+    return total > 0 and done == total

@@ -1,0 +1,51 @@
+"""``airflow-leastaction plan``: what re-running some slots of a task touches, before anything runs.
+
+Lists every catalog task that consumed those slots, transitively, the runs of theirs that become stale,
+the waves they can re-run in (parents first), how many task runs that is, and, for tasks outside
+Airflow, the command their owner runs. ``--apply`` starts the waves through Airflow's backfill API.
+
+Exit status: 0 when planned (and applied); 2 for bad input (checked while parsing: an identity not
+written project/name, a slot that is not ISO-8601 with an offset; then an identity not in the catalog, an
+empty range); 1 when the plan cannot be applied (Airflow's API out of reach or refusing: nothing is
+started then).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from airflow_leastaction.catalog.plan_reads import make_plan
+from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.cli.arguments import CONN_ID_LENGTH, Identity, Instant, Name
+
+
+def register(sub) -> None:
+    p = sub.add_parser("plan", help="plan a re-run of a task's slots: its stale consumers, in waves")
+    p.add_argument(
+        "--task", required=True, type=Identity(), help="catalog identity: project/name (then @account, [partition])"
+    )
+    p.add_argument("--from", dest="start", required=True, type=Instant(), help="first slot, ISO-8601 with offset")
+    p.add_argument("--to", dest="end", required=True, type=Instant(), help="last slot, ISO-8601 with offset")
+    p.add_argument("--json", action="store_true", help="the plan as one JSON object")
+    p.add_argument("--apply", action="store_true", help="start the waves through Airflow's backfill API")
+    p.add_argument(
+        "--api-conn-id", default=None, type=Name(CONN_ID_LENGTH), help="the Airflow API connection (--apply)"
+    )
+    p.set_defaults(func=_plan)
+
+
+def _plan(args) -> int:
+    plan = make_plan(CatalogStore(conn_id=args.conn_id), args.task, args.start, args.end)
+    if args.json and not args.apply:
+        print(json.dumps(plan.as_dict(), sort_keys=True))
+        return 0
+    print(plan.format(), file=sys.stderr if args.json else sys.stdout)
+    if args.apply:
+        from airflow_leastaction.airflow_api import AirflowApi
+        from airflow_leastaction.rerun_apply import apply_plan
+
+        made = apply_plan(plan, AirflowApi.from_connection(args.api_conn_id), lambda line: print(line, flush=True))
+        if args.json:
+            print(json.dumps({**plan.as_dict(), "backfills": [b.get("id") for b in made]}, sort_keys=True))
+    return 0

@@ -1,0 +1,183 @@
+"""Planning a re-run before anything runs: which task runs re-running some slots of a task makes stale,
+transitively, and in which waves they can re-run. Pure logic, no Airflow import.
+
+The plan follows the catalog's own record of who used what: consumption records (a consumer run, its
+downstream slot, the upstream slot it consumed), and for tasks outside Airflow, which record no
+consumption, the parents they declared and the parent slot covering each of their slots. Each consumer run
+reached re-publishes its slot when it re-runs, so its own consumers are stale in turn. The waves are the
+run-condition validation's (:func:`~airflow_leastaction.run_conditions.waves.waves`) over the tasks of
+the plan: a task re-runs after every task of the plan it consumed from, parents first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.run_conditions.waves import Node, waves
+
+
+@dataclass(frozen=True)
+class PlannedTask:
+    """A catalog task as the plan names it: its identity, and the Airflow DAG and task it is, if any."""
+
+    pk: int
+    identity: TaskIdentity
+    source: str = "airflow"
+    dag_id: str | None = None
+    task_id: str | None = None
+    cron: str | None = None
+    timezone: str = "UTC"
+
+    @property
+    def external(self) -> bool:
+        return self.source == "external" or self.dag_id is None
+
+    def report_command(self, slot: dt.datetime) -> str:
+        """What the owner of an external task runs once it re-ran ``slot``: publish the new revision."""
+        i = self.identity
+        extra = (f" --account {i.account}" if i.account else "") + (
+            f" --partition {i.partition}" if i.partition else ""
+        )
+        return f"airflow-leastaction catalog report {i.name} --project {i.project}{extra} --slot {slot.isoformat()}"
+
+
+@dataclass(frozen=True)
+class Consumed:
+    """One use of an upstream slot by a downstream run (a consumption record, or an external task's slot
+    whose declared parent's covering slot it is)."""
+
+    upstream_pk: int
+    upstream_slot: dt.datetime
+    downstream_pk: int
+    downstream_slot: dt.datetime
+
+
+@dataclass
+class RerunPlan:
+    """What re-running ``root``'s slots in ``[start, end]`` touches."""
+
+    root: PlannedTask
+    start: dt.datetime
+    end: dt.datetime
+    tasks: dict[int, PlannedTask] = field(default_factory=dict)
+    #: Per task, the slots of its runs that re-run (the root's own, then every consumer run reached).
+    runs: dict[int, list[dt.datetime]] = field(default_factory=dict)
+    #: Per task, the tasks of the plan it consumed from.
+    upstream: dict[int, set[int]] = field(default_factory=dict)
+    #: Task pks, wave by wave: each wave consumed only from earlier ones.
+    waves: list[list[int]] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        """How many task runs re-run, the root's included."""
+        return sum(len(slots) for slots in self.runs.values())
+
+    @property
+    def stale(self) -> int:
+        """How many consumer runs become stale (every run of the plan but the root's)."""
+        return self.count - len(self.runs.get(self.root.pk, []))
+
+    def as_dict(self) -> dict:
+        def named(pk: int) -> dict:
+            t = self.tasks[pk]
+            entry = {
+                "task": str(t.identity),
+                "dag_id": t.dag_id,
+                "task_id": t.task_id,
+                "external": t.external,
+                "slots": [s.isoformat() for s in self.runs[pk]],
+                "consumes": sorted(str(self.tasks[u].identity) for u in self.upstream.get(pk, ())),
+            }
+            if t.external and pk != self.root.pk:
+                entry["owner_runs"] = [t.report_command(s) for s in self.runs[pk]]
+            return entry
+
+        return {
+            "task": str(self.root.identity),
+            "from": self.start.isoformat(),
+            "to": self.end.isoformat(),
+            "task_runs": self.count,
+            "stale_runs": self.stale,
+            "waves": [[named(pk) for pk in wave] for wave in self.waves],
+        }
+
+    def format(self) -> str:
+        """The plan as a person reads it: one line per task of each wave, then the owners' commands."""
+        lines = [
+            f"re-running {self.root.identity} from {self.start.isoformat()} to {self.end.isoformat()}: "
+            f"{self.count} task runs in {len(self.waves)} waves ({len(self.runs.get(self.root.pk, []))} of "
+            f"{self.root.identity}, {self.stale} stale consumer runs)"
+        ]
+        for n, wave in enumerate(self.waves, 1):
+            lines.append(f"wave {n}:")
+            for pk in wave:
+                t, slots = self.tasks[pk], self.runs[pk]
+                where = f"DAG {t.dag_id}" if not t.external else "outside Airflow"
+                span = slots[0].isoformat() if len(slots) == 1 else f"{slots[0].isoformat()} .. {slots[-1].isoformat()}"
+                lines.append(f"  {t.identity} ({where}): {len(slots)} run(s), {span}")
+        outside = [pk for wave in self.waves for pk in wave if self.tasks[pk].external and pk != self.root.pk]
+        if outside:
+            lines.append("outside Airflow, their owners re-run them and then publish each slot:")
+            lines += [f"  {self.tasks[pk].report_command(s)}" for pk in outside for s in self.runs[pk]]
+        return "\n".join(lines)
+
+
+def plan_rerun(
+    root: PlannedTask,
+    start: dt.datetime,
+    end: dt.datetime,
+    root_slots: Iterable[dt.datetime],
+    consumers: Callable[[Mapping[int, set[dt.datetime]]], Iterable[Consumed]],
+    describe: Callable[[Iterable[int]], Mapping[int, PlannedTask]],
+) -> RerunPlan:
+    """The plan of re-running ``root_slots`` of ``root``.
+
+    :param consumers: the uses of a frontier of runs (task pk -> slots): what consumed them.
+    :param describe: the catalog tasks of some pks.
+    """
+    plan = RerunPlan(root, start, end, {root.pk: root})
+    runs: dict[int, set[dt.datetime]] = {root.pk: set(root_slots)}
+    frontier = {root.pk: set(runs[root.pk])}
+    while frontier:
+        reached: dict[int, set[dt.datetime]] = {}
+        for use in consumers(frontier):
+            if use.downstream_pk == use.upstream_pk and use.downstream_slot <= use.upstream_slot:
+                continue  # a task's use of its own earlier run does not reach back
+            plan.upstream.setdefault(use.downstream_pk, set()).add(use.upstream_pk)
+            if use.downstream_slot not in runs.setdefault(use.downstream_pk, set()):
+                runs[use.downstream_pk].add(use.downstream_slot)
+                reached.setdefault(use.downstream_pk, set()).add(use.downstream_slot)
+        frontier = reached
+    plan.tasks.update(describe([pk for pk in runs if pk != root.pk]))
+    plan.runs = {pk: sorted(slots) for pk, slots in runs.items() if slots}
+    # The waves of the run-condition validation, over the plan's tasks named by their identities.
+    name = {pk: str(plan.tasks[pk].identity) for pk in plan.runs}
+    pk_of = {n: pk for pk, n in name.items()}
+    nodes = {
+        name[pk]: Node(name[pk], tuple(sorted(name[u] for u in plan.upstream.get(pk, ()) if u != pk and u in name)))
+        for pk in plan.runs
+    }
+    plan.waves = [[pk_of[n] for n in wave] for wave in waves(nodes)]
+    return plan
+
+
+def backfill_ranges(slots: list[dt.datetime], schedule: list[dt.datetime]) -> list[tuple[dt.datetime, dt.datetime]]:
+    """``slots`` (sorted) as the fewest ranges that hold no other slot of ``schedule`` (every slot of the
+    task's schedule from the first to the last of ``slots``): a backfill re-runs every run of its range,
+    so each range covers affected runs only."""
+    wanted = set(slots)
+    ranges: list[list[dt.datetime]] = []
+    open_range = False
+    for slot in sorted(set(schedule) | wanted):
+        if slot in wanted:
+            if open_range:
+                ranges[-1][1] = slot
+            else:
+                ranges.append([slot, slot])
+            open_range = True
+        else:
+            open_range = False
+    return [(a, b) for a, b in ranges]

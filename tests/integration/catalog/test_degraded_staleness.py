@@ -1,0 +1,105 @@
+"""A run admitted degraded is stale once what it ran without lands, whether the slot it awaited had a
+record at the deadline (a run in flight) or none at all, and no longer once it consumed the slot; the
+consumption page, ``stale`` and retention agree, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from airflow_leastaction.catalog.audit import AttemptKey
+from airflow_leastaction.catalog.retention import prune
+from airflow_leastaction.catalog.store import TaskMeta
+from airflow_leastaction.gate import ALL, Judgement, decide_at_deadline
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.refs import airflow_task
+from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter
+
+UTC = dt.UTC
+DAY = dt.datetime(2024, 1, 2, tzinfo=UTC)
+CRON = "0 0 * * *"
+FEEDS = [TaskIdentity(f"feed_{c}", "feeds") for c in ("fr", "de", "es", "it")]
+IT = FEEDS[3]
+REPORT = airflow_task("country_report", "report")
+META = TaskMeta(cron=CRON, dag_id="country_report", task_id="report")
+
+
+def judge(store, feed: TaskIdentity) -> Judgement:
+    """What a gate judges of ``feed`` at ``DAY``: its slot record if it has one, else its task alone."""
+    records = [s for s in store.snapshot([(feed, DAY)])[1] if s.slot == DAY]
+    if not records:
+        pk = store.get_task(feed)["id"]
+        return Judgement(feed.key, False, f"{feed.name}: no run", upstream_task_pk=pk, upstream_slot=DAY)
+    (record,) = records
+    return Judgement(
+        feed.key,
+        record.state == "success",
+        f"{feed.name}: {record.state}",
+        upstream_task_pk=record.task_pk,
+        upstream_run_pk=record.pk,
+        upstream_slot=DAY,
+        upstream_revision=record.output_revision,
+    )
+
+
+def report_runs(store, run: int) -> None:
+    """The report's gate judges the four feeds at its deadline (degraded when one has not landed) and the
+    report succeeds, consuming what it was admitted on."""
+    judged = [judge(store, feed) for feed in FEEDS]
+    outcome = decide_at_deadline(ALL, judged, 3, "2024-01-02T06:00:00+00:00")
+    run_id = f"scheduled__{run}"
+    gate = AttemptKey("country_report", "report__gate", run_id, -1, 1)
+    store.record_decisions(gate, outcome.judgements, downstream_slot=DAY, degraded=outcome.degraded)
+    consumer = AttemptKey("country_report", "report", run_id, -1, 1)
+    store.record_success(REPORT, DAY, meta=META, run_id=run_id, consumer=consumer, gate_task_ids=["report__gate"])
+
+
+def stale_pages(store) -> tuple[list, list]:
+    """What the consumption page says is stale: its stale-only list, and the flag of each record shown."""
+    reads = CatalogReads(store.engine)
+    only = reads.consumption(ConsumptionFilter(stale_only=True), None, 50).rows
+    flagged = [r for r in reads.consumption(ConsumptionFilter(), None, 50).rows if r["stale"]]
+    return [(r["dependency"], r["result"]) for r in only], [(r["dependency"], r["result"]) for r in flagged]
+
+
+@pytest.fixture(params=["running", "no record"])
+def degraded(request, store):
+    """The report admitted degraded without the Italian feed, which at the deadline was running or had
+    never started its slot."""
+    for feed in FEEDS[:3]:
+        store.report_completion(feed, DAY, cron=CRON)
+    if request.param == "running":
+        store.record_running(IT, DAY, run_id="it-late")
+    else:
+        store.register_task(IT, TaskMeta(cron=CRON))
+    report_runs(store, 1)
+    return store
+
+
+class TestDegradedStaleness:
+    def test_a_degraded_run_is_not_stale_while_what_it_ran_without_has_not_landed(self, degraded):
+        assert degraded.stale_consumers("country_report") == []
+        assert stale_pages(degraded) == ([], [])
+
+    def test_the_arrival_of_what_it_ran_without_lists_it_stale_ran_without_it(self, degraded):
+        degraded.report_completion(IT, DAY, cron=CRON)
+        (stale,) = degraded.stale_consumers("country_report")
+        assert (stale["dependency"], stale["missing"], stale["consumed_revision"], stale["current_revision"]) == (
+            IT.key,
+            True,
+            0,
+            1,
+        )
+        assert stale_pages(degraded) == ([(IT.key, "MISSING")], [(IT.key, "MISSING")])
+
+    def test_a_stale_degraded_run_keeps_its_record_through_retention(self, degraded):
+        degraded.report_completion(IT, DAY, cron=CRON)
+        prune(degraded.engine, dt.datetime.now(UTC))  # everything recorded so far is older
+        assert [s["dependency"] for s in degraded.stale_consumers("country_report")] == [IT.key]
+
+    def test_the_run_that_consumed_the_arrived_slot_is_no_longer_stale(self, degraded):
+        degraded.report_completion(IT, DAY, cron=CRON)
+        report_runs(degraded, 2)
+        assert degraded.stale_consumers("country_report") == []
+        assert stale_pages(degraded) == ([], [])
