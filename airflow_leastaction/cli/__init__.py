@@ -10,9 +10,11 @@ when it has one, otherwise 1 (the catalog cannot be reached, among others).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
+from collections.abc import Iterator
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -64,28 +66,41 @@ class _Stderr:
         sys.stderr.flush()
 
 
-def _logs_to_stderr() -> None:
-    # Airflow sets its log handlers up on first import, on whatever stdout is then; point them at stderr
-    # so what a command prints (JSON included) is all that reaches stdout.
+@contextlib.contextmanager
+def _logs_to_stderr() -> Iterator[None]:
+    """Airflow's log lines go to stderr while a command runs, so what it prints (JSON included) is all
+    that reaches stdout; where Airflow's structured loggers write is restored when the command returns."""
+    # Airflow sets its log handlers up on first import, on whatever stdout is then.
     stdout, sys.stdout = sys.stdout, sys.stderr
     try:
         import airflow.configuration
         import airflow.settings  # noqa: F401
         import structlog
+
+        factory = structlog.get_config().get("logger_factory")
     except ImportError:  # pragma: no cover - Airflow is a hard dependency
-        return
+        factory = None
     finally:
         sys.stdout = stdout
     # Airflow's structured loggers that are not told where to write use the sys.stdout of the moment each
     # is made, later, during the command: a warning logged then (Airflow 3.1 warns that the catalog's
     # connection type has an underscore) would land among what the command prints.
-    factory = structlog.get_config().get("logger_factory")
-    if getattr(factory, "io", False) is None:
+    redirect = getattr(factory, "io", False) is None
+    if redirect:
         factory.io = _Stderr()
+    try:
+        yield
+    finally:
+        if redirect:
+            factory.io = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    _logs_to_stderr()
+    with _logs_to_stderr():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
