@@ -15,8 +15,6 @@ LATENCY_DAGS = textwrap.dedent("""
     import time
     from pathlib import Path
 
-from tests.helpers.airflow_cluster import AirflowCluster
-
     import pendulum
     from airflow.sdk import DAG, task
     from airflow_leastaction.run_conditions import run_condition

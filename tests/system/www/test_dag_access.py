@@ -22,6 +22,8 @@ from tests.helpers.api_server import FAB_AUTH_MANAGER, api_server, fab_role, fab
 
 DAGS = Path(__file__).parent / "access_dags"
 ALLOWED, DENIED = "sales_daily", "finance_weekly"
+# Re-running the denied DAG's rollup over the scenario's first week.
+PLANNED = "finance/finance_weekly.rollup&from=2024-01-01T00:00:00%2B00:00&to=2024-01-07T00:00:00%2B00:00"
 USER, PASSWORD = "sales_reader", "sales-pass"
 PREFIX = "/leastaction"
 
@@ -123,6 +125,7 @@ class TestAUserAllowedOneDag:
 #: Every route, each naming finance_weekly or one of its tasks ({rollup}: the roll-up's catalog id).
 DENIED_ROUTES = [
     f"/api/decisions?dag_id={DENIED}",
+    f"/api/attempts?dag_id={DENIED}",
     f"/decisions?dag_id={DENIED}",
     f"/decisions?dag_id={DENIED}&task_id=rollup&run_id=scheduled__2024-01-01T05:00:00%2B00:00&map_index=-1",
     f"/api/consumption?dag_id={DENIED}",
@@ -132,6 +135,9 @@ DENIED_ROUTES = [
     "/api/graph?task_pk={rollup}",
     "/graph?task_pk={rollup}",
     f"/dag?dag_id={DENIED}",
+    f"/api/dag?dag_id={DENIED}",
+    f"/api/plan?task={PLANNED}",
+    f"/plan?task={PLANNED}",
     "/api/queue",
     "/queue",  # shared by every DAG: needs read access to all of them
 ]
