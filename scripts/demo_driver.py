@@ -24,6 +24,11 @@ COMPONENTS = ("scheduler", "triggerer", "dag_processor")
 LOCKED_RETRIES = 10
 
 
+# Example DAGs parsed and shown but not run by the demo: their runs come from a producer the demo does not
+# run (hourly partitioned landings; a partner's catalog reports), which tests/system/assets runs instead.
+FED_BY_A_PRODUCER = {"orders_on_assets.py", "partner_feed_assets.py"}
+
+
 class Demo:
     """A logged-in REST client for the demo's API server.
 
@@ -75,7 +80,7 @@ class Demo:
                 sys.exit("import errors in the example DAGs:\n" + json.dumps(errors, indent=1))
             dags = self.get("/api/v2/dags", limit=1000)["dags"]
             seen = {Path(d["fileloc"]).name for d in dags}
-            return dags if files <= seen else None
+            return [d for d in dags if Path(d["fileloc"]).name not in FED_BY_A_PRODUCER] if files <= seen else None
 
         return wait(parsed, timeout, f"the example DAGs ({', '.join(sorted(files))}) to be parsed")
 
