@@ -4,7 +4,7 @@ Part of :class:`~airflow_leastaction.catalog.store.CatalogStore`. A gate that ad
 writes a ``la_late_arrival`` row (``waiting``) with its MISSING decisions
 (:meth:`~airflow_leastaction.catalog.audit.AuditRecords.record_decisions`). Once the run succeeded and
 *every* dependency it ran without completed the slot it was awaited for (each MISSING consumption
-record is stale, by :func:`~airflow_leastaction.catalog.audit.is_stale`, the one meaning of stale), the
+record is stale, by :func:`~airflow_leastaction.catalog.staleness.is_stale`, the one meaning of stale), the
 row is due. Whoever records such a completion claims it (``requested``: one claimant, however many
 processes see it at once) and asks Airflow to re-run it; the row keeps the answer (``rerun`` or
 ``failed``), the audit of that one re-run.
@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from sqlalchemy import and_, case, exists, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
-from airflow_leastaction.catalog.audit import WAITING, AttemptKey, consumed_slot, is_stale
+from airflow_leastaction.catalog.audit import WAITING, AttemptKey
 from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task_run
+from airflow_leastaction.catalog.staleness import consumed_slot, is_stale
 from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.gate import DecisionResult
 

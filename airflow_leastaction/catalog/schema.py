@@ -181,7 +181,7 @@ consumption = Table(
     # The decision's result: SATISFIED (ran with it), or MISSING (ran degraded without it: revision 0, or
     # the one its awaited slot had, is what it "consumed", so the slot's arrival makes it stale).
     Column("result", String(12), nullable=False, server_default="SATISFIED"),
-    # A consumer's records of one slot, down to what a staleness check looks up (audit.is_stale): the
+    # A consumer's records of one slot, down to what a staleness check looks up (staleness.is_stale): the
     # check then reads the records that match, not every record of the consumer's slot.
     Index(
         "ix_la_consumption_downstream",

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from sqlalchemy import Select, case, func, literal, or_, select, tuple_
 from sqlalchemy.engine import Engine
 
-from airflow_leastaction.catalog.audit import consumed_slot, is_stale
 from airflow_leastaction.catalog.bridges import Bridge, bridges_of
 from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task, task_run
+from airflow_leastaction.catalog.staleness import consumed_slot, is_stale
 from airflow_leastaction.catalog.store import parse_parents
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gate import DecisionResult
@@ -233,7 +233,7 @@ class CatalogReads:
 
     def consumption(self, f: ConsumptionFilter, cursor: Cursor | None, limit: int, scope: DagScope = EVERY_DAG) -> Page:
         """Consumption records with the upstream slot's current revision, each flagged stale or not by the
-        same rule as ``airflow-leastaction stale`` (:func:`~airflow_leastaction.catalog.audit.is_stale`).
+        same rule as ``airflow-leastaction stale`` (:func:`~airflow_leastaction.catalog.staleness.is_stale`).
 
         The page's rows are chosen first (filtered, newest first, one more than ``limit``), and only they are
         joined and checked for staleness: SQLite computes a select list before sorting, so a stale flag in
