@@ -45,8 +45,9 @@ def check_key_format(key_format: str, owner: str) -> str:
     hourly task) gives several slots one key: it is for tasks whose slots are that coarse."""
     if not isinstance(key_format, str):
         raise ConfigurationError(f"{owner}: key_format {key_format!r} is not text (a strftime format)")
-    if key_format.count("%Y") != 1:
-        raise ConfigurationError(f"{owner}: key_format {key_format!r} must name the year (%Y) once")
+    directives = key_format.replace("%%", "")  # a literal percent sign names no field
+    if directives.count("%Y") != 1 or "%y" in directives:  # %y reads 69 back as 1969
+        raise ConfigurationError(f"{owner}: key_format {key_format!r} must name the year once, as %Y")
     try:
         key = partition_key(SAMPLE_SLOT, "UTC", key_format)
         again = partition_key(slot_of_key(key, "UTC", key_format), "UTC", key_format)
