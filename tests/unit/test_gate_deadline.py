@@ -7,7 +7,19 @@ import datetime as dt
 
 import pytest
 
-from airflow_leastaction.gate import ALL, ANY, Judgement, RunCondition, Verdict, decide_at_deadline
+from airflow_leastaction.fallback import Fallback
+from airflow_leastaction.gate import (
+    ALL,
+    ANY,
+    DependencyType,
+    Judgement,
+    RunCondition,
+    Verdict,
+    decide_at_deadline,
+    judge_upstream_task,
+)
+from airflow_leastaction.run_conditions.judging import in_run_pending, with_fallback
+from airflow_leastaction.run_conditions.model import GateSpec
 
 DEADLINE = "2026-11-28T06:00:00+00:00"
 SLOT = dt.datetime(2026, 11, 28, tzinfo=dt.UTC)
@@ -93,3 +105,42 @@ class TestMissingDecision:
     def test_the_awaited_slot_travels_in_trigger_events(self):
         judged = Judgement("catalog:feeds/it", False, "late", awaited_slot=SLOT)
         assert Judgement.from_event(judged.as_event()) == judged
+
+
+class TestSameRunUpstreamsAtTheDeadline:
+    """A task of the gate's own run is part of the run, not late data: at the deadline it is waited for."""
+
+    NOW = SLOT + dt.timedelta(hours=7)
+    DEADLINE_AT = SLOT + dt.timedelta(hours=6)
+
+    def spec(self, require: int = 3, condition: RunCondition = ALL):
+        return GateSpec("report", condition=condition, fallback=Fallback(dt.timedelta(hours=6), require))
+
+    def in_run(self, *states: str | None) -> list[Judgement]:
+        return [
+            judge_upstream_task(f"task:land_{c}", DependencyType.SUCCESS, s, run_settled=True)
+            for c, s in zip(["fr", "de", "es", "it"], states, strict=False)
+        ]
+
+    def decide(self, spec, judgements):
+        outcome = with_fallback(spec, judgements, [], self.NOW, self.DEADLINE_AT)
+        return outcome, in_run_pending(outcome)
+
+    @pytest.mark.parametrize("running", ["running", "scheduled", None, "up_for_retry"])
+    def test_a_same_run_upstream_still_unfinished_at_the_deadline_is_waited_for_not_recorded_missing(self, running):
+        outcome, pending = self.decide(self.spec(), self.in_run("success", "success", "success", running))
+        assert (outcome.verdict, outcome.degraded, pending) == (Verdict.WAIT, False, True)
+        assert "fallback deadline" not in outcome.judgements[3].reason
+
+    def test_below_require_with_upstreams_of_the_run_unfinished_it_waits_instead_of_skipping(self):
+        outcome, pending = self.decide(self.spec(), self.in_run(None, None, None, None))
+        assert (outcome.verdict, pending) == (Verdict.WAIT, True)
+
+    def test_once_the_same_run_upstream_failed_and_the_run_settled_it_is_missing_and_the_task_admitted_degraded(self):
+        outcome, pending = self.decide(self.spec(), self.in_run("success", "success", "success", "failed"))
+        assert (outcome.verdict, outcome.degraded, pending) == (Verdict.ADMIT, True, False)
+        assert outcome.judgements[3].reason.endswith(f"missing at the fallback deadline {self.DEADLINE_AT.isoformat()}")
+
+    def test_a_condition_met_in_full_admits_at_once_whatever_else_of_the_run_still_runs(self):
+        outcome, _ = self.decide(self.spec(1, ANY), self.in_run("success", "running", "running", "running"))
+        assert (outcome.verdict, outcome.degraded) == (Verdict.ADMIT, False)

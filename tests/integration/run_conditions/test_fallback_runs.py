@@ -161,10 +161,6 @@ class TestOtherGates:
         land(catalog, "it")
         assert [(s["task_id"], s["missing"]) for s in catalog.stale_consumers("fb_sensor")] == [("report", True)]
 
-    @pytest.mark.skip(
-        reason="known defect: a fallback gate on a task of its own run that failed waits in its trigger "
-        "instead of recording it MISSING and admitting degraded at the deadline (dag.test never returns)"
-    )
     def test_a_feed_of_the_same_run_that_failed_is_missing(self, catalog, run_dag):
         run = run_dag("fb_in_run", DAY)
         assert (states(run)["report"], states(run)["land_it"]) == ("success", "failed")
