@@ -37,7 +37,7 @@ from typing import Self
 import httpx
 
 from tests.helpers.airflow_databases import copy_migrated
-from tests.helpers.processes import group_members, instance_names, processes, signal_group
+from tests.helpers.processes import describe_processes, group_members, instance_names, processes, signal_group
 
 DEFAULT_COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
 #: The production shape of docker/docker-compose.yaml: two triggerers and two Celery workers.
@@ -141,6 +141,9 @@ class AirflowCluster:
     _down: set[str] = field(default_factory=set, init=False)
     #: Components whose process group was still alive ``timeout`` seconds after SIGTERM (set by :meth:`stop`).
     needed_sigkill: list[str] = field(default_factory=list, init=False)
+    #: What was still alive in each component's group when it needed SIGKILL: one line per process.
+    sigkill_found: dict[str, list[str]] = field(default_factory=dict, init=False)
+    _stopped: list[Component] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         self.home = Path(self.home or tempfile.mkdtemp(prefix="leastaction-cluster-"))
@@ -308,10 +311,12 @@ class AirflowCluster:
                 comp.process.wait(max(0.1, deadline - time.monotonic()))
             if comp.process.poll() is None or group_members({comp.process.pid}):
                 self.needed_sigkill.append(comp.name)
+                self.sigkill_found[comp.name] = describe_processes(group_members({comp.process.pid}))
             # Children (task runners, uvicorn workers) may outlive the leader: clear the whole group.
             signal_group(comp, signal.SIGKILL)
             if comp.process.poll() is None:
                 comp.process.wait(10)
+        self._stopped.extend(self._procs)
         self._procs.clear()
 
     def leftover_pids(self) -> list[int]:
@@ -334,9 +339,10 @@ class AirflowCluster:
     def describe(self) -> str:
         """Where everything is, and the tail of each component's log."""
         parts = [f"cluster home {self.home}, API {self.base_url}, logs {self.log_dir}"]
-        for comp in self._procs:
+        for comp in self._procs + self._stopped:
             state = "running" if comp.alive() else f"exited {comp.process.returncode if comp.process else '-'}"
-            parts.append(f"----- {comp.name} ({state}) {comp.log_path}\n{comp.tail()}")
+            found = "".join(f"\n  alive at SIGKILL: {line}" for line in self.sigkill_found.get(comp.name, []))
+            parts.append(f"----- {comp.name} ({state}) {comp.log_path}{found}\n{comp.tail()}")
         return "\n".join(parts) + "\n"
 
     # -- REST API ----------------------------------------------------------------------------------------

@@ -45,3 +45,18 @@ def processes() -> dict[int, tuple[int, int]]:
 def group_members(groups: set[int]) -> list[int]:
     """Live processes (zombies are already gone for our purposes) in any of the process ``groups``."""
     return [pid for pid, (_, group) in processes().items() if group in groups]
+
+
+def describe_processes(pids: list[int]) -> list[str]:
+    """One line per process: pid, state, the kernel function it sleeps in and its command line."""
+    lines = []
+    for pid in pids:
+        proc = Path("/proc") / str(pid)
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = (proc / "wchan").read_text().strip() or "-"
+        except OSError:
+            continue
+        lines.append(f"pid {pid} state {state} in {wchan}: {cmdline[:300]}")
+    return lines
