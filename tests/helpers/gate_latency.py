@@ -108,8 +108,9 @@ def waiting_for_first(cluster, dag_id: str, run_id: str, seen: set) -> bool:
         return False
     if "child__gate" not in states:
         return True
+    # The gate task's trigger log names the task it gates: "child waiting: ...".
     return states["child__gate"] == "deferred" and trigger_waits(
-        cluster, dag_id, run_id, "child__gate", "child__gate waiting:"
+        cluster, dag_id, run_id, "child__gate", "child waiting:"
     )
 
 

@@ -92,10 +92,6 @@ def any_shape_ran(cluster, dag_id: str) -> dict:
 
 
 class TestAnyOnARealDeployment:
-    @pytest.mark.skip(
-        reason="open defect: as the first run of a fresh deployment, the ANY gate's 'child__gate waiting:' "
-        "line is not seen in its trigger's log within 300 s (the module's two later ANY runs pass)"
-    )
     def test_any_waits_deferred_and_starts_before_the_slow_upstreams_finish(self, cluster):
         info = any_shape_ran(cluster, "bench_gate_any")
         assert "deferred" in info["seen"]  # waiting in the triggerer, not on a worker
