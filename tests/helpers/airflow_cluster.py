@@ -37,7 +37,14 @@ from typing import Self
 import httpx
 
 from tests.helpers.airflow_databases import copy_migrated
-from tests.helpers.processes import describe_processes, group_members, instance_names, processes, signal_group
+from tests.helpers.processes import (
+    describe_processes,
+    dump_stacks,
+    group_members,
+    instance_names,
+    processes,
+    signal_group,
+)
 
 DEFAULT_COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
 #: The production shape of docker/docker-compose.yaml: two triggerers and two Celery workers.
@@ -190,6 +197,8 @@ class AirflowCluster:
                 # The example dbt worker ends once the queue is empty instead of waiting for held work.
                 "FIELD_OPS_DRAIN_MAX_WAIT_MINUTES": "0",
                 "PYTHONUNBUFFERED": "1",
+                # A component that hangs writes its threads' stacks to its log on SIGABRT (stop(diagnose=True)).
+                "PYTHONFAULTHANDLER": "1",
             }
         )
         if self.catalog_url:
@@ -299,8 +308,11 @@ class AirflowCluster:
             found |= frontier
         return found
 
-    def stop(self, timeout: float = 30) -> None:
-        """SIGTERM each component's process group, then SIGKILL whatever is left after ``timeout``."""
+    def stop(self, timeout: float = 30, *, diagnose: bool = False) -> None:
+        """SIGTERM each component's process group, then SIGKILL whatever is left after ``timeout``.
+
+        ``diagnose``: before the SIGKILL, a component still alive is sent SIGABRT, on which Python's
+        fault handler (enabled in every component) writes each thread's stack to the component's log."""
         for comp in self._procs:
             signal_group(comp, signal.SIGTERM)
         deadline = time.monotonic() + timeout
@@ -312,6 +324,8 @@ class AirflowCluster:
             if comp.process.poll() is None or group_members({comp.process.pid}):
                 self.needed_sigkill.append(comp.name)
                 self.sigkill_found[comp.name] = describe_processes(group_members({comp.process.pid}))
+                if diagnose:
+                    dump_stacks(group_members({comp.process.pid}))
             # Children (task runners, uvicorn workers) may outlive the leader: clear the whole group.
             signal_group(comp, signal.SIGKILL)
             if comp.process.poll() is None:
@@ -335,6 +349,11 @@ class AirflowCluster:
         if exc_type is not None:
             sys.stderr.write(self.describe())
         self.stop(TEARDOWN_GRACE)
+
+    def component_log(self, name: str) -> str:
+        """The whole log of a running or stopped component."""
+        comp = next(c for c in self._procs + self._stopped if c.name == name)
+        return comp.log_path.read_text(errors="replace") if comp.log_path.exists() else ""
 
     def describe(self) -> str:
         """Where everything is, and the tail of each component's log."""

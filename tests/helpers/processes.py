@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import resource
+import signal
+import time
 from pathlib import Path
 
 
@@ -60,3 +64,36 @@ def describe_processes(pids: list[int]) -> list[str]:
             continue
         lines.append(f"pid {pid} state {state} in {wchan}: {cmdline[:300]}")
     return lines
+
+
+def dump_stacks(pids: list[int], wait: float = 5.0) -> None:
+    """Ask each process for its Python threads' stacks: SIGABRT, on which a process run with
+    PYTHONFAULTHANDLER=1 writes them to its stderr and ends (no core file: its core limit is set to 0 first).
+    Waits up to ``wait`` seconds for them to go."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+            os.kill(pid, signal.SIGABRT)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and any(pid in processes() for pid in pids):
+        time.sleep(0.1)
+
+
+_FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line \d+ in (?P<func>\S+)', re.M)
+
+
+def deadlocked_in_signal_handler_log(log_text: str) -> bool:
+    """Whether a fault handler's stack dump in ``log_text`` shows a thread stuck in Airflow's SIGTERM
+    handler on its log line: the innermost frame waits in structlog's write (``_output.py``), the handler
+    (``_exit_gracefully``, in Airflow) is below it, and below that the log line it interrupted was being
+    written. structlog's write lock is not reentrant, so such a handler waits for itself forever."""
+    for block in re.split(r"\n\s*\n", log_text):
+        frames = [(m["path"], m["func"]) for m in _FRAME.finditer(block)]
+        handler = next(
+            (i for i, (path, func) in enumerate(frames) if func == "_exit_gracefully" and "/airflow/" in path), None
+        )
+        if handler is None or not frames or not frames[0][0].endswith("structlog/_output.py"):
+            continue
+        if any(path.endswith("structlog/_output.py") for path, _ in frames[handler + 1 :]):
+            return True
+    return False

@@ -45,6 +45,9 @@ class Demo:
     def __init__(self, url: str, printed: str, home: Path, proc: subprocess.Popen):
         self.url, self.printed, self.home, self.proc = url, printed, home, proc
 
+    def output(self) -> str:
+        return (self.home / "demo.out").read_text(errors="replace")
+
     def runs(self, dag_id: str) -> list[dict]:
         with httpx.Client(base_url=self.url, timeout=120) as client:
             token = client.post("/auth/token", json={"username": "admin", "password": "admin"}).json()
@@ -82,7 +85,13 @@ def demo(tmp_path_factory):
         "DEMO_TO": DEMO_TO,
     }
     log = (home / "demo.out").open("w+")
-    proc = subprocess.Popen([str(ROOT / "scripts" / "demo.sh")], env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [str(ROOT / "scripts" / "demo.sh")],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_signals_as_a_shell_gives_them,
+    )
     try:
         out = _wait_for(log, proc, "LeastAction:", 600)
         printed = re.search(r"LeastAction:\s+(\S+)", out).group(1)
@@ -100,6 +109,26 @@ def demo(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 proc.kill()
         log.close()
+
+
+def _signals_as_a_shell_gives_them() -> None:
+    """The demo starts with the signal state a user's shell gives a command: none ignored or blocked. A
+    test process may have inherited or left SIGINT ignored, and bash cannot trap a signal ignored when it
+    starts, so Ctrl-C would not reach the demo's trap."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _signal_state(pid: int) -> str:
+    """The process's blocked, ignored and caught signals, as the kernel shows them (for a failure message)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return f"pid {pid} is gone"
+    return " ".join(
+        line.replace("\t", "=") for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn", "SigCgt"))
+    )
 
 
 def _wait_for(log, proc, line: str, timeout: float, *, after: str = "", until: tuple[str, ...] = ()) -> str:
@@ -289,8 +318,13 @@ class TestStopping:
     """Last in the module: it ends the demo the other tests read."""
 
     def test_ctrl_c_stops_airflow_and_frees_the_port(self, demo):
+        state = _signal_state(demo.proc.pid)
         demo.proc.send_signal(signal.SIGINT)
-        assert demo.proc.wait(timeout=90) == 130  # the demo's trap: stopped by the user
+        try:
+            status = demo.proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the demo did not stop within 90 s of Ctrl-C ({state}); its output:\n{demo.output()[-3000:]}")
+        assert status == 130  # the demo's trap: stopped by the user
         port = int(demo.url.rsplit(":", 1)[1])
         with socket.socket() as sock:
             assert sock.connect_ex(("127.0.0.1", port)) != 0, "the API server outlived the demo"
