@@ -94,6 +94,8 @@ def deadlocked_in_signal_handler_log(log_text: str) -> bool:
         )
         if handler is None or not frames or not frames[0][0].endswith("structlog/_output.py"):
             continue
+        if any("airflow_leastaction" in path for path, _ in frames):
+            continue  # the provider's code is on the stack: not Airflow's handler alone
         if any(path.endswith("structlog/_output.py") for path, _ in frames[handler + 1 :]):
             return True
     return False
