@@ -4,7 +4,8 @@
 Every page extends ``base.html`` and gets from :func:`render`: ``nav`` (the tab bar), ``scope`` (the DAG or
 task instance a tab of Airflow's opened it for), ``clock`` (times: :mod:`airflow_leastaction.www.present`)
 and ``airflow`` (links: :mod:`airflow_leastaction.www.links`). Filters: ``when``, ``short``, ``in_text``
-(times inside a reason) and ``tone`` (a state's colour class).
+(times inside a reason) and ``tone`` (a state's colour class). Functions: ``badge``, ``to_airflow`` and
+``task_instance`` (:mod:`airflow_leastaction.www.fragments`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from airflow_leastaction.catalog.engine import get_engine, resolve_url
+from airflow_leastaction.www import fragments
 from airflow_leastaction.www.links import AirflowLinks
 from airflow_leastaction.www.params import blank, bounded_int, one_of
 from airflow_leastaction.www.present import Clock, ago, tone, worker_name
@@ -116,15 +118,18 @@ def _in_text(value: str | None) -> str:
 
 def _environment() -> Environment:
     # autoescape=True for every template, whatever its extension: catalog names come from anyone who reports.
+    # auto_reload off: the templates ship with the package, so a render need not stat each file it uses.
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=True,
+        auto_reload=False,
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
     env.filters.update(when=_when, short=_short, in_text=_in_text, tone=tone)
     env.globals.update(PAGES=PAGES, ago=ago, worker_name=worker_name)
+    env.globals.update(badge=fragments.badge, to_airflow=fragments.to_airflow, task_instance=fragments.task_instance)
     return env
 
 
