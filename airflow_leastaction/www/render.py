@@ -11,6 +11,7 @@ and ``airflow`` (links: :mod:`airflow_leastaction.www.links`). Filters: ``when``
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,7 +170,9 @@ def render(request: Request, name: str, active: str, *, scope: Scope | None = No
         _CLOCK.reset(token)
 
 
-def catalog_reads(request: Request) -> CatalogReads:
-    """The reader for this app's catalog (the default catalog connection unless the factory named one)."""
+def catalog_reads(request: Request) -> Iterator[CatalogReads]:
+    """The reader for this app's catalog (the default catalog connection unless the factory named one),
+    one connection for all of the request's reads."""
     url = getattr(request.app.state, "catalog_url", None) or resolve_url()
-    return CatalogReads(get_engine(url))
+    with CatalogReads(get_engine(url)).held() as reads:
+        yield reads
