@@ -6,38 +6,16 @@ the regression these catch."""
 from __future__ import annotations
 
 import datetime as dt
-from contextlib import contextmanager
 
 import pytest
-from sqlalchemy import event
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.gate import Judgement
+from tests.helpers.statement_count import StatementCounter
 
 P = "/leastaction"
 AT = dt.datetime(2026, 11, 20, 3, tzinfo=dt.UTC)
-
-
-@contextmanager
-def counted(engine):
-    """The statements sent through ``engine`` (BEGIN left out) and its pool checkouts, while inside."""
-    seen = {"statements": [], "checkouts": 0}
-
-    def statement(conn, cursor, text, parameters, context, executemany):
-        if text.strip().upper() != "BEGIN":
-            seen["statements"].append(text)
-
-    def checkout(*_):
-        seen["checkouts"] += 1
-
-    event.listen(engine, "before_cursor_execute", statement)
-    event.listen(engine.pool, "checkout", checkout)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", statement)
-        event.remove(engine.pool, "checkout", checkout)
 
 
 def airflow_engine():
@@ -54,12 +32,19 @@ def gate_attempts(store, count: int) -> None:
 
 
 def requests_of(client, catalog_url, path: str) -> tuple[dict, dict]:
-    with counted(get_engine(catalog_url)) as catalog, counted(airflow_engine()) as airflow:
+    """The statements (BEGIN left out) and connections of one request, to the catalog and to Airflow."""
+    with StatementCounter(get_engine(catalog_url)) as catalog, StatementCounter(airflow_engine()) as airflow:
         response = client.get(P + path)
     assert response.status_code == 200, response.text
     # The login's own checks (a revoked token? the DAG's team?) are Airflow's, the same on every route.
-    airflow["statements"] = [s for s in airflow["statements"] if "revoked_token" not in s and "team" not in s]
-    return catalog, airflow
+    login = ("revoked_token", "team")
+    return (
+        {"statements": [s for s in catalog.statements if s.strip() != "BEGIN"], "checkouts": catalog.checkouts},
+        {
+            "statements": [s for s in airflow.statements if not any(w in s for w in login)],
+            "checkouts": airflow.checkouts,
+        },
+    )
 
 
 @pytest.mark.parametrize("path", ["/decisions", "/api/attempts", "/decisions?dag_id=orders"])
