@@ -127,3 +127,17 @@ def test_one_task_instances_decisions_are_the_start_of_its_runs_range(store):
     assert not any("TEMP B-TREE" in s or s.lstrip().startswith("Sort") for s in steps), steps
     rows = reads.decisions(f, None, 50).rows
     assert len(rows) == 50 and {(r["task_id"], r["run_id"]) for r in rows} == {("t2__gate", "r4")}
+
+
+def test_a_dags_degraded_runs_are_looked_up_among_the_missing_decisions(store):
+    for run in range(40):  # a busy DAG never admitted degraded
+        judged = [Judgement(f"task:up_{n}", True, "seeded") for n in range(100)]
+        store.record_decisions(AttemptKey("busy", "t__gate", f"r{run}", -1, 1), judged, downstream_slot=AT, at=AT)
+    with store.engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    reads = CatalogReads(store.engine)
+    steps = plans(store.engine, lambda: reads.degraded_runs("busy"))
+    # The range of the result index that holds MISSING decisions, not the DAG's every decision.
+    assert index_conditions(steps, "ix_la_gate_decision_result_time"), steps
+    assert not index_conditions(steps, "ix_la_gate_decision_dag_time"), steps
+    assert reads.degraded_runs("busy") == []
