@@ -249,6 +249,14 @@ Index(
     gate_decision.c.decided_at,
     gate_decision.c.id,
 )
+# A task instance's verdicts: its run's decisions, newest first (migration 0013_run_decisions).
+Index(
+    "ix_la_gate_decision_run_time",
+    gate_decision.c.dag_id,
+    gate_decision.c.run_id,
+    gate_decision.c.decided_at,
+    gate_decision.c.id,
+)
 Index(
     "ix_la_consumption_task_time",
     consumption.c.dag_id,

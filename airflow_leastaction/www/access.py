@@ -37,7 +37,7 @@ def _known_dag_ids(reads: CatalogReads) -> set[str]:
 
     with create_session() as session:
         known = set(session.scalars(select(DagModel.dag_id)))
-    with reads.engine.connect() as conn:
+    with reads.connect() as conn:
         dags = select(task.c.dag_id).where(task.c.dag_id.is_not(None)).distinct()
         known |= set(conn.execute(dags).scalars())
     return known

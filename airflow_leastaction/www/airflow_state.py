@@ -9,7 +9,9 @@ admitted, skipped), and what a DAG declares (:mod:`airflow_leastaction.www.decla
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -36,15 +38,53 @@ class RunFacts:
         return self.state in ("success", "failed")
 
 
-def _session():
+#: The session of :func:`one_session`, while one is open.
+_HELD: ContextVar = ContextVar("leastaction_airflow_session", default=None)
+
+
+@contextmanager
+def one_session() -> Iterator[None]:
+    """Every read inside shares one session of Airflow's database: a page of verdicts reads DAGs, task
+    instances and waiting gates, each once, and opening a session (a checkout, a transaction, its commit)
+    cost more than such a read."""
+    if _HELD.get() is not None:
+        yield
+        return
     from airflow.utils.session import create_session
 
-    return create_session()
+    with create_session() as session:
+        token = _HELD.set(session)
+        try:
+            yield
+        finally:
+            _HELD.reset(token)
+
+
+@contextmanager
+def _session():
+    held = _HELD.get()
+    if held is not None:
+        yield held
+        return
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        yield session
 
 
 #: Parsed DAGs by (DAG id, hash of its serialized form): a DAG is parsed again only when it changed.
 _PARSED: dict[tuple[str, str], dict[str, DeclaredTask]] = {}
 _PARSED_MAX = 512
+
+
+@lru_cache(maxsize=1)
+def _latest_versions_statement():
+    """Airflow's own choice of a DAG's latest serialized version, reduced to its ids and hashes, for the
+    DAG ids bound as ``dag_ids``: built once (building Airflow's statement cost more than running it)."""
+    from airflow.models.serialized_dag import SerializedDagModel as SDM
+
+    dag_ids = bindparam("dag_ids", expanding=True)
+    return SDM._latest_by_version_select(dag_ids).with_only_columns(SDM.id, SDM.dag_id, SDM.dag_hash)
 
 
 def declared_tasks(dag_ids: Iterable[str]) -> dict[str, dict[str, DeclaredTask]]:
@@ -56,10 +96,9 @@ def declared_tasks(dag_ids: Iterable[str]) -> dict[str, dict[str, DeclaredTask]]
     wanted = sorted({d for d in dag_ids if d})
     if not wanted:
         return {}
-    # Airflow's own choice of a DAG's latest serialized version, reduced to its ids and hashes.
-    latest = SDM._latest_by_version_select(wanted).with_only_columns(SDM.id, SDM.dag_id, SDM.dag_hash)
     with _session() as session:
-        versions = {row.id: (row.dag_id, str(row.dag_hash)) for row in session.execute(latest)}
+        rows = session.execute(_latest_versions_statement(), {"dag_ids": wanted})
+        versions = {row.id: (row.dag_id, str(row.dag_hash)) for row in rows}
         parsed = {key: _PARSED[key] for key in versions.values() if key in _PARSED}
         unparsed = [pk for pk, key in versions.items() if key not in parsed]
         if unparsed:
@@ -161,6 +200,20 @@ def _aware(value: dt.datetime | None) -> dt.datetime | None:
 GATE_OPERATORS = ("RunConditionGate", "DagRunGate", "ParentIntervalSensor")
 
 
+@lru_cache(maxsize=2)
+def _waiting_statement(by_dag: bool):
+    """Gate task instances waiting now, longest waiting first, at most ``most`` (in the DAGs bound as
+    ``dag_ids`` when ``by_dag``): built once."""
+    from airflow.models.taskinstance import TaskInstance as TI
+
+    stmt = select(TI.dag_id, TI.task_id, TI.run_id, TI.map_index).where(
+        TI.state.in_(("deferred", "up_for_reschedule", "running")), TI.operator.in_(GATE_OPERATORS)
+    )
+    if by_dag:
+        stmt = stmt.where(TI.dag_id.in_(bindparam("dag_ids", expanding=True)))
+    return stmt.order_by(TI.start_date, TI.dag_id).limit(bindparam("most"))
+
+
 def waiting_gates(
     dag_ids: Iterable[str] | None, limit: int
 ) -> list[tuple[tuple[str, str, str, int], TaskInstanceFacts]]:
@@ -168,15 +221,10 @@ def waiting_gates(
 
     :param dag_ids: only these DAGs (None: every DAG).
     """
-    from airflow.models.taskinstance import TaskInstance as TI
-
-    cols = (TI.dag_id, TI.task_id, TI.run_id, TI.map_index)
-    stmt = select(*cols).where(
-        TI.state.in_(("deferred", "up_for_reschedule", "running")), TI.operator.in_(GATE_OPERATORS)
-    )
+    params = {"most": limit}
     if dag_ids is not None:
-        stmt = stmt.where(TI.dag_id.in_(sorted(dag_ids)))
+        params["dag_ids"] = sorted(dag_ids)
     with _session() as session:
-        keys = [tuple(r) for r in session.execute(stmt.order_by(TI.start_date, TI.dag_id).limit(limit))]
+        keys = [tuple(r) for r in session.execute(_waiting_statement(dag_ids is not None), params)]
     facts = task_instances(keys)
     return [(k, facts[k]) for k in keys if k in facts]

@@ -4,12 +4,14 @@
 Every page extends ``base.html`` and gets from :func:`render`: ``nav`` (the tab bar), ``scope`` (the DAG or
 task instance a tab of Airflow's opened it for), ``clock`` (times: :mod:`airflow_leastaction.www.present`)
 and ``airflow`` (links: :mod:`airflow_leastaction.www.links`). Filters: ``when``, ``short``, ``in_text``
-(times inside a reason) and ``tone`` (a state's colour class).
+(times inside a reason) and ``tone`` (a state's colour class). Functions: ``badge``, ``to_airflow`` and
+``task_instance`` (:mod:`airflow_leastaction.www.fragments`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from airflow_leastaction.catalog.engine import get_engine, resolve_url
+from airflow_leastaction.www import fragments
 from airflow_leastaction.www.links import AirflowLinks
 from airflow_leastaction.www.params import blank, bounded_int, one_of
 from airflow_leastaction.www.present import Clock, ago, tone, worker_name
@@ -116,15 +119,18 @@ def _in_text(value: str | None) -> str:
 
 def _environment() -> Environment:
     # autoescape=True for every template, whatever its extension: catalog names come from anyone who reports.
+    # auto_reload off: the templates ship with the package, so a render need not stat each file it uses.
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=True,
+        auto_reload=False,
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
     env.filters.update(when=_when, short=_short, in_text=_in_text, tone=tone)
     env.globals.update(PAGES=PAGES, ago=ago, worker_name=worker_name)
+    env.globals.update(badge=fragments.badge, to_airflow=fragments.to_airflow, task_instance=fragments.task_instance)
     return env
 
 
@@ -164,7 +170,9 @@ def render(request: Request, name: str, active: str, *, scope: Scope | None = No
         _CLOCK.reset(token)
 
 
-def catalog_reads(request: Request) -> CatalogReads:
-    """The reader for this app's catalog (the default catalog connection unless the factory named one)."""
+def catalog_reads(request: Request) -> Iterator[CatalogReads]:
+    """The reader for this app's catalog (the default catalog connection unless the factory named one),
+    one connection for all of the request's reads."""
     url = getattr(request.app.state, "catalog_url", None) or resolve_url()
-    return CatalogReads(get_engine(url))
+    with CatalogReads(get_engine(url)).held() as reads:
+        yield reads

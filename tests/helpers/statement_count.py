@@ -1,4 +1,5 @@
-"""Counting every statement an engine sends (SQLAlchemy ``before_cursor_execute``), unfiltered."""
+"""Counting every statement an engine sends (SQLAlchemy ``before_cursor_execute``), unfiltered, and the
+connections taken from its pool."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ class StatementCounter:
         self.engine = engine
         self.by_read: Counter = Counter()
         self.statements: list[str] = []
+        #: Connections checked out of the engine's pool.
+        self.checkouts = 0
         self._local = threading.local()
         self._lock = threading.Lock()
 
@@ -24,6 +27,10 @@ class StatementCounter:
         with self._lock:
             self.by_read[getattr(self._local, "read", None)] += 1
             self.statements.append(statement)
+
+    def _checkout(self, *_):
+        with self._lock:
+            self.checkouts += 1
 
     @property
     def total(self) -> int:
@@ -46,10 +53,12 @@ class StatementCounter:
 
     def __enter__(self):
         event.listen(self.engine, "before_cursor_execute", self._count)
+        event.listen(self.engine.pool, "checkout", self._checkout)
         return self
 
     def __exit__(self, *exc):
         event.remove(self.engine, "before_cursor_execute", self._count)
+        event.remove(self.engine.pool, "checkout", self._checkout)
 
 
 @contextmanager

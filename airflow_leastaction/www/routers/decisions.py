@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse
 
 from airflow_leastaction.gate import DecisionResult
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
+from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS
 from airflow_leastaction.www.attempts import AttemptView, attempt_views, undecided_view, waiting_views
 from airflow_leastaction.www.names import Names
@@ -123,9 +124,9 @@ def list_attempts(page=Depends(decision_page), readable: DagScope = READABLE_DAG
     """Gate attempts whose decisions match the filters, newest first, each with its verdict and all its
     decisions (an attempt cut by the page's end is listed whole on both pages)."""
     _, result, reads = page
-    return Listing[Attempt](
-        items=[attempt_model(v) for v in attempt_views(reads, result.rows, readable)], next_cursor=result.next_cursor
-    )
+    with airflow_state.one_session():
+        views = attempt_views(reads, result.rows, readable)
+    return Listing[Attempt](items=[attempt_model(v) for v in views], next_cursor=result.next_cursor)
 
 
 def _one_task_instance(f: DecisionFilter) -> bool:
@@ -141,11 +142,13 @@ def decisions_page(
 ):
     f, result, reads = page
     one = _one_task_instance(f)
-    views = attempt_views(reads, result.rows, readable, ROWS_OF_ONE_ATTEMPT if one else ROWS_PER_ATTEMPT)
-    undecided, rule = None, ""
-    if not views and one and request.query_params.get("cursor") is None:
-        undecided, rule = undecided_view(f.dag_id, f.task_id, f.run_id, -1 if f.map_index is None else f.map_index)
-    waiting = [] if one or request.query_params.get("cursor") else _waiting(f, readable)
+    with airflow_state.one_session():
+        views = attempt_views(reads, result.rows, readable, ROWS_OF_ONE_ATTEMPT if one else ROWS_PER_ATTEMPT)
+        undecided, rule = None, ""
+        if not views and one and request.query_params.get("cursor") is None:
+            index = -1 if f.map_index is None else f.map_index
+            undecided, rule = undecided_view(f.dag_id, f.task_id, f.run_id, index)
+        waiting = [] if one or request.query_params.get("cursor") else _waiting(f, readable)
     return render(
         request,
         "decisions.html",

@@ -118,9 +118,13 @@ def dag_dependencies(
     """Every dependency of ``dag_id``, each with its type and its state in the judged run."""
     require_readable(readable, dag_id, f"DAG {dag_id!r}")  # also the router's check; kept next to the read
     chosen = parse_time(interval, "interval", clock)
-    runs = airflow_state.recent_runs(dag_id)
-    judged = _judged_run(dag_id, blank(run_id), runs)
-    states = {t: s for (t, m), s in airflow_state.run_states(dag_id, judged.run_id).items() if m < 1} if judged else {}
+    with airflow_state.one_session():
+        runs = airflow_state.recent_runs(dag_id)
+        judged = _judged_run(dag_id, blank(run_id), runs)
+        states = (
+            {t: s for (t, m), s in airflow_state.run_states(dag_id, judged.run_id).items() if m < 1} if judged else {}
+        )
+        gates = DagGates([dag_id])
     decisions: dict[str, list[dict]] = {}
     if judged is not None:
         f = DecisionFilter(dag_id=dag_id, run_id=judged.run_id)
@@ -133,7 +137,6 @@ def dag_dependencies(
         if rows
         else None
     )
-    gates = DagGates([dag_id])
     graph = build(
         gates.tasks.get(dag_id, {}), gates.gates(dag_id), JudgedRun(states, decisions), lineage,
         dag_id=dag_id, internal=internal, catalog_tasks={r["task_id"]: r["state"] for r in rows},

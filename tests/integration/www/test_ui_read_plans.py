@@ -11,7 +11,7 @@ from sqlalchemy import event, text
 from airflow_leastaction.catalog.schema import consumption
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.gate import Judgement
-from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter
+from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter, DecisionFilter
 
 UTC = dt.UTC
 AT = dt.datetime(2026, 11, 20, 3, tzinfo=UTC)
@@ -109,3 +109,35 @@ def test_a_staleness_check_looks_up_the_consumers_matching_records_only(store):
     # per consumer, preferred the smaller (DAG, task, time) index and filtered a busy consumer's thousands).
     lookups = [s for s in steps if "SEARCH since" in s or " on la_consumption since" in s]
     assert lookups and all("ix_la_consumption_downstream" in s for s in lookups), lookups
+
+
+def test_one_task_instances_decisions_are_the_start_of_its_runs_range(store):
+    for run in range(12):  # a busy DAG: every task judged 100 dependencies in every run
+        for task in range(5):
+            judged = [Judgement(f"task:up_{n}", n % 3 > 0, "seeded") for n in range(100)]
+            key = AttemptKey("busy", f"t{task}__gate", f"r{run}", -1, 1)
+            store.record_decisions(key, judged, downstream_slot=AT, at=AT + dt.timedelta(hours=run, minutes=task))
+    with store.engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    reads = CatalogReads(store.engine)
+    f = DecisionFilter(dag_id="busy", task_id="t2", gate_task_id="t2__gate", run_id="r4", map_index=-1)
+    steps = plans(store.engine, lambda: reads.decisions(f, None, 50))
+    # The run's range, newest first: no sort of the task's or the attempt's decisions before the first row.
+    assert index_conditions(steps, "ix_la_gate_decision_run_time"), steps
+    assert not any("TEMP B-TREE" in s or s.lstrip().startswith("Sort") for s in steps), steps
+    rows = reads.decisions(f, None, 50).rows
+    assert len(rows) == 50 and {(r["task_id"], r["run_id"]) for r in rows} == {("t2__gate", "r4")}
+
+
+def test_a_dags_degraded_runs_are_looked_up_among_the_missing_decisions(store):
+    for run in range(40):  # a busy DAG never admitted degraded
+        judged = [Judgement(f"task:up_{n}", True, "seeded") for n in range(100)]
+        store.record_decisions(AttemptKey("busy", "t__gate", f"r{run}", -1, 1), judged, downstream_slot=AT, at=AT)
+    with store.engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    reads = CatalogReads(store.engine)
+    steps = plans(store.engine, lambda: reads.degraded_runs("busy"))
+    # The range of the result index that holds MISSING decisions, not the DAG's every decision.
+    assert index_conditions(steps, "ix_la_gate_decision_result_time"), steps
+    assert not index_conditions(steps, "ix_la_gate_decision_dag_time"), steps
+    assert reads.degraded_runs("busy") == []
