@@ -63,6 +63,15 @@ def _gate():
     return RunConditionGate(task_id="g", gated_task_id="t", dependencies=[])
 
 
+def _ui_catalog_url():
+    # The UI's dependency holds one connection for a request's reads: enter it as FastAPI does, then close it.
+    reads = catalog_reads(SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace())))
+    try:
+        return next(reads).engine.url
+    finally:
+        reads.close()
+
+
 # How each component finds its catalog, as its own code does it.
 COMPONENTS = {
     "listener": lambda: CatalogStore().engine.url,
@@ -76,7 +85,7 @@ COMPONENTS = {
         )
     ),
     "hook": lambda: CatalogHook().get_store().engine.url,
-    "ui": lambda: catalog_reads(SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace()))).engine.url,
+    "ui": _ui_catalog_url,
     "dbt queue": lambda: QueueStore(conn_id=None).engine.url,
     "cli": lambda: (
         CatalogStore(
