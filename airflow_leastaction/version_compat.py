@@ -14,9 +14,12 @@ from packaging.version import Version
 __all__ = [
     "AIRFLOW_V_3_2_PLUS",
     "AIRFLOW_V_3_3_PLUS",
+    "ASSET_EVENT_LISTENER",
     "OLDEST_SUPPORTED",
+    "PARTITIONED_ASSETS",
     "TASK_RETRY_POLICIES",
     "TRIGGERER_STARTS_TASKS",
+    "WATCHER_STATE_STORE",
     "AirflowFailException",
     "AirflowRescheduleException",
     "AirflowSensorTimeout",
@@ -24,6 +27,7 @@ __all__ = [
     "airflow_version",
     "dag_bag_class",
     "dag_serializer_class",
+    "say_once",
     "starts_in_triggerer",
 ]
 
@@ -71,6 +75,17 @@ TRIGGERER_STARTS_TASKS: bool = AIRFLOW_V_3_3_PLUS
 #: decided; the flag says which DAGs may use it.
 TASK_RETRY_POLICIES: bool = AIRFLOW_V_3_3_PLUS
 
+#: Asset events carry partition keys; partition-aware DAGs (``PartitionedAssetTimetable``,
+#: ``CronPartitionTimetable``) and the temporal partition mappers (``StartOfDayMapper``, ...) exist.
+PARTITIONED_ASSETS: bool = AIRFLOW_V_3_2_PLUS
+
+#: Airflow calls ``on_asset_event_emitted`` with the event (its extra and partition key).
+ASSET_EVENT_LISTENER: bool = AIRFLOW_V_3_2_PLUS
+
+#: A watcher in the triggerer reads its asset's state store, which the listener writes in the event's
+#: transaction.
+WATCHER_STATE_STORE: bool = AIRFLOW_V_3_3_PLUS
+
 
 def dag_bag_class() -> type:
     """Airflow's ``DagBag`` (parses a DAGs folder or file): ``airflow.models.dagbag`` on 3.1,
@@ -95,10 +110,15 @@ def dag_serializer_class() -> type:
 _said: set[str] = set()
 
 
-def _say_once(topic: str, message: str, *args) -> None:
+def _say_once(topic: str, message: str, *args, level: int = logging.INFO) -> None:
     if topic not in _said:
         _said.add(topic)
-        log.info(message, *args)
+        log.log(level, message, *args)
+
+
+def say_once(what: str) -> None:
+    """Log, once per process, that a mechanism this Airflow lacks is degraded, and how."""
+    _say_once(what, "Airflow %s: %s", ".".join(map(str, airflow_version())), what, level=logging.WARNING)
 
 
 def starts_in_triggerer(requested: bool) -> bool:
