@@ -27,6 +27,7 @@ __all__ = [
     "airflow_version",
     "dag_bag_class",
     "dag_serializer_class",
+    "latest_serialized_dags",
     "say_once",
     "starts_in_triggerer",
 ]
@@ -105,6 +106,36 @@ def dag_serializer_class() -> type:
     else:
         from airflow.serialization.serialized_objects import SerializedDAG as DagSerialization
     return DagSerialization
+
+
+def latest_serialized_dags(dag_ids: list[str]):
+    """A select of each DAG's latest serialized version (``SerializedDagModel`` rows), by version number.
+
+    Airflow 3.3's own choice (``_latest_by_version_select``); 3.1 and 3.2 have none to reuse (their
+    ``get_latest_serialized_dags`` runs the query and compares ``created_at``, which two versions can
+    share), so there the same query is built here."""
+    from airflow.models.serialized_dag import SerializedDagModel as SDM
+
+    if AIRFLOW_V_3_3_PLUS:
+        return SDM._latest_by_version_select(dag_ids)
+    from airflow.models.dag_version import DagVersion
+    from sqlalchemy import func, select
+
+    newest = (
+        select(DagVersion.dag_id, func.max(DagVersion.version_number).label("version_number"))
+        .join(SDM, SDM.dag_version_id == DagVersion.id)
+        .where(DagVersion.dag_id.in_(dag_ids))
+        .group_by(DagVersion.dag_id)
+        .subquery()
+    )
+    return (
+        select(SDM)
+        .join(DagVersion, SDM.dag_version_id == DagVersion.id)
+        .join(
+            newest,
+            (DagVersion.dag_id == newest.c.dag_id) & (DagVersion.version_number == newest.c.version_number),
+        )
+    )
 
 
 _said: set[str] = set()

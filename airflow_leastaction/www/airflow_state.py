@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from sqlalchemy import and_, bindparam, or_, select
 
+from airflow_leastaction.version_compat import latest_serialized_dags
 from airflow_leastaction.www.declared import DeclaredTask, parse_tasks
 from airflow_leastaction.www.verdicts import TaskInstanceFacts
 
@@ -57,7 +58,7 @@ def declared_tasks(dag_ids: Iterable[str]) -> dict[str, dict[str, DeclaredTask]]
     if not wanted:
         return {}
     # Airflow's own choice of a DAG's latest serialized version, reduced to its ids and hashes.
-    latest = SDM._latest_by_version_select(wanted).with_only_columns(SDM.id, SDM.dag_id, SDM.dag_hash)
+    latest = latest_serialized_dags(wanted).with_only_columns(SDM.id, SDM.dag_id, SDM.dag_hash)
     with _session() as session:
         versions = {row.id: (row.dag_id, str(row.dag_hash)) for row in session.execute(latest)}
         parsed = {key: _PARSED[key] for key in versions.values() if key in _PARSED}
