@@ -17,6 +17,8 @@ __all__ = [
     "ASSET_EVENT_LISTENER",
     "OLDEST_SUPPORTED",
     "PARTITIONED_ASSETS",
+    "PARTITION_ROLLUPS",
+    "RUNTIME_PARTITIONS",
     "TASK_RETRY_POLICIES",
     "TRIGGERER_STARTS_TASKS",
     "WATCHER_STATE_STORE",
@@ -79,6 +81,14 @@ TASK_RETRY_POLICIES: bool = AIRFLOW_V_3_3_PLUS
 #: Asset events carry partition keys; partition-aware DAGs (``PartitionedAssetTimetable``,
 #: ``CronPartitionTimetable``) and the temporal partition mappers (``StartOfDayMapper``, ...) exist.
 PARTITIONED_ASSETS: bool = AIRFLOW_V_3_2_PLUS
+
+#: Partition roll-ups: ``RollupMapper`` with its windows (``DayWindow``, ...), a downstream partition
+#: made of every upstream partition in its window.
+PARTITION_ROLLUPS: bool = AIRFLOW_V_3_3_PLUS
+
+#: A task names its run's partitions when it runs: ``PartitionedAtRuntime`` and
+#: ``outlet_events[asset].add_partitions(...)``.
+RUNTIME_PARTITIONS: bool = AIRFLOW_V_3_3_PLUS
 
 #: Airflow calls ``on_asset_event_emitted`` with the event (its extra and partition key).
 ASSET_EVENT_LISTENER: bool = AIRFLOW_V_3_2_PLUS
