@@ -21,6 +21,7 @@ __all__ = [
     "RUNTIME_PARTITIONS",
     "TASK_RETRY_POLICIES",
     "TRIGGERER_STARTS_TASKS",
+    "WALL_CLOCK_PARTITION_KEYS",
     "WATCHER_STATE_STORE",
     "AirflowFailException",
     "AirflowRescheduleException",
@@ -81,6 +82,10 @@ TASK_RETRY_POLICIES: bool = AIRFLOW_V_3_3_PLUS
 #: Asset events carry partition keys; partition-aware DAGs (``PartitionedAssetTimetable``,
 #: ``CronPartitionTimetable``) and the temporal partition mappers (``StartOfDayMapper``, ...) exist.
 PARTITIONED_ASSETS: bool = AIRFLOW_V_3_2_PLUS
+
+#: ``CronPartitionTimetable`` writes a run's key as its wall-clock time in the timetable's timezone, as
+#: the catalog writes a slot's key; 3.2 writes the run's UTC time whatever the timezone.
+WALL_CLOCK_PARTITION_KEYS: bool = AIRFLOW_V_3_3_PLUS
 
 #: Partition roll-ups: ``RollupMapper`` with its windows (``DayWindow``, ...), a downstream partition
 #: made of every upstream partition in its window.
