@@ -14,9 +14,15 @@ from packaging.version import Version
 __all__ = [
     "AIRFLOW_V_3_2_PLUS",
     "AIRFLOW_V_3_3_PLUS",
+    "ASSET_EVENT_LISTENER",
     "OLDEST_SUPPORTED",
+    "PARTITIONED_ASSETS",
+    "PARTITION_ROLLUPS",
+    "RUNTIME_PARTITIONS",
     "TASK_RETRY_POLICIES",
     "TRIGGERER_STARTS_TASKS",
+    "WALL_CLOCK_PARTITION_KEYS",
+    "WATCHER_STATE_STORE",
     "AirflowFailException",
     "AirflowRescheduleException",
     "AirflowSensorTimeout",
@@ -24,6 +30,8 @@ __all__ = [
     "airflow_version",
     "dag_bag_class",
     "dag_serializer_class",
+    "latest_serialized_dags",
+    "say_once",
     "starts_in_triggerer",
 ]
 
@@ -71,6 +79,29 @@ TRIGGERER_STARTS_TASKS: bool = AIRFLOW_V_3_3_PLUS
 #: decided; the flag says which DAGs may use it.
 TASK_RETRY_POLICIES: bool = AIRFLOW_V_3_3_PLUS
 
+#: Asset events carry partition keys; partition-aware DAGs (``PartitionedAssetTimetable``,
+#: ``CronPartitionTimetable``) and the temporal partition mappers (``StartOfDayMapper``, ...) exist.
+PARTITIONED_ASSETS: bool = AIRFLOW_V_3_2_PLUS
+
+#: ``CronPartitionTimetable`` writes a run's key as its wall-clock time in the timetable's timezone, as
+#: the catalog writes a slot's key; 3.2 writes the run's UTC time whatever the timezone.
+WALL_CLOCK_PARTITION_KEYS: bool = AIRFLOW_V_3_3_PLUS
+
+#: Partition roll-ups: ``RollupMapper`` with its windows (``DayWindow``, ...), a downstream partition
+#: made of every upstream partition in its window.
+PARTITION_ROLLUPS: bool = AIRFLOW_V_3_3_PLUS
+
+#: A task names its run's partitions when it runs: ``PartitionedAtRuntime`` and
+#: ``outlet_events[asset].add_partitions(...)``.
+RUNTIME_PARTITIONS: bool = AIRFLOW_V_3_3_PLUS
+
+#: Airflow calls ``on_asset_event_emitted`` with the event (its extra and partition key).
+ASSET_EVENT_LISTENER: bool = AIRFLOW_V_3_2_PLUS
+
+#: A watcher in the triggerer reads its asset's state store, which the listener writes in the event's
+#: transaction.
+WATCHER_STATE_STORE: bool = AIRFLOW_V_3_3_PLUS
+
 
 def dag_bag_class() -> type:
     """Airflow's ``DagBag`` (parses a DAGs folder or file): ``airflow.models.dagbag`` on 3.1,
@@ -92,13 +123,48 @@ def dag_serializer_class() -> type:
     return DagSerialization
 
 
+def latest_serialized_dags(dag_ids: list[str]):
+    """A select of each DAG's latest serialized version (``SerializedDagModel`` rows), by version number.
+
+    Airflow 3.3's own choice (``_latest_by_version_select``); 3.1 and 3.2 have none to reuse (their
+    ``get_latest_serialized_dags`` runs the query and compares ``created_at``, which two versions can
+    share), so there the same query is built here."""
+    from airflow.models.serialized_dag import SerializedDagModel as SDM
+
+    if AIRFLOW_V_3_3_PLUS:
+        return SDM._latest_by_version_select(dag_ids)
+    from airflow.models.dag_version import DagVersion
+    from sqlalchemy import func, select
+
+    newest = (
+        select(DagVersion.dag_id, func.max(DagVersion.version_number).label("version_number"))
+        .join(SDM, SDM.dag_version_id == DagVersion.id)
+        .where(DagVersion.dag_id.in_(dag_ids))
+        .group_by(DagVersion.dag_id)
+        .subquery()
+    )
+    return (
+        select(SDM)
+        .join(DagVersion, SDM.dag_version_id == DagVersion.id)
+        .join(
+            newest,
+            (DagVersion.dag_id == newest.c.dag_id) & (DagVersion.version_number == newest.c.version_number),
+        )
+    )
+
+
 _said: set[str] = set()
 
 
-def _say_once(topic: str, message: str, *args) -> None:
+def _say_once(topic: str, message: str, *args, level: int = logging.INFO) -> None:
     if topic not in _said:
         _said.add(topic)
-        log.info(message, *args)
+        log.log(level, message, *args)
+
+
+def say_once(what: str) -> None:
+    """Log, once per process, that a mechanism this Airflow lacks is degraded, and how."""
+    _say_once(what, "Airflow %s: %s", ".".join(map(str, airflow_version())), what, level=logging.WARNING)
 
 
 def starts_in_triggerer(requested: bool) -> bool:

@@ -13,7 +13,6 @@ from typing import Any
 
 from airflow.sdk import Asset, AssetWatcher
 
-from airflow_leastaction.assets.compat import HAS_PARTITIONS
 from airflow_leastaction.assets.keys import DEFAULT_KEY_FORMAT, check_key_format, sample_key
 from airflow_leastaction.catalog.schema import asset_bridge
 from airflow_leastaction.config import setting
@@ -26,6 +25,7 @@ from airflow_leastaction.exceptions import (
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import resolve_timezone
 from airflow_leastaction.triggers.catalog_asset import CatalogAssetTrigger
+from airflow_leastaction.version_compat import PARTITIONED_ASSETS
 
 #: The key of the asset's extra that says which catalog task it publishes (read by the UI and listener).
 EXTRA_KEY = "leastaction"
@@ -217,7 +217,7 @@ def partitioned_on_catalog(assets, *, default_partition_mapper=None, partition_m
         default: ``IdentityMapper()``).
     :param partition_mapper_config: per asset, its mapper.
     """
-    if not HAS_PARTITIONS:
+    if not PARTITIONED_ASSETS:
         raise ConfigurationError("partitioned_on_catalog() needs partitioned assets, which Airflow 3.2 added")
     from airflow.sdk import IdentityMapper, PartitionedAssetTimetable
 

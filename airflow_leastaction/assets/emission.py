@@ -14,11 +14,11 @@ import logging
 
 from sqlalchemy import event, or_, select
 
-from airflow_leastaction.assets.compat import HAS_PARTITIONS, HAS_WATCHER_STATE_STORE, say_once
 from airflow_leastaction.catalog.bridges import AssetBridges
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.refs import deployment_project
 from airflow_leastaction.triggers.wire import CURSOR_KEY, Cursor
+from airflow_leastaction.version_compat import PARTITIONED_ASSETS, WATCHER_STATE_STORE, say_once
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def publish_in_transaction(asset_event, payload: dict) -> None:
     cursor = Cursor.decode(payload.get("cursor"))
     if asset_id is None or cursor is None:
         return
-    if HAS_WATCHER_STATE_STORE:
+    if WATCHER_STATE_STORE:
         stored = _locked_cursor(session, asset_id)
         if stored is not None and stored.passed(cursor.seq, cursor.slot):
             log.error(
@@ -57,7 +57,7 @@ def publish_in_transaction(asset_event, payload: dict) -> None:
             )
             return
         _store_cursor(session, asset_id, cursor)
-    if HAS_PARTITIONS and partition_aware_consumers(session, asset_id, asset.name, asset.uri):
+    if PARTITIONED_ASSETS and partition_aware_consumers(session, asset_id, asset.name, asset.uri):
         from airflow.assets.manager import AssetManager
 
         AssetManager.register_asset_change(

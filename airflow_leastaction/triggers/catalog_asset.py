@@ -13,7 +13,6 @@ from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
-from airflow_leastaction.assets.compat import HAS_ASSET_EVENT_LISTENER, HAS_WATCHER_STATE_STORE, say_once
 from airflow_leastaction.assets.keys import DEFAULT_KEY_FORMAT, partition_key
 from airflow_leastaction.catalog.bridges import AssetBridges
 from airflow_leastaction.catalog.engine import aresolve_url, get_engine, is_outage
@@ -23,6 +22,7 @@ from airflow_leastaction.triggers.poll_group import backoff
 from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.trigger_log import ClassLog
 from airflow_leastaction.triggers.wire import CURSOR_KEY, Cursor, slot_event
+from airflow_leastaction.version_compat import ASSET_EVENT_LISTENER, WATCHER_STATE_STORE, say_once
 
 
 class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
@@ -115,7 +115,7 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
                         run_id=done.run_id,
                     )
                 )
-                if not HAS_ASSET_EVENT_LISTENER:  # nothing sees the commit: move the catalog's cursor here
+                if not ASSET_EVENT_LISTENER:  # nothing sees the commit: move the catalog's cursor here
                     await asyncio.to_thread(self._advance, url, cursor, done.revision)
 
     async def _next_completions(self, poller: CatalogPoller, identity: TaskIdentity, cursor: Cursor, first):
@@ -165,7 +165,7 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
         self._say_reachable()
         if stored is not None:
             return stored
-        if HAS_WATCHER_STATE_STORE:  # the listener compares each event with a stored cursor
+        if WATCHER_STATE_STORE:  # the listener compares each event with a stored cursor
             await self._store_cursor(registered)
         return registered
 
@@ -175,7 +175,7 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
         return self.asset_state_store[Asset(name=self.asset_name, uri=self.asset_uri)]
 
     async def _stored_cursor(self) -> Cursor | None:
-        if not HAS_WATCHER_STATE_STORE:
+        if not WATCHER_STATE_STORE:
             say_once(
                 "asset watchers resume from the catalog's bridge cursor, written after each event's commit "
                 "(no asset state store in the triggerer before Airflow 3.3): a triggerer that dies between "

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from sqlalchemy import and_, bindparam, or_, select
 
+from airflow_leastaction.version_compat import latest_serialized_dags
 from airflow_leastaction.www.declared import DeclaredTask, parse_tasks
 from airflow_leastaction.www.verdicts import TaskInstanceFacts
 
@@ -79,12 +80,13 @@ _PARSED_MAX = 512
 
 @lru_cache(maxsize=1)
 def _latest_versions_statement():
-    """Airflow's own choice of a DAG's latest serialized version, reduced to its ids and hashes, for the
-    DAG ids bound as ``dag_ids``: built once (building Airflow's statement cost more than running it)."""
+    """Airflow's own choice of a DAG's latest serialized version (where the minor has one, see
+    :func:`~airflow_leastaction.version_compat.latest_serialized_dags`), reduced to its ids and hashes, for
+    the DAG ids bound as ``dag_ids``: built once (building the statement cost more than running it)."""
     from airflow.models.serialized_dag import SerializedDagModel as SDM
 
     dag_ids = bindparam("dag_ids", expanding=True)
-    return SDM._latest_by_version_select(dag_ids).with_only_columns(SDM.id, SDM.dag_id, SDM.dag_hash)
+    return latest_serialized_dags(dag_ids).with_only_columns(SDM.id, SDM.dag_id, SDM.dag_hash)
 
 
 def declared_tasks(dag_ids: Iterable[str]) -> dict[str, dict[str, DeclaredTask]]:

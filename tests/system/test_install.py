@@ -161,6 +161,11 @@ def test_make_test_minors_runs_the_unit_and_integration_tiers_on_every_minor_but
     assert ".venv-airflow-$$minor/bin/python -m pytest" in goal and "tests/unit tests/integration" in goal
 
 
+def test_ci_runs_the_older_minors_after_the_whole_suite_on_the_newest():
+    steps = [line.split() for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("make ")]
+    assert steps == [["make", "lint"], ["make", "test"], ["make", "test-minors"]]
+
+
 def _as_a_user(argv: list[str]) -> list[str]:
     """The command run without root: as ``nobody`` when the suite runs as root."""
     if os.geteuid() != 0:

@@ -11,11 +11,17 @@ from sqlalchemy import select
 from airflow_leastaction.catalog.schema import identity_clause, task, task_run
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.refs import airflow_asset
+from airflow_leastaction.version_compat import ASSET_EVENT_LISTENER, PARTITION_ROLLUPS, PARTITIONED_ASSETS
+from tests.helpers.airflow_minors import needs
+from tests.helpers.paths import EXAMPLES
 from tests.helpers.run_conditions import states
 
 MONDAY = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
 
 
+@needs(
+    ASSET_EVENT_LISTENER, "the on_asset_event_emitted listener hook (Airflow 3.2): orders_on_assets.py defines no DAG"
+)
 def test_the_landing_is_recorded_and_the_asset_triggered_dag_waits_for_its_catalog_parent(catalog, run_dag):
     hour = MONDAY + dt.timedelta(hours=9)
     assert run_dag("orders_landing", hour).state == "success"
@@ -32,3 +38,27 @@ def test_the_landing_is_recorded_and_the_asset_triggered_dag_waits_for_its_catal
     assert states(admitted) == {"wait_for_weekly_rates": "success", "enrich_orders": "success"}
     [decision] = catalog.decisions_for(AttemptKey("orders_on_landing", "wait_for_weekly_rates", admitted.run_id, -1, 1))
     assert (decision["result"], decision["upstream_slot"]) == ("SATISFIED", MONDAY)
+
+
+#: The example DAGs that need a mechanism of a later minor than 3.1, and whether this Airflow has it.
+NEWER = {
+    "orders_landing": ASSET_EVENT_LISTENER,
+    "orders_on_landing": ASSET_EVENT_LISTENER,
+    "orders_landed_daily": ASSET_EVENT_LISTENER,
+    "partner_feed_hourly": PARTITIONED_ASSETS,
+    "partner_feed_daily": PARTITION_ROLLUPS,
+}
+
+
+def test_an_example_file_defines_what_this_airflow_runs_and_names_in_one_line_what_it_leaves_out(caplog):
+    import logging
+
+    from airflow_leastaction.version_compat import dag_bag_class
+
+    with caplog.at_level(logging.WARNING):
+        bag = dag_bag_class()(str(EXAMPLES))
+    assert not bag.import_errors, bag.import_errors
+    assert {d for d in NEWER if d in bag.dags} == {d for d, there in NEWER.items() if there}
+    said = [r.getMessage() for r in caplog.records if "not defined" in r.getMessage()]
+    for dag_id, there in NEWER.items():
+        assert there or sum(dag_id in line for line in said) == 1, (dag_id, said)

@@ -21,7 +21,8 @@ QUEUED = {
 
 RUN_DRAIN = f"""
     import datetime as dt
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow_leastaction.version_compat import dag_bag_class
+    DagBag = dag_bag_class()
     bag = DagBag("{ROOT / "dags_examples"}")
     assert not bag.import_errors, bag.import_errors
     when = dt.datetime(2026, 11, 29, 9, tzinfo=dt.timezone.utc)

@@ -198,7 +198,9 @@ class TestFailure:
     ):
         """The follow-up owed to the requests made during the failed pass runs once, in the same drain here
         (its tiers hold nothing back), and the task fails: the failure is never reported green."""
-        from airflow.dag_processing.dagbag import DagBag
+        from airflow_leastaction.version_compat import dag_bag_class
+
+        DagBag = dag_bag_class()
 
         sql = dbt_project / "models" / "marts" / "fact_project_labor.sql"
         sql.write_text(sql.read_text().replace("sum(t.hours) as hours", "sum(t.no_such_column) as hours"))

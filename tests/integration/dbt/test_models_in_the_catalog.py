@@ -21,7 +21,9 @@ DIM = TaskIdentity("dim_project", "field_ops")
 
 @pytest.fixture
 def cases(airflow_db, catalog_url, use_catalog):
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow_leastaction.version_compat import dag_bag_class
+
+    DagBag = dag_bag_class()
 
     use_catalog(catalog_url)
     bag = DagBag(str(ROOT / "tests" / "dags" / "dbt_queue_cases.py"))

@@ -22,7 +22,8 @@ DAY = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
 
 RUN_GATED = f"""
     import datetime as dt
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow_leastaction.version_compat import dag_bag_class
+    DagBag = dag_bag_class()
     bag = DagBag("{ROOT / "tests" / "dags" / "lineage_cases.py"}")
     assert not bag.import_errors, bag.import_errors
     run = bag.get_dag("lin_gated").test(logical_date=dt.datetime(2026, 11, 16, tzinfo=dt.timezone.utc))

@@ -23,9 +23,19 @@ def serialize(airflow_db, tmp_path, monkeypatch):
     """``serialize(*task_ids)``: a DAG file with these tasks, parsed and written to Airflow's database as
     the DAG processor writes it (a new version each time it changes: no 30 s between writes here)."""
     monkeypatch.setenv("AIRFLOW__CORE__MIN_SERIALIZED_DAG_UPDATE_INTERVAL", "0")
-    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+    from airflow import settings
+
+    # Airflow 3.1 reads the option once, when airflow.settings is imported.
+    monkeypatch.setattr(settings, "MIN_SERIALIZED_DAG_UPDATE_INTERVAL", 0, raising=False)
+    from importlib import import_module
+
     from airflow.models.dagbundle import DagBundleModel
     from airflow.utils.session import create_session
+
+    from airflow_leastaction.version_compat import dag_bag_class
+
+    DagBag = dag_bag_class()
+    sync_bag_to_db = import_module(DagBag.__module__).sync_bag_to_db  # beside DagBag on every minor
 
     with create_session() as session:
         if session.get(DagBundleModel, "la-state-probe") is None:

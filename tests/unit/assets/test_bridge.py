@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+import airflow.sdk
 import pytest
-from airflow.sdk import Asset, DayWindow, RollupMapper, StartOfDayMapper, StartOfHourMapper
+from airflow.sdk import Asset
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,8 @@ from airflow_leastaction.exceptions import (
 )
 from airflow_leastaction.refs import airflow_task, external_task
 from airflow_leastaction.triggers.catalog_asset import CatalogAssetTrigger
+from airflow_leastaction.version_compat import PARTITION_ROLLUPS, PARTITIONED_ASSETS
+from tests.helpers.airflow_minors import needs
 
 FEED = external_task("feed", "partners")
 #: Instants as a partner writes them: with an offset or Z, or none.
@@ -157,18 +160,44 @@ class TestCatalogAsset:
         assert asset.watchers[0].trigger.from_slot == "2026-11-16T00:00:00+00:00"
 
 
+def mapper(name: str, **kwargs):
+    """Airflow's partition mapper ``name``, made when the test runs: Airflow 3.1 has none."""
+    return getattr(airflow.sdk, name)(**kwargs)
+
+
+def day_rollup():
+    return mapper("RollupMapper", upstream_mapper=mapper("StartOfDayMapper"), window=mapper("DayWindow"))
+
+
+@pytest.mark.skipif(PARTITIONED_ASSETS, reason="this Airflow has partition-aware DAGs: nothing to refuse")
+def test_a_partitioned_schedule_is_refused_where_airflow_has_no_partitions():
+    with pytest.raises(ConfigurationError, match=r"partitioned assets, which Airflow 3\.2 added"):
+        partitioned_on_catalog(catalog_asset(FEED))
+
+
+@needs(PARTITIONED_ASSETS, "partition-aware DAGs and partition mappers (Airflow 3.2)")
 class TestPartitionedOnCatalog:
-    def test_a_mapper_that_reads_the_keys_builds_airflows_partitioned_timetable(self):
-        feed = catalog_asset(FEED)
-        rollup = RollupMapper(upstream_mapper=StartOfDayMapper(), window=DayWindow())
-        timetable = partitioned_on_catalog(feed, default_partition_mapper=rollup)
+    @pytest.mark.parametrize(
+        "make_mapper",
+        [
+            pytest.param(lambda: mapper("StartOfDayMapper"), id="start-of-day"),
+            pytest.param(
+                day_rollup,
+                id="rollup",
+                marks=needs(PARTITION_ROLLUPS, "partition roll-ups (RollupMapper, Airflow 3.3)"),
+            ),
+        ],
+    )
+    def test_a_mapper_that_reads_the_keys_builds_airflows_partitioned_timetable(self, make_mapper):
+        feed, chosen = catalog_asset(FEED), make_mapper()
+        timetable = partitioned_on_catalog(feed, default_partition_mapper=chosen)
         assert type(timetable).__name__ == "PartitionedAssetTimetable"
-        assert timetable.asset_condition == feed and timetable.default_partition_mapper == rollup
+        assert timetable.asset_condition == feed and timetable.default_partition_mapper == chosen
 
     def test_a_mapper_that_cannot_read_the_keys_is_refused_naming_the_asset_the_task_and_the_mapper(self):
         feed = catalog_asset(FEED)
         with pytest.raises(UnreadablePartitionKeyError) as refused:
-            partitioned_on_catalog(feed, default_partition_mapper=StartOfDayMapper(input_format="%Y-%m-%d"))
+            partitioned_on_catalog(feed, default_partition_mapper=mapper("StartOfDayMapper", input_format="%Y-%m-%d"))
         message = str(refused.value)
         assert "StartOfDayMapper(input_format='%Y-%m-%d')" in message
         assert "asset 'catalog:partners/feed'" in message and "catalog task partners/feed" in message
@@ -176,19 +205,21 @@ class TestPartitionedOnCatalog:
 
     def test_the_mapper_configured_for_the_catalog_asset_is_the_one_checked(self):
         feed, other = catalog_asset(FEED), Asset("landing", uri="s3://landing")
-        config = {feed: StartOfHourMapper(input_format="%Y-%m-%d")}
+        config = {feed: mapper("StartOfHourMapper", input_format="%Y-%m-%d")}
         with pytest.raises(UnreadablePartitionKeyError, match="StartOfHourMapper"):
             partitioned_on_catalog(
-                feed & other, default_partition_mapper=StartOfHourMapper(), partition_mapper_config=config
+                feed & other, default_partition_mapper=mapper("StartOfHourMapper"), partition_mapper_config=config
             )
-        config = {feed: StartOfHourMapper()}
+        config = {feed: mapper("StartOfHourMapper")}
         partitioned_on_catalog(
-            feed & other, default_partition_mapper=StartOfHourMapper(input_format="%Y"), partition_mapper_config=config
+            feed & other,
+            default_partition_mapper=mapper("StartOfHourMapper", input_format="%Y"),
+            partition_mapper_config=config,
         )
 
     def test_a_catalog_asset_whose_keys_match_the_mapper_by_its_key_format_is_accepted(self):
         feed = catalog_asset(FEED, key_format="%Y-%m-%d")
-        partitioned_on_catalog(feed, default_partition_mapper=StartOfDayMapper(input_format="%Y-%m-%d"))
+        partitioned_on_catalog(feed, default_partition_mapper=mapper("StartOfDayMapper", input_format="%Y-%m-%d"))
 
     def test_two_assets_of_one_name_in_the_schedule_are_refused_naming_both(self):
         feed = catalog_asset(FEED)
@@ -196,7 +227,8 @@ class TestPartitionedOnCatalog:
             AssetNameCollisionError, match=r"'catalog:partners/feed'.*leastaction://catalog/partners/feed.*s3://x"
         ):
             partitioned_on_catalog(
-                feed | Asset("catalog:partners/feed", uri="s3://x"), default_partition_mapper=StartOfHourMapper()
+                feed | Asset("catalog:partners/feed", uri="s3://x"),
+                default_partition_mapper=mapper("StartOfHourMapper"),
             )
 
     @pytest.mark.parametrize(
@@ -216,12 +248,19 @@ class TestPartitionedOnCatalog:
             ),
             (
                 Asset("landing"),
-                {"partition_mapper_config": {"landing": StartOfDayMapper()}},
+                lambda: {"partition_mapper_config": {"landing": mapper("StartOfDayMapper")}},
                 "partition_mapper_config key 'landing' is not an asset",
             ),
-            (Asset("landing"), {"partition_mapper_config": {Asset("landing"): "day"}}, "the mapper of .* is not a"),
+            (
+                Asset("landing"),
+                lambda: {"partition_mapper_config": {Asset("landing"): "day"}},
+                "the mapper of .* is not a",
+            ),
         ],
     )
     def test_a_schedule_of_other_kinds_than_airflows_timetable_takes_is_refused(self, assets, kwargs, message):
+        kwargs = (
+            kwargs() if callable(kwargs) else kwargs
+        )  # made where Airflow has partitions (3.1's assets are not even hashable)
         with pytest.raises(ConfigurationError, match=rf"^partitioned_on_catalog\(\): {message}"):
             partitioned_on_catalog(assets, **kwargs)
