@@ -233,7 +233,7 @@ def measure(url: str, repeat: int, tasks: int) -> dict[str, list[float]]:
     from airflow_leastaction.catalog.engine import dispose_all, get_engine
     from airflow_leastaction.www.access import READ_TASK_INSTANCES, READ_TASKS, readable_dags
     from airflow_leastaction.www.app import create_app
-    from airflow_leastaction.www.reads import DagScope
+    from airflow_leastaction.www.queries import DagScope
 
     dispose_all()
     get_engine(url, migrate=False)  # the embedded SQLite default would otherwise migrate the baseline to head

@@ -37,7 +37,7 @@ import uvicorn
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, READ_TASKS, readable_dags
 from airflow_leastaction.www.app import create_app
-from airflow_leastaction.www.reads import DagScope
+from airflow_leastaction.www.reads import DagScope  # every version compared has it there
 
 url, port, bench_ui = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 spec = importlib.util.spec_from_file_location("la_bench_ui", bench_ui)  # this tree's, not the version's

@@ -20,7 +20,8 @@ from fastapi import Depends, HTTPException, status
 from sqlalchemy import select
 
 from airflow_leastaction.catalog.schema import task
-from airflow_leastaction.www.reads import CatalogReads, DagScope
+from airflow_leastaction.www.queries import DagScope
+from airflow_leastaction.www.reads import CatalogReads
 from airflow_leastaction.www.render import catalog_reads
 
 #: Gate decisions, consumption records and dbt queue activity: task-instance data.

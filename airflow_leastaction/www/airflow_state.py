@@ -63,14 +63,9 @@ def one_session() -> Iterator[None]:
 
 @contextmanager
 def _session():
-    held = _HELD.get()
-    if held is not None:
-        yield held
-        return
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        yield session
+    """The session of :func:`one_session` if one is open, else one for this read alone."""
+    with one_session():
+        yield _HELD.get()
 
 
 #: Parsed DAGs by (DAG id, hash of its serialized form): a DAG is parsed again only when it changed.

@@ -6,7 +6,7 @@ from fastapi import Depends, FastAPI, Request, status
 from fastapi.responses import JSONResponse
 
 from airflow_leastaction.www.params import plain_query
-from airflow_leastaction.www.reads import BadCursorError
+from airflow_leastaction.www.queries import BadCursorError
 from airflow_leastaction.www.routers import catalog, consumption, decisions, graph, plan, queue
 
 ROUTERS = (decisions.router, consumption.router, catalog.router, graph.router, queue.router, plan.router)

@@ -14,7 +14,8 @@ from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.declared import DeclaredTask, Gate, gates_of, native_gate
-from airflow_leastaction.www.reads import EVERY_DAG, ROWS_PER_ATTEMPT, CatalogReads, DagScope
+from airflow_leastaction.www.queries import EVERY_DAG, DagScope
+from airflow_leastaction.www.reads import ROWS_PER_ATTEMPT, CatalogReads
 from airflow_leastaction.www.verdicts import Tally, TaskInstanceFacts, Verdict, group_attempts, verdict
 
 

@@ -7,7 +7,8 @@ from fastapi.responses import HTMLResponse
 
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS
 from airflow_leastaction.www.params import blank, one_of
-from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, CatalogRow, DagScope, Page
+from airflow_leastaction.www.queries import CatalogFilter, DagScope, Page
+from airflow_leastaction.www.reads import CatalogReads, CatalogRow
 from airflow_leastaction.www.render import Scope, catalog_reads, page_scope, render
 from airflow_leastaction.www.schemas import CatalogTask, Identity, Listing, PublishedAsset, Slot
 

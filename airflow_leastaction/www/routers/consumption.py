@@ -8,7 +8,8 @@ from fastapi.responses import HTMLResponse
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS
 from airflow_leastaction.www.names import Names
 from airflow_leastaction.www.params import blank, optional_int
-from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter, Cursor, DagScope, Page
+from airflow_leastaction.www.queries import ConsumptionFilter, Cursor, DagScope, Page
+from airflow_leastaction.www.reads import CatalogReads
 from airflow_leastaction.www.render import Scope, catalog_reads, page_scope, render
 from airflow_leastaction.www.schemas import Consumption, Listing
 

@@ -18,15 +18,8 @@ from airflow_leastaction.www.attempts import AttemptView, attempt_views, undecid
 from airflow_leastaction.www.names import Names
 from airflow_leastaction.www.params import MAX_INT32, blank, bounded_int, one_of, parse_time
 from airflow_leastaction.www.present import Clock
-from airflow_leastaction.www.reads import (
-    ROWS_OF_ONE_ATTEMPT,
-    ROWS_PER_ATTEMPT,
-    CatalogReads,
-    Cursor,
-    DagScope,
-    DecisionFilter,
-    Page,
-)
+from airflow_leastaction.www.queries import Cursor, DagScope, DecisionFilter, Page
+from airflow_leastaction.www.reads import ROWS_OF_ONE_ATTEMPT, ROWS_PER_ATTEMPT, CatalogReads
 from airflow_leastaction.www.render import Scope, catalog_reads, display_clock, page_scope, render
 from airflow_leastaction.www.schemas import Attempt, Decision, Listing
 

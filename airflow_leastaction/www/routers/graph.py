@@ -14,7 +14,8 @@ from airflow_leastaction.www.dag_graph import DagGraph, JudgedRun, build
 from airflow_leastaction.www.lineage import Lineage, build_lineage
 from airflow_leastaction.www.params import MAX_ID, blank, bounded_int, parse_time
 from airflow_leastaction.www.present import Clock
-from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, DagScope, DecisionFilter
+from airflow_leastaction.www.queries import CatalogFilter, DagScope, DecisionFilter
+from airflow_leastaction.www.reads import CatalogReads
 from airflow_leastaction.www.render import Scope, catalog_reads, display_clock, page_scope, render
 from airflow_leastaction.www.schemas import DagDependencies, DagDependencyEdge, Graph, GraphEdge, GraphNode, Identity
 

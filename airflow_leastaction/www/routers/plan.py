@@ -13,7 +13,8 @@ from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import PlanError
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS, require_readable
 from airflow_leastaction.www.params import blank
-from airflow_leastaction.www.reads import CatalogReads, DagScope
+from airflow_leastaction.www.queries import DagScope
+from airflow_leastaction.www.reads import CatalogReads
 from airflow_leastaction.www.render import Scope, catalog_reads, page_scope, render
 
 router = APIRouter(tags=["plan"], dependencies=[READ_TASKS])

@@ -14,7 +14,8 @@ from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.gate import ALL, Judgement, decide_at_deadline
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import airflow_task
-from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter
+from airflow_leastaction.www.queries import ConsumptionFilter
+from airflow_leastaction.www.reads import CatalogReads
 
 UTC = dt.UTC
 DAY = dt.datetime(2024, 1, 2, tzinfo=UTC)

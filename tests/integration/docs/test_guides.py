@@ -281,7 +281,8 @@ def test_getting_started_followed_literally_releases_the_waiting_dag(tmp_path):
 
     # "The sensor recorded one SATISFIED gate decision, and enrich consumed it": read as the LeastAction
     # pages of the UI read them, from the catalog the page's commands created under AIRFLOW_HOME.
-    from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter, DecisionFilter
+    from airflow_leastaction.www.queries import ConsumptionFilter, DecisionFilter
+    from airflow_leastaction.www.reads import CatalogReads
 
     catalog = home / "leastaction" / "catalog.db"
     assert catalog.is_file()

@@ -11,7 +11,8 @@ from sqlalchemy import event, text
 from airflow_leastaction.catalog.schema import consumption
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.gate import Judgement
-from airflow_leastaction.www.reads import CatalogReads, ConsumptionFilter, DecisionFilter
+from airflow_leastaction.www.queries import ConsumptionFilter, DecisionFilter
+from airflow_leastaction.www.reads import CatalogReads
 
 UTC = dt.UTC
 AT = dt.datetime(2026, 11, 20, 3, tzinfo=UTC)

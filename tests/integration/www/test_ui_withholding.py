@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.www.lineage import build_lineage
-from airflow_leastaction.www.reads import CatalogFilter, CatalogReads, ConsumptionFilter, DagScope
+from airflow_leastaction.www.queries import CatalogFilter, ConsumptionFilter, DagScope
+from airflow_leastaction.www.reads import CatalogReads
 from tests.helpers import www_scenario as scenario
 
 FINANCE = DagScope(frozenset({"finance_weekly"}))
