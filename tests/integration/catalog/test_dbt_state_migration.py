@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pytest
 import sqlalchemy as sa
 
-from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.migrate import downgrade, upgrade
 from airflow_leastaction.dbt.planner import PlannedModel
 from airflow_leastaction.dbt.queue_store import QueueStore
@@ -23,14 +21,6 @@ OLD_QUEUE = sa.table(
     *(sa.column(c) for c in ("tier", "status", "selectors", "request_count", "requested_while_running")),
     *(sa.column(c) for c in ("first_requested_at", "last_requested_at", "attempts", "outcome", "finished_at")),
 )
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def catalog_before(request):
-    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-    engine = get_engine(url, migrate=False)
-    upgrade(engine, BEFORE)
-    return engine
 
 
 def old_row(name: str, status: str, action: str = "build", exclusions: str = "view") -> dict:

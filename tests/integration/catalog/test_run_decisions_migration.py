@@ -5,24 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pytest
 from sqlalchemy import func, insert, inspect, select
 
-from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.migrate import downgrade, upgrade
 from airflow_leastaction.catalog.schema import gate_decision
 
 BEFORE = "0010_degraded_runs"
 INDEX = "ix_la_gate_decision_run_time"
 AT = dt.datetime(2026, 12, 1, 3, tzinfo=dt.UTC)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def catalog_before(request):
-    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-    engine = get_engine(url, migrate=False)
-    upgrade(engine, BEFORE)
-    return engine
 
 
 def indexes(engine) -> dict[str, list[str]]:
