@@ -1,4 +1,5 @@
-"""How queue transactions run: one writer at a time per SQLite file, PostgreSQL deadlock victims retried."""
+"""How queue transactions run: one writer at a time per SQLite file; on PostgreSQL, deadlock victims retried
+and a frozen writer's transaction ended by the server."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ from airflow_leastaction.catalog.transactions import Transactions
 #: PostgreSQL's deadlock and serialization failures: the transaction is safe to run again.
 RETRYABLE = frozenset({"40P01", "40001"})
 RETRIES = 5
+#: A queue writer that keeps its transaction open this long without sending a statement is taken as frozen
+#: (a stopped process, a paused machine): PostgreSQL ends its session (``idle_in_transaction_session_timeout``),
+#: its writes roll back, and the locks it held (the environment's lease, a batch's rows) go to whoever waits
+#: for them, so a takeover after the grace period never waits on it for ever. A queue transaction sends its
+#: statements back to back, far under this.
+FROZEN_AFTER_MS = 5000
 T = TypeVar("T")
 #: One writer at a time per SQLite file within a process: threads queue on a lock instead of polling
 #: SQLite's busy handler (which sleeps up to 100 ms between tries).
@@ -31,6 +38,7 @@ class QueueTransactions(Transactions):
     def write(self) -> Iterator[Connection]:
         if self.engine.dialect.name != "sqlite":
             with super().write() as conn:
+                conn.exec_driver_sql(f"SET LOCAL idle_in_transaction_session_timeout = {FROZEN_AFTER_MS}")
                 yield conn
             return
         with _SQLITE_WRITERS_GUARD:

@@ -1,6 +1,7 @@
 """Real worker processes: one killed with SIGKILL mid-build (its rows are requeued after the grace period,
-nothing is lost) and one paused with SIGSTOP past the grace period (the new owner builds; the resumed
-worker builds nothing more)."""
+nothing is lost), one paused with SIGSTOP past the grace period (the new owner builds; the resumed
+worker builds nothing more), and one stopped inside a queue transaction (the server ends it, the takeover
+does not wait on its lock for ever)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,19 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.dbt.queue_store import QueueStore
+from airflow_leastaction.dbt.queue_transactions import FROZEN_AFTER_MS
+from airflow_leastaction.dbt.schema import dbt_worker_lease
 from tests.helpers.dbt_queue import KEY, make_worker, names, running, seconds, wait_for
 from tests.helpers.paths import ROOT
 
@@ -65,6 +72,43 @@ worker = QueueWorker(QueueStore(get_engine(url)), HoldingRunner(project, env=DBT
                      owner="paused", policy=NO_WAIT, heartbeat_interval=0.3, grace=dt.timedelta(seconds=grace))
 print(json.dumps(worker.drain().as_dict()))
 """
+
+FROZEN_WRITER = """
+import datetime as dt, pathlib, sys
+sys.path.insert(0, sys.argv[3])
+from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.dbt.queue_recovery import hold_lease
+from airflow_leastaction.dbt.queue_store import QueueStore
+url, grace, markers = sys.argv[1], float(sys.argv[2]), pathlib.Path(sys.argv[4])
+queue = QueueStore(get_engine(url))
+silent_since = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=2 * grace)
+assert queue.acquire_lease("field_ops", "frozen", dt.timedelta(seconds=grace), now=silent_since)
+try:
+    with queue.transactions.write() as conn:
+        hold_lease(conn, "field_ops", "frozen", silent_since)  # the lease row stays locked until the end
+        (markers / "holding").touch()
+        sys.stdin.readline()  # the test stops the process here, inside the transaction
+        hold_lease(conn, "field_ops", "frozen", silent_since)
+    print("committed")
+except Exception as exc:
+    print("ended:", str(exc).splitlines()[0])
+"""
+
+
+@contextmanager
+def stopped_at(marker: Path, script: str, *args: str, **popen) -> Iterator[subprocess.Popen]:
+    """Run ``script`` and stop it with SIGSTOP once it has written ``marker``; yields the stopped process,
+    which is resumed and killed on the way out if it still runs."""
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, text=True, **popen)
+    try:
+        wait_for(lambda: marker.exists(), what=f"the process to write {marker.name}")
+        os.kill(proc.pid, signal.SIGSTOP)
+        wait_for(lambda: stopped(proc.pid), what="the process to stop")
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
 
 
 def stopped(pid: int) -> bool:
@@ -136,16 +180,8 @@ class TestLeaseSafety:
         queue = QueueStore(get_engine(pg_url, migrate=True))
         queue.enqueue(KEY, plans["A"].models, plans["A"].selector)
         wanted = names(m.unique_id for m in plans["A"].models)
-        here = str(ROOT)
-        paused = subprocess.Popen(
-            [sys.executable, "-c", PAUSED_WORKER, pg_url, str(dbt_project), str(GRACE), here, str(tmp_path)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            wait_for(lambda: (tmp_path / "claimed").exists(), what="the paused worker's claim")
-            os.kill(paused.pid, signal.SIGSTOP)
-            wait_for(lambda: stopped(paused.pid), what="the worker to stop")
+        args = (pg_url, str(dbt_project), str(GRACE), str(ROOT), str(tmp_path))
+        with stopped_at(tmp_path / "claimed", PAUSED_WORKER, *args) as paused:
             (tmp_path / "go").touch()  # it sees this only once it is resumed
             rescuer = make_worker(queue, runner, owner="rescuer", grace=seconds(GRACE))
             reports = []
@@ -155,10 +191,6 @@ class TestLeaseSafety:
             )
             os.kill(paused.pid, signal.SIGCONT)
             out, _ = paused.communicate(timeout=120)
-        finally:
-            if paused.poll() is None:
-                os.kill(paused.pid, signal.SIGCONT)
-                paused.kill()
         took_over = reports[-1].as_dict()
         assert names(took_over["requeued"]) == wanted and names(took_over["built"]) == wanted
         resumed = json.loads(out.strip().splitlines()[-1])
@@ -175,3 +207,28 @@ class TestLeaseSafety:
         history = queue.history("field_ops", limit=100)
         assert sorted(names(r["unique_id"] for r in history)) == wanted  # each model built once
         assert queue.active_rows("field_ops") == []
+
+    def test_a_worker_stopped_inside_a_queue_transaction_does_not_hold_the_takeover(self, pg_url, tmp_path):
+        # The lease's owner has been silent past the grace period, but its process was stopped in the middle
+        # of a heartbeat: its transaction holds the lease row's lock. The server ends that transaction once
+        # it has waited on its client for FROZEN_AFTER_MS, so the takeover goes on instead of waiting.
+        engine = get_engine(pg_url, migrate=True)
+        queue = QueueStore(engine)
+        args = (pg_url, str(GRACE), str(ROOT), str(tmp_path))
+        with stopped_at(tmp_path / "holding", FROZEN_WRITER, *args, stdin=subprocess.PIPE) as frozen:
+            taken: list[bool] = []
+            started = time.monotonic()
+            takeover = threading.Thread(
+                target=lambda: taken.append(queue.acquire_lease("field_ops", "rescuer", seconds(GRACE))),
+                daemon=True,
+            )
+            takeover.start()
+            takeover.join(timeout=10 * FROZEN_AFTER_MS / 1000)
+            waited = time.monotonic() - started
+            assert taken == [True], f"the takeover still waits on the stopped writer's lock after {waited:.0f}s"
+            os.kill(frozen.pid, signal.SIGCONT)
+            out, _ = frozen.communicate("\n", timeout=60)
+        assert out.startswith("ended:"), out  # the server closed its session: its heartbeat never lands
+        with engine.connect() as conn:
+            owner = conn.execute(select(dbt_worker_lease.c.owner).where(dbt_worker_lease.c.environment == "field_ops"))
+            assert owner.scalar_one() == "rescuer"
