@@ -244,12 +244,13 @@ def with_fallback(
     """A gate with a fallback. From its deadline on: :func:`decide_at_deadline` (in full, degraded or
     skipped, whatever is still running). Before it, a dependency on another DAG that is not satisfied may
     still get a run: it is waited for, and the task is skipped only when even the fallback can no longer
-    be met by what may still come. A task of the gate's own run that has not finished is part of the run,
-    not late data: at the deadline it is waited for (its outcome is known soon) unless the condition is met
-    in full without it, and only then is the fallback's rule applied."""
+    be met by what may still come. At the deadline a task of the gate's own run still running is late data
+    like any other (MISSING when ``require`` others are there), but the gate is never skipped before its
+    run's tasks have ended: below ``require`` it waits with their judgements as they are (not final), so
+    the gate sees its run pending and gives the run's other tasks their turn."""
     if now >= deadline:
         outcome = decide_at_deadline(spec.condition, in_run + elsewhere, spec.fallback.require, deadline.isoformat())
-        if (outcome.verdict is Verdict.SKIP or outcome.degraded) and any(not j.final for j in in_run):
+        if outcome.verdict is Verdict.SKIP and any(not j.final for j in in_run):
             return GateOutcome(Verdict.WAIT, spec.condition, tuple(in_run + elsewhere))
         return outcome
     judged = in_run + [j if j.satisfied else replace(j, final=False) for j in elsewhere]
