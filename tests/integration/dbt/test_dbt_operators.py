@@ -123,9 +123,9 @@ class TestHeldWork:
         queue = QueueStore(get_engine(sqlite_url))
         standard = sorted(r["unique_id"] for r in queue.active_rows("field_ops") if r["tier"] == "standard")
         assert standard, "the example project's marts are expected in the standard tier (5 minutes)"
-        # Built 2 minutes ago: the default tiers hold them back for 3 more minutes, past the first round of
-        # the drain (its dbt parse and its first build) on a busy machine.
-        built_at = utcnow() - dt.timedelta(minutes=2)
+        # Built 3.5 minutes ago: the default tiers hold them back for 90 more seconds, past the first round
+        # of the drain (its dbt parse and its first build, 10-30 s on a busy machine).
+        built_at = utcnow() - dt.timedelta(minutes=3, seconds=30)
         seed_history(sqlite_url, standard, built_at)
 
         run = worker.test(logical_date=WHEN)
