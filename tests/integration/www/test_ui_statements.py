@@ -36,13 +36,16 @@ def requests_of(client, catalog_url, path: str) -> tuple[dict, dict]:
     with StatementCounter(get_engine(catalog_url)) as catalog, StatementCounter(airflow_engine()) as airflow:
         response = client.get(P + path)
     assert response.status_code == 200, response.text
-    # The login's own checks (a revoked token? the DAG's team?) are Airflow's, the same on every route.
+    # The login's own checks (a revoked token? the DAG's team?) are Airflow's, the same on every route, each
+    # in a session of its own; which of them run depends on the minor (3.1 has no revoked tokens) and on
+    # what Airflow has cached.
     login = ("revoked_token", "team")
     return (
         {"statements": [s for s in catalog.statements if s.strip() != "BEGIN"], "checkouts": catalog.checkouts},
         {
             "statements": [s for s in airflow.statements if not any(w in s for w in login)],
             "checkouts": airflow.checkouts,
+            "login": sum(1 for s in airflow.statements if any(w in s for w in login)),
         },
     )
 
@@ -63,7 +66,7 @@ def test_a_page_of_verdicts_reads_each_thing_once_whatever_its_attempts(client, 
     # and, on the HTML page, the gates waiting now; sessions: the login's, the readable DAGs', and one for
     # all of the verdicts' reads.
     assert len(airflow["statements"]) == (4 if path.startswith("/decisions") else 3), airflow["statements"]
-    assert airflow["checkouts"] == 3
+    assert airflow["checkouts"] == airflow["login"] + 2
 
 
 def test_one_task_instances_verdict_reads_its_attempt_once(client, store, catalog_url):
@@ -72,4 +75,4 @@ def test_one_task_instances_verdict_reads_its_attempt_once(client, store, catalo
         client, catalog_url, "/decisions?tab=task&dag_id=orders&task_id=t1&run_id=scheduled__1&map_index=-1"
     )
     assert len(catalog["statements"]) == 4 and catalog["checkouts"] == 1, catalog["statements"]
-    assert len(airflow["statements"]) == 3 and airflow["checkouts"] == 3, airflow["statements"]
+    assert len(airflow["statements"]) == 3 and airflow["checkouts"] == airflow["login"] + 2, airflow["statements"]
