@@ -1,7 +1,10 @@
 """Worker ownership and crash recovery: the environment lease and the requeue of stale batches.
 
 Mixed into the queue store: uses its ``write()`` transaction (``BEGIN IMMEDIATE`` on SQLite) and its
-dialect's ``insert`` (``self._insert``).
+dialect's ``insert`` (``self._insert``). Airflow is asked whether a silent owner's task is alive before the
+transaction that may take its work, never inside it: a transaction holding the lease row or a batch's rows
+does not wait on another process (and PostgreSQL ends a queue transaction idle for
+:data:`~airflow_leastaction.dbt.queue_transactions.FROZEN_AFTER_MS`).
 """
 
 from __future__ import annotations
@@ -52,24 +55,20 @@ class QueueRecovery:
     def _requeue_stale(self, environment, grace, is_alive, airflow_ti, owner, now) -> list[str]:
         b = dbt_batch.c
         earlier_try = (b.airflow_ti == airflow_ti) & (b.owner != owner) if airflow_ti and owner else false()
+        stale_batches = select(dbt_batch).where(
+            b.environment == environment, b.status == "running", (b.heartbeat_at < now - grace) | earlier_try
+        )
+        answers = None
+        if is_alive is not None:
+            with self.engine.connect() as conn:
+                answers = {r["id"]: is_alive(r) for r in conn.execute(stale_batches).mappings()}
         requeued: list[str] = []
         with self.transactions.write() as conn:
-            stale = (
-                conn.execute(
-                    select(dbt_batch)
-                    .where(
-                        b.environment == environment,
-                        b.status == "running",
-                        (b.heartbeat_at < now - grace) | earlier_try,
-                    )
-                    .with_for_update(skip_locked=True)
-                )
-                .mappings()
-                .all()
-            )
+            stale = conn.execute(stale_batches.with_for_update(skip_locked=True)).mappings().all()
             for batch in stale:
                 mine = bool(airflow_ti) and batch["airflow_ti"] == airflow_ti
-                if not mine and is_alive is not None and is_alive(batch) is True:
+                # A batch that went silent after Airflow was asked waits for the next look.
+                if not mine and answers is not None and answers.get(batch["id"], True) is True:
                     continue
                 why = f"an earlier try of {airflow_ti} stopped" if mine else f"heartbeat older than {grace}"
                 requeued.extend(_requeue_batch(conn, batch, why, now))
@@ -92,6 +91,7 @@ class QueueRecovery:
         running batches) does not say its task is still alive."""
         now = now or utcnow()
         lease = dbt_worker_lease.c
+        answers = self._ask_about_silent_owner(environment, grace, is_alive, now) if is_alive else None
         with self.transactions.write() as conn:
             conn.execute(
                 self._insert(dbt_worker_lease)
@@ -103,7 +103,7 @@ class QueueRecovery:
                 .mappings()
                 .one()
             )
-            if not _may_take(conn, holder, owner, grace, same_task, is_alive, now):
+            if not _may_take(conn, holder, owner, grace, same_task, answers, now):
                 return False
             if holder["owner"] != owner:
                 log.warning("environment %r: taking the lease over from %r", environment, holder["owner"])
@@ -117,6 +117,19 @@ class QueueRecovery:
                 )
             )
             return True
+
+    def _ask_about_silent_owner(
+        self, environment: str, grace: dt.timedelta, is_alive: Callable[[Mapping], bool | None], now: dt.datetime
+    ) -> dict[str, bool | None]:
+        """Ask ``is_alive`` about each running batch of the lease's owner when it has been silent for
+        ``grace``, outside any transaction: {batch id: answer}."""
+        with self.engine.connect() as conn:
+            holder = conn.execute(
+                select(dbt_worker_lease).where(dbt_worker_lease.c.environment == environment)
+            ).mappings().first()  # fmt: skip
+            if holder is None or holder["heartbeat_at"] >= now - grace:
+                return {}
+            return {r["id"]: is_alive(r) for r in conn.execute(_running_of(holder)).mappings()}
 
     def renew_lease(
         self,
@@ -163,21 +176,27 @@ def hold_lease(conn: Connection, environment: str, owner: str, now: dt.datetime)
     return res.rowcount == 1
 
 
-def _may_take(conn, holder, owner, grace, same_task, is_alive, now) -> bool:
+def _running_of(holder: Mapping):
+    b = dbt_batch.c
+    return select(dbt_batch).where(
+        b.environment == holder["environment"], b.owner == holder["owner"], b.status == "running"
+    )
+
+
+def _may_take(conn, holder, owner, grace, same_task, answers: dict | None, now) -> bool:
+    """``answers``: what Airflow said of the silent owner's running batches before the transaction (None:
+    no one to ask)."""
     if holder["owner"] == owner or (same_task and holder["owner"].startswith(same_task)):
         return True
     if holder["heartbeat_at"] >= now - grace:
         return False
-    if is_alive is None:
+    if answers is None:
         return True
-    # The silent owner's running batches carry the Airflow task that claimed them: ask Airflow, as the
-    # requeue does, before taking the environment from a task that may only be slow to heartbeat.
-    b = dbt_batch.c
-    running = conn.execute(
-        select(dbt_batch).where(b.environment == holder["environment"], b.owner == holder["owner"],
-                                b.status == "running")
-    ).mappings().all()  # fmt: skip
-    alive = [r["id"] for r in running if is_alive(r) is True]
+    # The silent owner's running batches carry the Airflow task that claimed them: Airflow was asked, as
+    # the requeue does, before taking the environment from a task that may only be slow to heartbeat. A
+    # batch it was not asked about (the owner changed in between) counts as alive until the next look.
+    running = conn.execute(_running_of(holder)).mappings().all()
+    alive = [r["id"] for r in running if answers.get(r["id"], True) is True]
     if alive:
         log.info("lease owner %r is silent but Airflow says batch(es) %s are alive", holder["owner"], alive)
     return not alive

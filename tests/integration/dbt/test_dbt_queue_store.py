@@ -292,6 +292,34 @@ class TestLeaseAndRecovery:
         assert asked == ["worker|run|drain|-1"]
         assert queue.acquire_lease("prod", "w2", seconds(30), is_alive=lambda b: None, now=late)
 
+    @pytest.mark.parametrize("takeover", ["lease", "requeue"])
+    def test_airflow_is_asked_about_a_silent_owner_while_no_queue_row_is_locked(self, queue, takeover):
+        # Asking Airflow is a call to another process (its API, with retries): no queue transaction holds the
+        # lease or a batch's rows meanwhile. The silent owner's heartbeat lands while Airflow is asked.
+        queue.enqueue(KEY, REQUEST_A, "a", now=T0)
+        assert queue.acquire_lease("prod", "w1", seconds(30), now=T0)
+        claimed = queue.claim("prod", "w1", NO_WAIT, airflow_ti="worker|run|drain|-1", now=T0)
+        late = T0 + seconds(31)
+        heartbeats: list = []
+
+        def alive(batch):
+            beat = threading.Thread(
+                target=lambda: heartbeats.append(queue.renew_lease("prod", "w1", batch_id=claimed.id, now=late)),
+                daemon=True,
+            )
+            beat.start()
+            beat.join(timeout=20)
+            heartbeats.append("landed" if not beat.is_alive() else "waited on the takeover's transaction")
+            return False
+
+        if takeover == "lease":
+            assert not queue.acquire_lease("prod", "w2", seconds(30), is_alive=alive, now=late)
+        else:
+            assert queue.requeue_stale("prod", seconds(30), is_alive=alive, now=late) == []
+        # The owner is no longer silent once its heartbeat landed: nothing is taken from it.
+        assert heartbeats == [True, "landed"]
+        assert {r["status"] for r in queue.active_rows("prod")} == {"running"}
+
 
 MODELS = [model(f"m{i:02d}") for i in range(12)]
 
