@@ -17,8 +17,21 @@ from airflow_leastaction.intervals.slots import resolve_timezone
 #: What ``CronPartitionTimetable`` writes and Airflow's temporal mappers read (their ``input_format``).
 DEFAULT_KEY_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
-#: A slot every check formats: a Monday at 13:45:30 UTC, so no field of a key format is zero by chance.
+#: The sample key's slot: a Monday at 13:45:30 UTC, so no field of a key format is zero by chance.
 SAMPLE_SLOT = dt.datetime(2026, 11, 16, 13, 45, 30, tzinfo=dt.UTC)
+
+#: The slots a key format must write and read back, in two zones. strptime reads some fields with a
+#: variable width (``%z`` may take seconds after its minutes), so a format whose fields run together can
+#: read one key right and another wrong: small values (day 001, 01:01:01) and large ones (day 365, 23:59:59)
+#: next to each field catch that, a single sample does not ("%Y%z%j" reads day 032 back as day 001).
+CHECKED_SLOTS = (
+    SAMPLE_SLOT,
+    dt.datetime(2000, 1, 1, 0, 0, 0, tzinfo=dt.UTC),
+    dt.datetime(2000, 2, 1, 1, 1, 1, tzinfo=dt.UTC),
+    dt.datetime(2009, 9, 9, 9, 9, 9, tzinfo=dt.UTC),
+    dt.datetime(2099, 12, 31, 23, 59, 59, tzinfo=dt.UTC),
+)
+CHECKED_ZONES = ("UTC", "Asia/Kolkata")
 
 
 def partition_key(slot: dt.datetime, timezone: str | dt.tzinfo = "UTC", key_format: str = DEFAULT_KEY_FORMAT) -> str:
@@ -48,13 +61,17 @@ def check_key_format(key_format: str, owner: str) -> str:
     directives = key_format.replace("%%", "")  # a literal percent sign names no field
     if directives.count("%Y") != 1 or "%y" in directives:  # %y reads 69 back as 1969
         raise ConfigurationError(f"{owner}: key_format {key_format!r} must name the year once, as %Y")
-    try:
-        key = partition_key(SAMPLE_SLOT, "UTC", key_format)
-        again = partition_key(slot_of_key(key, "UTC", key_format), "UTC", key_format)
-    except (TypeError, ValueError, re.error) as exc:  # re.error: a field twice (%m%m), strptime's regex
-        raise ConfigurationError(f"{owner}: key_format {key_format!r} cannot write and read a key: {exc}") from exc
-    if again != key:
-        raise ConfigurationError(f"{owner}: key_format {key_format!r} reads its key {key!r} back as {again!r}")
+    for zone in CHECKED_ZONES:
+        for slot in CHECKED_SLOTS:
+            try:
+                key = partition_key(slot, zone, key_format)
+                again = partition_key(slot_of_key(key, zone, key_format), zone, key_format)
+            except (TypeError, ValueError, re.error) as exc:  # re.error: a field twice (%m%m), strptime's regex
+                raise ConfigurationError(
+                    f"{owner}: key_format {key_format!r} cannot write and read a key: {exc}"
+                ) from exc
+            if again != key:
+                raise ConfigurationError(f"{owner}: key_format {key_format!r} reads its key {key!r} back as {again!r}")
     return key_format
 
 

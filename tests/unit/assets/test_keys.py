@@ -92,6 +92,8 @@ def test_a_key_with_an_offset_carries_its_own_zone():
         ("%Y-%Y", "must name the year"),
         ("%Y-W%U", "reads its key"),
         ("%Y%m%m", "cannot write and read a key"),  # strptime's regex names the month twice
+        ("%Y%z%j", "reads its key"),  # an offset's optional seconds swallow the day's first digits
+        ("%z%Y%j", "cannot write and read a key"),  # ... or the year's, leaving year 0
     ],
 )
 def test_a_key_format_that_cannot_write_and_read_its_keys_is_refused_naming_its_owner(fmt, why):
@@ -114,6 +116,8 @@ FORMAT_PIECES = st.sampled_from(
 @settings(max_examples=300)
 @given(fmt=st.lists(FORMAT_PIECES, max_size=8).map("".join) | st.text(max_size=12), instant=INSTANTS)
 @example(fmt="%Y%y", instant=dt.datetime(2069, 1, 1, tzinfo=dt.UTC))  # %y read 69 back as 1969
+@example(fmt="%Y%z%j", instant=dt.datetime(2000, 2, 1, tzinfo=dt.UTC))  # %z took "03" as seconds: day 032 -> 001
+@example(fmt="%z%Y%j", instant=dt.datetime(2000, 1, 1, tzinfo=dt.UTC))  # %z took "20" of the year: year 0
 def test_a_key_format_is_refused_naming_its_owner_or_every_key_it_writes_reads_back_as_itself(fmt, instant):
     try:
         check_key_format(fmt, "catalog_asset(x)")
