@@ -8,11 +8,13 @@ log (``?try_number=N`` picks the attempt), and ``.../plugin/<url_route>`` for a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote, urlencode
 
 from airflow_leastaction.www.views import DAG_TAB_ROUTE, TASK_INSTANCE_TAB_ROUTE, URL_PREFIX
 
 
+@lru_cache(maxsize=4096)  # a page links the same few DAGs, runs and tasks hundreds of times
 def _seg(value) -> str:
     return quote(str(value), safe="")
 

@@ -5,7 +5,8 @@ Every page extends ``base.html`` and gets from :func:`render`: ``nav`` (the tab 
 task instance a tab of Airflow's opened it for), ``clock`` (times: :mod:`airflow_leastaction.www.present`)
 and ``airflow`` (links: :mod:`airflow_leastaction.www.links`). Filters: ``when``, ``short``, ``in_text``
 (times inside a reason) and ``tone`` (a state's colour class). Functions: ``badge``, ``to_airflow`` and
-``task_instance`` (:mod:`airflow_leastaction.www.fragments`).
+``task_instance`` (:mod:`airflow_leastaction.www.fragments`), ``verdict_card``
+(:mod:`airflow_leastaction.www.verdict_card`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from airflow_leastaction.www.links import AirflowLinks
 from airflow_leastaction.www.params import blank, bounded_int, one_of
 from airflow_leastaction.www.present import Clock, ago, tone, worker_name
 from airflow_leastaction.www.reads import CatalogReads
+from airflow_leastaction.www.verdict_card import verdict_card
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -131,6 +133,7 @@ def _environment() -> Environment:
     env.filters.update(when=_when, short=_short, in_text=_in_text, tone=tone)
     env.globals.update(PAGES=PAGES, ago=ago, worker_name=worker_name)
     env.globals.update(badge=fragments.badge, to_airflow=fragments.to_airflow, task_instance=fragments.task_instance)
+    env.globals.update(verdict_card=verdict_card)
     return env
 
 
