@@ -11,11 +11,11 @@ re-runs are reached too.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable, Mapping
 
-from sqlalchemy import or_, select, tuple_
+from sqlalchemy import select, tuple_
 
+from airflow_leastaction.catalog.parent_names import naming_any
 from airflow_leastaction.catalog.schema import consumption, in_chunks, task, task_run
 from airflow_leastaction.catalog.store import CatalogStore, parse_parents
 from airflow_leastaction.exceptions import PlanError
@@ -93,11 +93,10 @@ class PlanReads:
         by_identity = {p.identity: p for p in parents.values() if p.cron}
         if not by_identity:
             return []
-        t = task.c
-        # The JSON-quoted name is a cheap, index-free pre-filter; parse_parents does the exact match.
-        named = or_(*(t.parents.contains(json.dumps(i.name)) for i in by_identity))
+        # By the index of parent names; parse_parents does the exact match.
+        named = naming_any(i.name for i in by_identity).where(task.c.source == "external")
         with self.store.engine.connect() as conn:
-            children = conn.execute(select(task).where(t.source == "external", named)).mappings().all()
+            children = conn.execute(named).mappings().all()
             uses = []
             for child in children:
                 for parent in (by_identity[i] for i in parse_parents(child["parents"]) if i in by_identity):

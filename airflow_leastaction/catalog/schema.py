@@ -52,6 +52,17 @@ task = Table(
     Index("ix_la_task_change_seq", "change_seq"),
 )
 
+#: The names each task declares as its parents, one row per (name, task): finds the tasks that may name a
+#: given task as a parent (its children in the graph, the tasks a re-run plan reaches) without reading every
+#: declaration. ``la_task.parents`` stays the declaration; a reader checks the whole identity there.
+task_parent = Table(
+    "la_task_parent",
+    metadata,
+    Column("parent_name", String(250), primary_key=True),
+    Column("task_pk", BigId, ForeignKey("la_task.id", ondelete="CASCADE"), primary_key=True),
+    Index("ix_la_task_parent_task_pk", "task_pk"),  # a new declaration replaces the task's rows
+)
+
 #: One row: the last catalog change sequence number handed out (see :mod:`airflow_leastaction.catalog.changes`).
 change_counter = Table(
     "la_change_counter",

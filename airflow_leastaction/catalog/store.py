@@ -21,6 +21,7 @@ from airflow_leastaction.catalog.audit import AttemptKey, AuditRecords
 from airflow_leastaction.catalog.changes import mark_changed, mark_run_changed
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.late_arrivals import LateArrivals
+from airflow_leastaction.catalog.parent_names import write_parent_names
 from airflow_leastaction.catalog.run_reads import RunReads
 from airflow_leastaction.catalog.schema import (
     UtcDateTime,
@@ -153,11 +154,13 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
         now = utcnow()
         with self.write() as conn:
             pk = self.ensure_task(conn, identity, meta, now)
-            conn.execute(
+            changed = conn.execute(
                 update(task)
                 .where(task.c.id == pk, or_(task.c.parents.is_(None), task.c.parents != text))
                 .values(parents=text, updated_at=now)
-            )
+            ).rowcount
+            if changed:
+                write_parent_names(conn, pk, (p.name for p in parents))
             return pk
 
     def get_task(self, identity: TaskIdentity):

@@ -9,14 +9,12 @@ chosen interval with the same code the gates use (:func:`judge_parent` on a :met
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import or_, select
 from sqlalchemy.engine import Engine
 
-from airflow_leastaction.catalog.schema import task
+from airflow_leastaction.catalog.parent_names import naming_any
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.parents import judge_parents
@@ -151,10 +149,8 @@ def _walk_down(conn, graph: Lineage, frontier: list[TaskIdentity], levels: int) 
 def _naming_any(conn, identities: set[TaskIdentity]):
     """Task rows whose declared parents may name one of ``identities`` (the caller checks exactly)."""
     names = sorted({i.name for i in identities})
-    for start in range(0, len(names), 50):
-        # The JSON-quoted name is a cheap, index-free pre-filter; parse_parents does the exact match.
-        needles = [task.c.parents.contains(json.dumps(n), autoescape=True) for n in names[start : start + 50]]
-        yield from (dict(r) for r in conn.execute(select(task).where(or_(*needles))).mappings())
+    for start in range(0, len(names), 500):
+        yield from (dict(r) for r in conn.execute(naming_any(names[start : start + 500])).mappings())
 
 
 def _withhold(graph: Lineage, visible: Callable[[dict], bool]) -> None:

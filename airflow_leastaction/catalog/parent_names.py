@@ -1,0 +1,33 @@
+"""The index of declared parent names (``la_task_parent``): written with each declaration, read to find
+the tasks that may name given tasks as parents.
+
+A task's declared parents are a JSON list in its ``la_task`` row, read whole when the task is. Finding a
+task's *children* means the other direction: every row that names it. The index keeps one row per (parent
+name, declaring task), written in the transaction that changes the declaration, so that question is an
+index range per name instead of a scan of every declaration. A name is a pre-filter: the caller checks the
+whole identity (name, project, account, partition) in the declaration it then reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import Select, delete, insert, select
+from sqlalchemy.engine import Connection
+
+from airflow_leastaction.catalog.schema import task, task_parent
+
+
+def write_parent_names(conn: Connection, task_pk: int, names: Iterable[str]) -> None:
+    """Make ``names`` the parent names ``task_pk`` declares (inside the declaration's transaction)."""
+    conn.execute(delete(task_parent).where(task_parent.c.task_pk == task_pk))
+    rows = [{"parent_name": name, "task_pk": task_pk} for name in sorted(set(names))]
+    if rows:
+        conn.execute(insert(task_parent), rows)
+
+
+def naming_any(names: Iterable[str]) -> Select:
+    """The task rows whose declarations name one of ``names`` as a parent's name (the caller checks the
+    whole identity)."""
+    named = select(task_parent.c.task_pk).where(task_parent.c.parent_name.in_(sorted(set(names))))
+    return select(task).where(task.c.id.in_(named))
