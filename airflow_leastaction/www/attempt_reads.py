@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import Select, and_, bindparam, func, select
+from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.audit import ATTEMPT_COLUMNS as ATTEMPT
@@ -55,25 +55,22 @@ def _first_rows_statement(dialect):
             .join(gate_decision, and_(_same_attempt(gate_decision, keys), d.id <= func.coalesce(nth, MAX_ID)))
             .subquery("first")
         )
-        _FIRST[key] = with_upstream(
-            select(gate_decision).select_from(first.join(gate_decision, d.id == first.c.id)).order_by(d.id)
+        up, ut = task_run.alias("up"), task.alias("ut")
+        _FIRST[key] = (
+            select(
+                gate_decision,
+                up.c.run_id.label("upstream_run_id"),
+                ut.c.dag_id.label("upstream_dag_id"),
+                ut.c.task_id.label("upstream_task_id"),
+            )
+            .select_from(
+                first.join(gate_decision, d.id == first.c.id)
+                .outerjoin(up, up.c.id == d.upstream_run_pk)
+                .outerjoin(ut, ut.c.id == d.upstream_task_pk)
+            )
+            .order_by(d.id)
         )
     return _FIRST[key]
-
-
-def with_upstream(stmt: Select) -> Select:
-    """``stmt`` (decision rows) with the Airflow run, DAG and task of the upstream slot each selected
-    (``upstream_run_id``, ``upstream_dag_id``, ``upstream_task_id``; None for an upstream outside Airflow)."""
-    up, ut, d = task_run.alias("up"), task.alias("ut"), gate_decision.c
-    return (
-        stmt.add_columns(
-            up.c.run_id.label("upstream_run_id"),
-            ut.c.dag_id.label("upstream_dag_id"),
-            ut.c.task_id.label("upstream_task_id"),
-        )
-        .outerjoin(up, up.c.id == d.upstream_run_pk)
-        .outerjoin(ut, ut.c.id == d.upstream_task_pk)
-    )
 
 
 def first_decisions(conn: Connection, keys: list[tuple], limit: int) -> list[dict]:

@@ -72,25 +72,13 @@ def attempt_views(
     reads: CatalogReads, page_rows: Sequence[dict], scope: DagScope = EVERY_DAG, rows: int = ROWS_PER_ATTEMPT
 ) -> list[AttemptView]:
     """The attempts of ``page_rows`` (decisions chosen by a page's filters), each with its first ``rows``
-    decisions and a verdict over all of them.
-
-    A gate writes all of an attempt's decisions at once, so a page of decisions mostly holds whole
-    attempts: an attempt whose every decision is on the page (as many as its summary counts) is shown
-    from them; only the others (cut by the page's end or its filters, or with more decisions than a page)
-    are read again.
-    """
-    on_page = group_attempts(page_rows)
-    order = list(on_page)
+    decisions and a verdict over all of them."""
+    order = list(group_attempts(page_rows))
     if not order:
         return []
+    everything = group_attempts(reads.attempt_rows(order, scope, rows))
     # Each attempt's counts were written with its decisions: the page reads them, it does not count.
     tallies = reads.attempt_tallies(order)
-    everything = {
-        k: sorted(on_page[k], key=_by_id)[:rows] for k in order if _whole(on_page[k], tallies.get(_as_tuple(k)))
-    }
-    partial = [k for k in order if k not in everything]
-    if partial:
-        everything.update(group_attempts(reads.attempt_rows(partial, scope, rows)))
     dags = DagGates(k.dag_id for k in order)
     facts = airflow_state.task_instances((k.dag_id, k.task_id, k.run_id, k.map_index) for k in order)
     views = []
@@ -99,23 +87,10 @@ def attempt_views(
         ti = facts.get((key.dag_id, key.task_id, key.run_id, key.map_index))
         state = ti.state if ti is not None and ti.try_number == key.attempt else None
         gate = dags.of(key.dag_id, key.task_id, shown)
-        counts = tallies.get(_as_tuple(key))
+        counts = tallies.get((key.dag_id, key.task_id, key.run_id, key.map_index, key.attempt))
         tally = Tally(*counts) if counts else None
         views.append(AttemptView(key, shown, verdict(shown, gate, ti, decided_state=state, tally=tally), gate))
     return views
-
-
-def _as_tuple(key: AttemptKey) -> tuple:
-    return (key.dag_id, key.task_id, key.run_id, key.map_index, key.attempt)
-
-
-def _by_id(row: dict) -> int:
-    return row["id"]
-
-
-def _whole(shown: list[dict], counts: tuple | None) -> bool:
-    """Whether ``shown`` (an attempt's rows on a page, with their upstream runs) is all of the attempt."""
-    return counts is not None and counts[0] == len(shown) and "upstream_run_id" in shown[0]
 
 
 def undecided_view(dag_id: str, task_id: str, run_id: str, map_index: int) -> tuple[AttemptView | None, str]:

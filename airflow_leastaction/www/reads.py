@@ -20,7 +20,7 @@ from airflow_leastaction.catalog.store import parse_parents
 from airflow_leastaction.gate import DecisionResult
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity
-from airflow_leastaction.www.attempt_reads import attempt_keys, first_decisions, summaries, with_upstream
+from airflow_leastaction.www.attempt_reads import attempt_keys, first_decisions, summaries
 from airflow_leastaction.www.names import rows_by_identity
 from airflow_leastaction.www.params import MAX_ID
 from airflow_leastaction.www.queries import (
@@ -107,13 +107,6 @@ def _page(rows: list, limit: int, at_key: str) -> Page:
     return Page(rows, nxt)
 
 
-def _withhold_upstream_runs(rows: list[dict], scope: DagScope) -> None:
-    """Blank the upstream run of rows whose upstream is outside Airflow or of a DAG outside ``scope``."""
-    for row in rows:
-        if row["upstream_dag_id"] is None or not scope.allows(row["upstream_dag_id"]):
-            row.update(upstream_run_id=None, upstream_dag_id=None, upstream_task_id=None)
-
-
 class CatalogReads:
     """The UI's read side of the catalog; one method per page.
 
@@ -150,12 +143,7 @@ class CatalogReads:
             self._held = self.engine.connect()
         yield self._held
 
-    def decisions(
-        self, f: DecisionFilter, cursor: Cursor | None, limit: int, scope: DagScope = EVERY_DAG, *, upstream=False
-    ) -> Page:
-        """Decisions matching ``f``, newest first; ``upstream``: each with its upstream slot's Airflow run,
-        DAG and task, as :meth:`attempt_rows` gives them (a verdict page then reuses the rows of an attempt
-        it lists whole)."""
+    def decisions(self, f: DecisionFilter, cursor: Cursor | None, limit: int, scope: DagScope = EVERY_DAG) -> Page:
         d = gate_decision.c
         stmt = scope.where(select(gate_decision), d.dag_id)
         for col, value in (
@@ -176,12 +164,8 @@ class CatalogReads:
         if f.until is not None:
             stmt = stmt.where(d.decided_at < f.until)
         stmt = _newest_first(stmt, d.decided_at, d.id, cursor, limit)
-        if upstream:
-            stmt = with_upstream(stmt)
         with self.connect() as conn:
             rows = [dict(r) for r in conn.execute(stmt).mappings()]
-        if upstream:
-            _withhold_upstream_runs(rows, scope)
         return _page(rows, limit, "decided_at")
 
     def consumption(self, f: ConsumptionFilter, cursor: Cursor | None, limit: int, scope: DagScope = EVERY_DAG) -> Page:
@@ -295,7 +279,9 @@ class CatalogReads:
         statement, one index range of ``limit`` rows per attempt: an attempt may have judged thousands."""
         with self.connect() as conn:
             rows = first_decisions(conn, attempt_keys(attempts), limit)
-        _withhold_upstream_runs(rows, scope)
+        for row in rows:
+            if row["upstream_dag_id"] is None or not scope.allows(row["upstream_dag_id"]):
+                row.update(upstream_run_id=None, upstream_dag_id=None, upstream_task_id=None)
         return rows
 
     def attempt_tallies(self, attempts) -> dict:

@@ -76,24 +76,14 @@ def gated_by(task_id: str | None) -> str | None:
     return task_id[: -len(GATE_SUFFIX)]
 
 
-def _page_of_decisions(upstream: bool):
-    """The dependency reading a page of decisions; ``upstream``: each with its upstream run, so that a
-    verdict page draws the attempts it holds whole from it (see ``CatalogReads.decisions``)."""
-
-    def page(
-        f: DecisionFilter = Depends(decision_filter),
-        reads: CatalogReads = Depends(catalog_reads),
-        cursor: str | None = None,
-        limit: int = Query(50, ge=1, le=500),
-        scope: DagScope = READABLE_DAGS,
-    ) -> tuple[DecisionFilter, Page, CatalogReads]:
-        return f, reads.decisions(f, Cursor.decode(blank(cursor)), limit, scope, upstream=upstream), reads
-
-    return page
-
-
-decision_page = _page_of_decisions(upstream=False)
-verdict_page = _page_of_decisions(upstream=True)
+def decision_page(
+    f: DecisionFilter = Depends(decision_filter),
+    reads: CatalogReads = Depends(catalog_reads),
+    cursor: str | None = None,
+    limit: int = Query(50, ge=1, le=500),
+    scope: DagScope = READABLE_DAGS,
+) -> tuple[DecisionFilter, Page, CatalogReads]:
+    return f, reads.decisions(f, Cursor.decode(blank(cursor)), limit, scope), reads
 
 
 @router.get("/api/decisions", response_model=Listing[Decision])
@@ -123,7 +113,7 @@ def attempt_model(view: AttemptView) -> Attempt:
 
 
 @router.get("/api/attempts", response_model=Listing[Attempt])
-def list_attempts(page=Depends(verdict_page), readable: DagScope = READABLE_DAGS):
+def list_attempts(page=Depends(decision_page), readable: DagScope = READABLE_DAGS):
     """Gate attempts whose decisions match the filters, newest first, each with its verdict and all its
     decisions (an attempt cut by the page's end is listed whole on both pages)."""
     _, result, reads = page
@@ -139,7 +129,7 @@ def _one_task_instance(f: DecisionFilter) -> bool:
 @router.get("/decisions", response_class=HTMLResponse, name="decisions_page")
 def decisions_page(
     request: Request,
-    page=Depends(verdict_page),
+    page=Depends(decision_page),
     scope: Scope = Depends(page_scope),
     readable: DagScope = READABLE_DAGS,
 ):

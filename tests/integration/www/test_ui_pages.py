@@ -48,23 +48,6 @@ class TestVerdicts:
         page = client.get(P + "/decisions", params={"task_id": "publish"}).text
         assert page.count('class="verdict') == 1 and "2 of 3 met" in page
 
-    def test_an_attempt_the_page_holds_whole_is_drawn_as_when_the_page_cuts_it(self, client, story):
-        # A gate writes an attempt's decisions at once, so a page mostly holds whole attempts and draws them
-        # from its own rows; an attempt the page's end cuts is read again. Both draw the same card.
-        who = AttemptKey("sales_daily", "summary", "scheduled__2024-01-02T03:00:00+00:00", -1, 1)
-        scenario.gate(story.store, who, [scenario.LOAD, scenario.CRM], scenario.day(2), scenario.day(2, 6))
-        query = {"dag_id": who.dag_id, "task_id": who.task_id, "run_id": who.run_id}
-        whole = client.get(P + "/decisions", params=query).text
-        cut = client.get(P + "/decisions", params={**query, "limit": 1}).text  # one of its two decisions
-
-        def card(page: str) -> str:
-            (found,) = re.findall(r'<section class="verdict.*?</section>', page, re.S)
-            return found
-
-        assert card(whole) == card(cut)
-        # Its Airflow upstream (the load) links the run it selected; the export, reported from outside, none.
-        assert "2 dependencies" in card(whole) and card(whole).count("upstream run") == 1
-
     def test_the_task_instance_tab_opens_on_the_verdict_of_its_task(self, client, story):
         tab = {"tab": "task", "dag_id": "sales_daily", "task_id": "load_orders", "run_id": RUN4, "map_index": "-1"}
         page = client.get(P + "/decisions", params=tab).text
