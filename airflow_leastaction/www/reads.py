@@ -20,7 +20,7 @@ from airflow_leastaction.catalog.store import parse_parents
 from airflow_leastaction.gate import DecisionResult
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity
-from airflow_leastaction.www.attempt_reads import attempt_keys, first_decisions, summaries
+from airflow_leastaction.www.attempt_reads import attempt_keys, first_decisions, row_dicts, summaries
 from airflow_leastaction.www.names import rows_by_identity
 from airflow_leastaction.www.params import MAX_ID
 from airflow_leastaction.www.queries import (
@@ -165,7 +165,7 @@ class CatalogReads:
             stmt = stmt.where(d.decided_at < f.until)
         stmt = _newest_first(stmt, d.decided_at, d.id, cursor, limit)
         with self.connect() as conn:
-            rows = [dict(r) for r in conn.execute(stmt).mappings()]
+            rows = row_dicts(conn.execute(stmt))
         return _page(rows, limit, "decided_at")
 
     def consumption(self, f: ConsumptionFilter, cursor: Cursor | None, limit: int, scope: DagScope = EVERY_DAG) -> Page:
