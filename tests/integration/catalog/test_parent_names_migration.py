@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from sqlalchemy import inspect, insert, select
+from sqlalchemy import insert, inspect, select
 
 from airflow_leastaction.catalog.migrate import downgrade, upgrade
 from airflow_leastaction.catalog.schema import task, task_parent
