@@ -8,12 +8,15 @@ autoescaping did (``escape``, not ``Markup.format``, whose formatter costs what 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from markupsafe import Markup, escape
 
 from airflow_leastaction.www.links import AirflowLinks
 from airflow_leastaction.www.present import tone
 
 
+@lru_cache(maxsize=512)  # a page draws the same few states hundreds of times
 def badge(value, label=None) -> Markup:
     """A state (or result, outcome) in its tone's colours; ``label`` shown instead of the state's name."""
     return Markup(f'<span class="badge tone-{escape(tone(value))}">{escape(label or value or "—")}</span>')
