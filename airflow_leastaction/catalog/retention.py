@@ -34,7 +34,7 @@ from sqlalchemy import Table, and_, delete, exists, func, not_, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
-from airflow_leastaction.catalog.audit import ATTEMPT_COLUMNS
+from airflow_leastaction.catalog.audit_statements import ATTEMPT_COLUMNS
 from airflow_leastaction.catalog.changes import mark_pruned_slots
 from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_decision, task, task_run
 from airflow_leastaction.catalog.staleness import consumed_slot, is_stale

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from sqlalchemy import and_, bindparam, func, select, true
 from sqlalchemy.engine import Connection
 
-from airflow_leastaction.catalog.audit import ATTEMPT_COLUMNS as ATTEMPT
+from airflow_leastaction.catalog.audit_statements import ATTEMPT_COLUMNS as ATTEMPT
 from airflow_leastaction.catalog.bound_rows import BoundRows, bound_rows
 from airflow_leastaction.catalog.schema import gate_attempt, gate_decision, task, task_run
 from airflow_leastaction.www.params import MAX_ID

@@ -59,7 +59,7 @@ def attempt_summaries(store) -> tuple[dict, dict]:
     (decisions, SATISFIED, BYPASSED, last decided, MISSING) per (DAG, task, run, map index, attempt)."""
     from sqlalchemy import case, func
 
-    from airflow_leastaction.catalog.audit import ATTEMPT_COLUMNS
+    from airflow_leastaction.catalog.audit_statements import ATTEMPT_COLUMNS
     from airflow_leastaction.catalog.schema import gate_attempt
 
     d, s = gate_decision.c, gate_attempt.c

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, insert, inspect, select
 
 from airflow_leastaction.catalog import audit
+from airflow_leastaction.catalog.audit_statements import ATTEMPT_COLUMNS
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.migrate import downgrade, upgrade
 from airflow_leastaction.catalog.retention import prune
@@ -33,7 +34,7 @@ def summary(store, key: AttemptKey = GATE) -> tuple | None:
     with store.engine.connect() as conn:
         row = conn.execute(
             select(s.decisions, s.satisfied, s.bypassed, s.decided_at).where(
-                *(s[name] == getattr(key, name) for name in audit.ATTEMPT_COLUMNS)
+                *(s[name] == getattr(key, name) for name in ATTEMPT_COLUMNS)
             )
         ).first()
     return tuple(row) if row else None
@@ -43,7 +44,7 @@ def missing(store, key: AttemptKey = GATE) -> int | None:
     s = gate_attempt.c
     with store.engine.connect() as conn:
         return conn.execute(
-            select(s.missing).where(*(s[name] == getattr(key, name) for name in audit.ATTEMPT_COLUMNS))
+            select(s.missing).where(*(s[name] == getattr(key, name) for name in ATTEMPT_COLUMNS))
         ).scalar()
 
 
@@ -79,8 +80,8 @@ class TestWrittenWithTheDecisions:
 
     def test_decisions_are_not_recorded_when_their_summary_cannot_be(self, store, monkeypatch):
         # A summary that cannot be written (a NOT NULL column left empty) takes its decisions with it.
-        real = audit._summary_params
-        monkeypatch.setattr(audit, "_summary_params", lambda *a: {**real(*a), "decided_at": None})
+        real = audit.summary_params
+        monkeypatch.setattr(audit, "summary_params", lambda *a: {**real(*a), "decided_at": None})
         with pytest.raises(Exception, match="(?i)null"):
             store.record_decisions(GATE, judged(True, True), downstream_slot=AT, at=AT)
         with store.engine.connect() as conn:
