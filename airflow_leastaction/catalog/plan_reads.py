@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 
 from sqlalchemy import select, tuple_
 
-from airflow_leastaction.catalog.parent_names import naming_any
+from airflow_leastaction.catalog.declared_parents import naming_any, parse_parents
 from airflow_leastaction.catalog.schema import consumption, in_chunks, task, task_run
-from airflow_leastaction.catalog.store import CatalogStore, parse_parents
+from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import PlanError
 from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
 from airflow_leastaction.intervals.slots import expected_slot

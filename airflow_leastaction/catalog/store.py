@@ -8,28 +8,27 @@ Readers: the gates (batched snapshots), the CLI and the UI.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from sqlalchemy import and_, case, insert, literal, or_, select, update
+from sqlalchemy import insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.audit import AttemptKey, AuditRecords
-from airflow_leastaction.catalog.changes import mark_changed, mark_run_changed
+from airflow_leastaction.catalog.changes import mark_changed
+from airflow_leastaction.catalog.declared_parents import declaration, write_parent_names
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.late_arrivals import LateArrivals
-from airflow_leastaction.catalog.parent_names import write_parent_names
 from airflow_leastaction.catalog.run_reads import RunReads
 from airflow_leastaction.catalog.schema import (
-    UtcDateTime,
     identity_clause,
     task,
     task_run,
     utcnow,
 )
+from airflow_leastaction.catalog.slot_writes import forward_only, older_than_held, slot_row, update_task_state
 from airflow_leastaction.catalog.snapshots import read_snapshot, wanted_windows
 from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.exceptions import TaskOwnedByDagError
@@ -150,7 +149,7 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
 
     def declare_parents(self, identity: TaskIdentity, meta: TaskMeta | None, parents: Sequence[TaskIdentity]) -> int:
         """Record the parents ``identity`` declares (what the dependency graph is computed from)."""
-        text = json.dumps([p.as_dict() for p in parents], sort_keys=True)
+        text = declaration(parents)
         now = utcnow()
         with self.write() as conn:
             pk = self.ensure_task(conn, identity, meta, now)
@@ -207,10 +206,10 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
         completion_key = f"{run_id}#{attempt}"
         with self.write() as conn:
             task_pk = self.ensure_task(conn, identity, meta, now)
-            current = _slot_row(conn, task_pk, slot)
+            current = slot_row(conn, task_pk, slot)
             if current is not None and current.completion_key == completion_key and current.state == "success":
                 return SlotOutcome(task_pk, current.id, "success", current.output_revision, False)
-            if _older_than_held(current, run_id, attempt, now):
+            if older_than_held(current, run_id, attempt, now):
                 # A late replay: the slot keeps its newer outcome and publishes nothing, but what this
                 # attempt consumed is still a fact of its success.
                 if consumer is not None and not self._consumed_by(conn, consumer):
@@ -254,8 +253,8 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
                         updated_at=now,
                     )
                 )
-            _update_task(
-                conn, task_pk, run_pk, now, {"state": "success"}, always={"prev_interval_start": _forward_only(slot)}
+            update_task_state(
+                conn, task_pk, run_pk, now, {"state": "success"}, always={"prev_interval_start": forward_only(slot)}
             )
             if consumer is not None:
                 self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
@@ -283,7 +282,7 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
         times = {"started_at": now, "finished_at": None} if started else {"finished_at": now}
         with self.write() as conn:
             task_pk = self.ensure_task(conn, identity, meta, now)
-            current = _slot_row(conn, task_pk, slot)
+            current = slot_row(conn, task_pk, slot)
             if current is None:
                 revision = 0
                 run_pk = conn.execute(
@@ -302,7 +301,7 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
                 ).inserted_primary_key[0]
             else:
                 run_pk, revision = current.id, current.output_revision
-                if _older_than_held(current, run_id, attempt, now):  # a late replay never undoes a newer outcome
+                if older_than_held(current, run_id, attempt, now):  # a late replay never undoes a newer outcome
                     return SlotOutcome(task_pk, run_pk, current.state, revision, False)
                 repair = {"repair_pending": revision > 0} if started else {}
                 conn.execute(
@@ -318,7 +317,9 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
                         **repair,
                     )
                 )
-            _update_task(conn, task_pk, run_pk, now, {"state": state, **({"logical_date": slot} if started else {})})
+            update_task_state(
+                conn, task_pk, run_pk, now, {"state": state, **({"logical_date": slot} if started else {})}
+            )
             return SlotOutcome(task_pk, run_pk, state, revision, True)
 
     def report_completion(
@@ -370,58 +371,3 @@ def _task_meta_changes(row, meta: TaskMeta) -> dict:
     if meta.schedule_known and (row.cron, row.timezone) != (meta.cron, meta.timezone):
         values.update(cron=meta.cron, timezone=meta.timezone, source=meta.source, task_id=meta.task_id)
     return values
-
-
-def _slot_row(conn: Connection, task_pk: int, slot: dt.datetime):
-    return conn.execute(select(task_run).where(and_(task_run.c.task_pk == task_pk, task_run.c.slot == slot))).first()
-
-
-def _older_than_held(current, run_id: str | None, attempt: int, at: dt.datetime) -> bool:
-    """Is the outcome (``run_id``, ``attempt``, ``at``) older than the slot record ``current`` holds?
-
-    Within one run the try number orders attempts, whatever the clocks of the machines that reported them
-    say; within one attempt, and between different runs of the same slot, the time of the outcome does.
-    An outcome as new as the held one applies (a success replayed twice is caught by its completion key).
-    """
-    if current is None:
-        return False
-    if run_id is not None and current.run_id == run_id and current.attempt != attempt:
-        return current.attempt > attempt
-    return current.updated_at > at
-
-
-def _update_task(
-    conn: Connection, task_pk: int, run_pk: int, now: dt.datetime, latest: dict, always: dict | None = None
-) -> None:
-    """Set the task row's current state (``latest``) unless another of its slots has a newer outcome: a
-    late replay of an older slot changes that slot's record, never the task's current state. Either
-    way the task's slot records changed: it and the record are marked for the change sequence."""
-    mark_changed(conn, task_pk)
-    mark_run_changed(conn, run_pk)
-    newer = conn.execute(
-        select(task_run.c.id)
-        .where(task_run.c.task_pk == task_pk, task_run.c.id != run_pk, task_run.c.updated_at > now)
-        .limit(1)
-    ).first()
-    values = dict(always or {})
-    if newer is None:
-        values.update(latest, updated_at=now)
-    if values:
-        conn.execute(update(task).where(task.c.id == task_pk).values(**values))
-
-
-def _forward_only(slot: dt.datetime):
-    # Decided in SQL, so two slots of one task completing at once can never move the watermark back.
-    new = literal(slot, UtcDateTime())
-    wm = task.c.prev_interval_start
-    return case((or_(wm.is_(None), wm < new), new), else_=wm)
-
-
-def parse_parents(text: str | None) -> list[TaskIdentity]:
-    """The declared parents of a task row (the JSON list :meth:`CatalogStore.declare_parents` writes)."""
-    if not text:
-        return []
-    try:
-        return [TaskIdentity.from_dict(p) for p in json.loads(text)]
-    except (ValueError, KeyError, TypeError):
-        return []  # a malformed row must not take a page or a plan down: it declares no parents

@@ -15,7 +15,6 @@ dbt profiles come from either
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,8 +34,8 @@ from airflow_leastaction.dbt.worker import QueueWorker, default_owner
 from airflow_leastaction.exceptions import ConfigurationError, DbtBuildFailedError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.lineage import openlineage_installed
+from airflow_leastaction.operators.dbt_owner import airflow_task_alive, same_task_prefix, ti_identity
 from airflow_leastaction.refs import deployment_project
-from airflow_leastaction.states import ALIVE_STATES
 
 #: How long one wait of a drain, deferred, for work a tier holds back or a follow-up owed may last: the
 #: longest minimum interval of the default tiers (historical, 1 hour). A held row is eligible at most its
@@ -121,16 +120,6 @@ class _DbtQueueOperator(BaseOperator):
         return QueueStore(conn_id=self.catalog_conn_id)
 
 
-def _ti_identity(context) -> str:
-    ti = context["ti"]
-    return f"{ti.dag_id}|{ti.run_id}|{ti.task_id}|{ti.map_index}"
-
-
-def same_task_prefix(ti_identity: str) -> str:
-    """The start of the worker name of every try of one task instance (a hash: names are short columns)."""
-    return f"ti-{hashlib.sha256(ti_identity.encode()).hexdigest()[:16]}:"
-
-
 def combine_rounds(earlier: Mapping[str, Any] | None, latest: Mapping[str, Any]) -> dict[str, Any]:
     """One report for a drain that ran in several rounds (it waited for held work in between)."""
     if earlier is None:
@@ -207,7 +196,7 @@ class DbtEnqueueOperator(_DbtQueueOperator):
         report = submit(
             planner, self.queue_store(), self.environment, self.selector, command=self.command,
             full_refresh=self.full_refresh, dbt_vars=self.dbt_vars, exclude_selector=self.exclude_selector,
-            force=self.force, slot=slot.instant if slot else None, requested_by=_ti_identity(context),
+            force=self.force, slot=slot.instant if slot else None, requested_by=ti_identity(context),
         )  # fmt: skip
         merged = {k: len(v) for k, v in report.merged.items()}
         self.log.info("selector %r -> %s; excluded %d", self.selector, merged or report.status, len(report.excluded))
@@ -340,7 +329,7 @@ class DbtDrainOperator(_DbtQueueOperator):
         return wake
 
     def _drain(self, context) -> dict[str, Any]:
-        me = _ti_identity(context)
+        me = ti_identity(context)
         same_task = same_task_prefix(me)
 
         def is_alive(batch: Mapping) -> bool | None:
@@ -382,21 +371,3 @@ class DbtDrainOperator(_DbtQueueOperator):
             len(report["batches"]),
         )
         return report
-
-
-def airflow_task_alive(batch: Mapping) -> bool | None:
-    """Ask Airflow whether the task instance that owns a stale batch is still alive (None: cannot tell)."""
-    ident = batch.get("airflow_ti")
-    if not ident:
-        return None
-    try:
-        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
-        dag_id, run_id, task_id, map_index = ident.split("|")
-        states = RuntimeTaskInstance.get_task_states(
-            dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=int(map_index)
-        )
-    except Exception:  # outside a task (CLI) or the API is unreachable: fall back to the heartbeat alone
-        return None
-    found = [s for per_run in (states or {}).values() for s in (per_run or {}).values()]
-    return any(str(s) in ALIVE_STATES for s in found) if found else None

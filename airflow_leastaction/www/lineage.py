@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
-from airflow_leastaction.catalog.parent_names import naming_any
+from airflow_leastaction.catalog.declared_parents import naming_any, parse_parents
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.www.layout import Box, lay_out
 from airflow_leastaction.www.names import rows_by_identity
-from airflow_leastaction.www.reads import parse_parents
 
 #: A graph page never grows past this many nodes; the page says when it was cut.
 MAX_NODES = 150

@@ -14,9 +14,9 @@ from sqlalchemy import Select, case, func, literal, select, tuple_
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.bridges import Bridge, bridges_of
+from airflow_leastaction.catalog.declared_parents import parse_parents
 from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task, task_run
 from airflow_leastaction.catalog.staleness import consumed_slot, is_stale
-from airflow_leastaction.catalog.store import parse_parents
 from airflow_leastaction.gate import DecisionResult
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity
@@ -354,5 +354,4 @@ __all__ = [
     "ConsumptionFilter",
     "CatalogFilter",
     "BadCursorError",
-    "parse_parents",
 ]

@@ -9,9 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from airflow_leastaction.catalog.parent_names import naming_any
+from airflow_leastaction.catalog.declared_parents import naming_any, parse_parents
 from airflow_leastaction.catalog.schema import task
-from airflow_leastaction.catalog.store import parse_parents
 from airflow_leastaction.identity import TaskIdentity
 
 NAMES = ["a", "b", "c", "d"]

@@ -15,7 +15,7 @@ from airflow_leastaction.dbt.policy import BatchKey, TierPolicy
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.operators import DbtDrainOperator, DbtEnqueueOperator, dbt_queue_asset
-from airflow_leastaction.operators.dbt_queue import same_task_prefix
+from airflow_leastaction.operators.dbt_owner import same_task_prefix
 from tests.helpers.dbt_queue import DBT_ENV, ROOT, names
 
 pytestmark = pytest.mark.dbt

@@ -1,7 +1,8 @@
-"""The index of declared parent names (``la_task_parent``): written with each declaration, read to find
-the tasks that may name given tasks as parents.
+"""Declared parents: the declaration a task's row holds (``la_task.parents``, a JSON list of identities),
+reading it back, and the index of its parent names (``la_task_parent``), written with each declaration and
+read to find the tasks that may name given tasks as parents.
 
-A task's declared parents are a JSON list in its ``la_task`` row, read whole when the task is. Finding a
+A task's declaration is read whole when the task is. Finding a
 task's *children* means the other direction: every row that names it. The index keeps one row per (parent
 name, declaring task), written in the transaction that changes the declaration, so that question is an
 index range per name instead of a scan of every declaration. A name is a pre-filter: the caller checks the
@@ -10,12 +11,29 @@ whole identity (name, project, account, partition) in the declaration it then re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy import Select, delete, insert, select
 from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.schema import task, task_parent
+from airflow_leastaction.identity import TaskIdentity
+
+
+def declaration(parents: Sequence[TaskIdentity]) -> str:
+    """The text of a declaration of ``parents``, as a task's row holds it (equal parents, equal text)."""
+    return json.dumps([p.as_dict() for p in parents], sort_keys=True)
+
+
+def parse_parents(text: str | None) -> list[TaskIdentity]:
+    """The declared parents of a task row (the JSON list :meth:`CatalogStore.declare_parents` writes)."""
+    if not text:
+        return []
+    try:
+        return [TaskIdentity.from_dict(p) for p in json.loads(text)]
+    except (ValueError, KeyError, TypeError):
+        return []  # a malformed row must not take a page or a plan down: it declares no parents
 
 
 def write_parent_names(conn: Connection, task_pk: int, names: Iterable[str]) -> None:
