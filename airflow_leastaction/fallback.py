@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from airflow_leastaction.exceptions import InvalidFallbackError
@@ -50,14 +50,22 @@ class Fallback:
     require: int
     on_late_arrival: str | None = None
 
+    #: What is wrong with the values given, or None. Kept, not raised: a ``Fallback`` is written as an
+    #: argument, before the task it belongs to exists, and the error must name that DAG and task
+    #: (:func:`check_fallback`, called where the fallback is attached, raises it).
+    problem: str | None = field(default=None, init=False, compare=False, repr=False)
+
     def __post_init__(self):
-        object.__setattr__(self, "at", _parse_at(self.at))
+        problems = []
+        try:
+            object.__setattr__(self, "at", _parse_at(self.at))
+        except ValueError as bad:
+            problems.append(str(bad))
         if isinstance(self.require, bool) or not isinstance(self.require, int) or self.require < 1:
-            raise InvalidFallbackError(None, None, f"fallback require={self.require!r}: it must be a whole number >= 1")
+            problems.append(f"fallback require={self.require!r}: it must be a whole number >= 1")
         if self.on_late_arrival not in LATE_ARRIVAL:
-            raise InvalidFallbackError(
-                None, None, f"fallback on_late_arrival={self.on_late_arrival!r}: expected None or 'rerun'"
-            )
+            problems.append(f"fallback on_late_arrival={self.on_late_arrival!r}: expected None or 'rerun'")
+        object.__setattr__(self, "problem", "; ".join(problems) or None)
 
     @property
     def nominal(self) -> dt.timedelta:
@@ -77,18 +85,19 @@ class Fallback:
 
     @classmethod
     def from_dict(cls, data: dict) -> Fallback:
-        at = dt.timedelta(seconds=data["after"]) if "after" in data else dt.time.fromisoformat(data["time"])
-        return cls(at, int(data["require"]), data.get("on_late_arrival"))
+        at = dt.timedelta(seconds=data["after"]) if "after" in data else data.get("time")
+        return cls(at, data.get("require"), data.get("on_late_arrival"))
 
 
 def _parse_at(value) -> dt.timedelta | dt.time:
+    """``at`` as a timedelta or a local time of day; ValueError saying why it is neither."""
     if isinstance(value, dt.timedelta):
         if value < dt.timedelta(0):
-            raise InvalidFallbackError(None, None, f"fallback at={value}: an offset after the slot cannot be negative")
+            raise ValueError(f"fallback at={value}: an offset after the slot cannot be negative")
         return value
     if isinstance(value, dt.time):
         if value.tzinfo is not None:
-            raise InvalidFallbackError(None, None, f"fallback at={value}: a time of day is read in the DAG's timezone")
+            raise ValueError(f"fallback at={value}: a time of day is read in the DAG's timezone")
         return value
     if isinstance(value, str):
         try:
@@ -97,9 +106,7 @@ def _parse_at(value) -> dt.timedelta | dt.time:
             parsed = None
         if parsed is not None and parsed.tzinfo is None:
             return parsed
-    raise InvalidFallbackError(
-        None, None, f"fallback at={value!r}: expected a timedelta after the slot or a local time of day 'HH:MM'"
-    )
+    raise ValueError(f"fallback at={value!r}: expected a timedelta after the slot or a local time of day 'HH:MM'")
 
 
 def check_fallback(
@@ -110,13 +117,15 @@ def check_fallback(
     wait_limit: dt.timedelta | None,
     limit_name: str = "max_wait",
 ) -> Fallback | None:
-    """The parse-time checks of a task's fallback, with errors naming the DAG and task: ``require`` at most
-    the number of dependencies, no FAILURE or ALWAYS dependency, the deadline not after the gate's
-    ``max_wait`` (or the sensor's ``timeout``: ``limit_name``)."""
+    """The parse-time checks of a task's fallback, with errors naming the DAG and task: its own values
+    (:attr:`Fallback.problem`), ``require`` at most the number of dependencies, no FAILURE or ALWAYS
+    dependency, the deadline not after the gate's ``max_wait`` (or the sensor's ``timeout``: ``limit_name``)."""
     if fallback is None:
         return None
     if not isinstance(fallback, Fallback):
         raise InvalidFallbackError(dag_id, task_id, f"fallback={fallback!r}: expected Fallback(at=..., require=N)")
+    if fallback.problem is not None:
+        raise InvalidFallbackError(dag_id, task_id, fallback.problem)
     if fallback.require > len(types):
         raise InvalidFallbackError(
             dag_id,

@@ -151,7 +151,9 @@ class RunConditionGate(_Waiting):
         if max_wait is None:
             max_wait = float(setting("gate_wait_minutes", "60")) * 60
         self.max_wait = max_wait.total_seconds() if isinstance(max_wait, dt.timedelta) else float(max_wait)
-        if given is None and isinstance(fallback, Fallback):  # the default wait lasts until the deadline
+        if (
+            given is None and isinstance(fallback, Fallback) and fallback.problem is None
+        ):  # the default wait lasts until the deadline
             self.max_wait = max(self.max_wait, fallback.nominal.total_seconds())
         self.catalog_conn_id = catalog_conn_id
         self.poll_interval = resolve_poll_interval(poll_interval)

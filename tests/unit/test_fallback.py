@@ -136,9 +136,12 @@ class TestFallbackDeclaration:
             ({"at": "06:00", "require": 1, "on_late_arrival": "retry"}, "on_late_arrival='retry'"),
         ],
     )
-    def test_bad_values_are_refused(self, kwargs, words):
-        with pytest.raises(InvalidFallbackError, match=words.replace("(", r"\(")):
-            Fallback(**kwargs)
+    def test_bad_values_are_refused_where_the_fallback_is_attached(self, kwargs, words):
+        fallback = Fallback(**kwargs)
+        assert words in fallback.problem
+        with pytest.raises(InvalidFallbackError, match="DAG 'report_daily' task 'report': ") as raised:
+            check_fallback("report_daily", "report", fallback, [SUCCESS], dt.timedelta(hours=8))
+        assert words in str(raised.value)
 
 
 class TestParseTimeChecks:

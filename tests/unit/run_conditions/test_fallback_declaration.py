@@ -7,6 +7,8 @@ import datetime as dt
 import pytest
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from airflow_leastaction.exceptions import InvalidFallbackError
 from airflow_leastaction.fallback import Fallback
@@ -45,9 +47,56 @@ def test_a_fallback_that_could_never_apply_is_refused_naming_the_task(fallback, 
     assert words in str(raised.value)
 
 
-def test_require_0_is_refused_where_the_fallback_is_written():
-    with pytest.raises(InvalidFallbackError, match="require=0"):
-        Fallback("06:00", 0)
+def test_require_0_is_refused_naming_the_dag_and_task():
+    with pytest.raises(InvalidFallbackError, match="DAG 'country_report' task 'report': fallback require=0"):
+        declare(Fallback("06:00", 0))
+
+
+LETTERS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", max_size=8)
+BAD = {
+    "at": st.one_of(
+        st.timedeltas(max_value=-dt.timedelta(microseconds=1)),
+        LETTERS,
+        st.integers(),
+        st.times(timezones=st.just(dt.UTC)),
+        st.sampled_from(["25:00", "06:00+01:00", "6h", ""]),
+    ),
+    "require": st.one_of(st.integers(max_value=0), st.booleans(), st.floats(), LETTERS, st.none()),
+    "on_late_arrival": st.one_of(LETTERS, st.integers(), st.sampled_from(["Rerun", "rerun ", "retry"])),
+}
+GOOD = {"at": "06:00", "require": 1, "on_late_arrival": None}
+
+
+def with_a_sensor(fallback):
+    with DAG("country_report", schedule=None, start_date=START):
+        ParentIntervalSensor(task_id="report", parents=FEEDS, timeout=86400, fallback=fallback)
+
+
+def with_a_run_condition(fallback):
+    declare(fallback)
+
+
+def with_a_dag_run_condition(fallback):
+    with DAG("country_report", schedule=None, start_date=START) as dag:
+        EmptyOperator(task_id="report")
+        dag_run_condition(dag, *FEEDS, fallback=fallback)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    bad=st.lists(st.sampled_from(sorted(BAD)), min_size=1, max_size=3, unique=True).flatmap(
+        lambda names: st.fixed_dictionaries({name: BAD[name] for name in names})
+    ),
+    attach=st.sampled_from([with_a_sensor, with_a_run_condition, with_a_dag_run_condition]),
+)
+def test_every_bad_value_is_refused_naming_the_dag_the_task_and_the_value(bad, attach):
+    fallback = Fallback(**{**GOOD, **bad})
+    task = "leastaction_dag_gate" if attach is with_a_dag_run_condition else "report"
+    with pytest.raises(InvalidFallbackError) as raised:
+        attach(fallback)
+    message = str(raised.value)
+    assert message.startswith(f"DAG 'country_report' task '{task}': "), message
+    assert all(f"fallback {name}=" in message for name in bad), message
 
 
 def test_a_dag_run_condition_refuses_it_too():
