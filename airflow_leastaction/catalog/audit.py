@@ -87,7 +87,7 @@ class AuditRecords:
         """
         now = at or utcnow()
         missing = downstream_slot if degraded else None
-        rows = [decision_values(j, bypass_reason, degraded, missing) for j in judgements]
+        rows = [decision_values(j, bypass_reason, degraded, missing, attempt.dag_id) for j in judgements]
         if not rows:
             return []
         with self.transactions.write() as conn:

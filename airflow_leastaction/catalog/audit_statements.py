@@ -17,13 +17,18 @@ from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_d
 from airflow_leastaction.gate import CONSUMED_RESULTS, DecisionResult, Judgement
 
 
-def decision_values(j: Judgement, bypass_reason: str | None, degraded: bool = False, downstream_slot=None) -> tuple:
-    """What one decision row holds of its judgement, in :data:`_JUDGED` order."""
+def decision_values(
+    j: Judgement, bypass_reason: str | None, degraded: bool = False, downstream_slot=None, dag_id: str | None = None
+) -> tuple:
+    """What one decision row holds of its judgement, in :data:`_JUDGED` order (``dag_id``: the DAG of the
+    attempt, whose tasks a ``task:`` dependency names)."""
+    identity = None
     if bypass_reason is not None and not j.satisfied:
         result, reason = DecisionResult.BYPASSED.value, f"{bypass_reason}: {j.reason}"
     elif degraded and not j.satisfied:
         j = j.as_missing(downstream_slot)
         result, reason = DecisionResult.MISSING.value, j.reason
+        identity = missing_identity(dag_id, j.dependency) if j.upstream_task_pk is None else None
     else:
         result = (DecisionResult.SATISFIED if j.satisfied else DecisionResult.UNSATISFIED).value
         reason = j.reason
@@ -34,9 +39,23 @@ def decision_values(j: Judgement, bypass_reason: str | None, degraded: bool = Fa
         j.upstream_run_pk,
         j.upstream_slot,
         j.upstream_revision,
+        identity,
         result,
         reason,
     )
+
+
+def missing_identity(dag_id: str | None, dependency: str) -> str | None:
+    """The catalog identity (as ``TaskIdentity.__str__`` writes it) of a dependency recorded MISSING with no
+    upstream task: what its late arrival is matched on. A ``task:`` label names a task of the same run."""
+    kind, _, rest = dependency.partition(":")
+    if kind == "catalog":
+        return rest
+    if kind == "task" and dag_id is not None:
+        from airflow_leastaction.refs import airflow_task  # refs imports the store, which imports this module
+
+        return str(airflow_task(dag_id, rest))
+    return None
 
 
 #: The decision columns that differ from one dependency to the next (the rest is the attempt's).
@@ -47,6 +66,7 @@ _JUDGED = (
     "upstream_run_pk",
     "upstream_slot",
     "upstream_revision",
+    "upstream_identity",
     "result",
     "reason",
 )
@@ -126,7 +146,14 @@ def summary_statement(dialect):
 
 
 #: The columns a consumption record copies from the decision it consumes, after ``decision_id``.
-_COPIED = ("dependency", "upstream_task_pk", "upstream_run_pk", "upstream_slot", "upstream_revision")
+_COPIED = (
+    "dependency",
+    "upstream_task_pk",
+    "upstream_run_pk",
+    "upstream_slot",
+    "upstream_revision",
+    "upstream_identity",
+)
 
 
 _CONSUMPTIONS: dict[tuple, object] = {}

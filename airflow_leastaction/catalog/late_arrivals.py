@@ -17,12 +17,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, case, exists, func, select, update
+from sqlalchemy import and_, case, exists, func, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.audit import WAITING, AttemptKey
-from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task_run
-from airflow_leastaction.catalog.staleness import consumed_slot, is_stale
+from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task, task_run
+from airflow_leastaction.catalog.staleness import consumed_slot, identity_text, is_stale
 from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.gate import DecisionResult
 
@@ -63,7 +63,12 @@ class LateArrivals:
             exists().where(gate_decision.c.id == c.decision_id, gate_decision.c.task_id == la.gate_task_id),
         ]
         if task_pk is not None:
-            touched = exists().where(*ran_without, c.upstream_task_pk == task_pk, c.upstream_slot == slot)
+            # The task it named, or its identity when it named none (it had never reported).
+            identity = select(identity_text(task)).where(task.c.id == task_pk).scalar_subquery()
+            named = or_(
+                c.upstream_task_pk == task_pk, and_(c.upstream_task_pk.is_(None), c.upstream_identity == identity)
+            )
+            touched = exists().where(*ran_without, named, c.upstream_slot == slot)
         else:
             touched = and_(la.dag_id == consumer.dag_id, la.run_id == consumer.run_id, exists().where(*ran_without))
         with self.engine.connect() as conn:

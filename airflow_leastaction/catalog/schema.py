@@ -140,6 +140,10 @@ gate_decision = Table(
     Column("upstream_run_pk", BigId, nullable=True),
     Column("upstream_slot", UtcDateTime(), nullable=True),
     Column("upstream_revision", Integer, nullable=True),
+    # A MISSING dependency the catalog had no task for (never reported), or none selected (a task of the
+    # same run not recorded yet): its catalog identity as ``TaskIdentity.__str__`` writes it, so that its
+    # arrival is found by identity and slot (staleness.consumed_slot). NULL otherwise.
+    Column("upstream_identity", String(1000), nullable=True),
     Column("result", String(12), nullable=False),
     Column("reason", Text, nullable=False),
     Column("decided_at", UtcDateTime(), nullable=False),
@@ -188,6 +192,7 @@ consumption = Table(
     Column("upstream_run_pk", BigId, nullable=True),
     Column("upstream_slot", UtcDateTime(), nullable=True),
     Column("upstream_revision", Integer, nullable=True),
+    Column("upstream_identity", String(1000), nullable=True),  # as the decision's: a MISSING one's identity
     Column("consumed_at", UtcDateTime(), nullable=False),
     # The decision's result: SATISFIED (ran with it), or MISSING (ran degraded without it: revision 0, or
     # the one its awaited slot had, is what it "consumed", so the slot's arrival makes it stale).
@@ -204,6 +209,7 @@ consumption = Table(
         "upstream_revision",
     ),
     Index("ix_la_consumption_upstream", "upstream_task_pk", "upstream_slot"),
+    Index("ix_la_consumption_awaited", "upstream_identity", "upstream_slot"),
     Index("ix_la_consumption_time", "consumed_at", "id"),
 )
 #: A degraded run that re-runs once its missing dependencies arrive (``Fallback(on_late_arrival="rerun")``):

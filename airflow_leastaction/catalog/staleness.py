@@ -4,10 +4,10 @@ catalog's tables; the UI, retention and late arrivals read it."""
 
 from __future__ import annotations
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, literal, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from airflow_leastaction.catalog.schema import consumption, task_run
+from airflow_leastaction.catalog.schema import consumption, task, task_run
 from airflow_leastaction.gate import DecisionResult
 
 
@@ -16,16 +16,39 @@ def consumed_slot(record) -> ColumnElement:
 
     By the record's id (``upstream_run_pk``), which the consumer index holds; a MISSING consumption of a
     slot that had no record at the deadline has none, and joins the record its late upstream writes when
-    it arrives, by task and slot (looked up only for such a row)."""
+    it arrives, by task and slot (looked up only for such a row). The task is the one it named, or, when
+    it named none (a dependency that had never reported, a task of the same run not recorded yet), the
+    one of its catalog identity (``upstream_identity``)."""
     c = consumption.c
     awaited = task_run.alias("awaited")
+    named = task.alias("named")
+    # One subquery, the task joined in it: a second one nested in it took the retention statement past
+    # SQLite's parser stack.
+    by_identity = and_(c.upstream_task_pk.is_(None), identity_text(named) == c.upstream_identity)
     arrived = (
         select(awaited.c.id)
-        .where(c.result == DecisionResult.MISSING.value)
-        .where(awaited.c.task_pk == c.upstream_task_pk, awaited.c.slot == c.upstream_slot)
+        .select_from(awaited.join(named, named.c.id == awaited.c.task_pk))
+        .where(c.result == DecisionResult.MISSING.value, awaited.c.slot == c.upstream_slot)
+        .where(or_(awaited.c.task_pk == c.upstream_task_pk, by_identity))
         .scalar_subquery()
     )
     return record.c.id == func.coalesce(c.upstream_run_pk, arrived)
+
+
+def identity_text(tasks) -> ColumnElement:
+    """A ``la_task`` row's identity (``tasks``: the table or an alias) as ``TaskIdentity.__str__`` writes it:
+    ``project/name``, then ``@account`` and ``[partition]`` when set."""
+    t = tasks.c
+
+    def when_set(mark: str, part) -> ColumnElement:
+        # substr(mark, 1, length(part)): the mark when the part is set. One flat chain of ||: CASE
+        # expressions nested the retention statement past SQLite's parser stack.
+        return func.substr(literal(mark), 1, func.length(part))
+
+    return (
+        t.project + "/" + t.name + when_set("@", t.account) + t.account
+        + when_set("[", t.partition) + t.partition + when_set("]", t.partition)
+    )  # fmt: skip
 
 
 def is_stale(record) -> ColumnElement:

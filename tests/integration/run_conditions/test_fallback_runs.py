@@ -192,6 +192,17 @@ class TestLateArrivalRerun:
         land(catalog, "it")  # a repair later: the one re-run was spent
         assert rows(catalog, late_arrival, dag_id="fb_report_rerun")[0]["updated_at"] == failed["updated_at"]
 
+    def test_a_feed_that_had_never_reported_is_noticed_when_it_lands(self, catalog, run_dag, monkeypatch):
+        monkeypatch.delenv("AIRFLOW_CONN_LEASTACTION_AIRFLOW_API_DEFAULT", raising=False)
+        land(catalog, "fr", "de", "es")  # the Italian feed has never reported: the catalog has no such task
+        run_dag("fb_report_rerun", DAY)
+        (missing,) = [d for d in rows(catalog, gate_decision, dag_id="fb_report_rerun") if d["result"] == "MISSING"]
+        assert (missing["upstream_task_pk"], missing["upstream_identity"]) == (None, str(feed("it")))
+        land(catalog, "it")
+        assert [(s["task_id"], s["missing"]) for s in catalog.stale_consumers("fb_report_rerun")] == [("report", True)]
+        (asked,) = rows(catalog, late_arrival, dag_id="fb_report_rerun")
+        assert asked["state"] == "failed"  # asked of Airflow's API, which this run has not
+
 
 def test_a_gate_judged_again_after_a_restart_keeps_the_decisions_it_recorded(catalog):
     """A trigger that recorded its decisions and was run again (its triggerer restarted before Airflow
