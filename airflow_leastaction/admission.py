@@ -27,6 +27,7 @@ from airflow_leastaction.gate import (
     Verdict,
     decide,
 )
+from airflow_leastaction.refs import deployment_project
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,12 @@ def settle(
         return recorded_admission(outcome.condition, recorded)[1]
     if outcome.verdict is Verdict.ADMIT:
         ids = store.record_decisions(
-            attempt, outcome.judgements, downstream_slot=downstream_slot, degraded=outcome.degraded, rerun=rerun
+            attempt,
+            outcome.judgements,
+            downstream_slot=downstream_slot,
+            degraded=outcome.degraded,
+            rerun=rerun,
+            project=deployment_project(),
         )
         return Admission(True, False, tuple(ids), outcome.degraded)
     if mode in ("warn", "off"):

@@ -74,6 +74,7 @@ class AuditRecords:
         at: dt.datetime | None = None,
         degraded: bool = False,
         rerun: RerunOnArrival | None = None,
+        project: str | None = None,
     ) -> list[int]:
         """Append one decision per judged dependency of this attempt; their ids, in ``judgements`` order.
 
@@ -84,10 +85,12 @@ class AuditRecords:
         the same transaction, the run is to re-run once they arrive (``la_late_arrival``, one row per run
         and gate: a run admitted degraded again keeps it). The attempt's summary (``la_gate_attempt``: how
         many decisions, how many met, bypassed or missing, when) counts them in the same transaction.
+        ``project``: the catalog project of the attempt's DAG's tasks, naming a MISSING task of its run.
         """
         now = at or utcnow()
         missing = downstream_slot if degraded else None
-        rows = [decision_values(j, bypass_reason, degraded, missing, attempt.dag_id) for j in judgements]
+        own_run = (attempt.dag_id, project) if project is not None else None
+        rows = [decision_values(j, bypass_reason, degraded, missing, own_run) for j in judgements]
         if not rows:
             return []
         with self.transactions.write() as conn:

@@ -15,20 +15,21 @@ from sqlalchemy.engine import Connection
 from airflow_leastaction.catalog.bound_rows import bound_rows
 from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_decision
 from airflow_leastaction.gate import CONSUMED_RESULTS, DecisionResult, Judgement
+from airflow_leastaction.identity import TaskIdentity, airflow_task_name
 
 
 def decision_values(
-    j: Judgement, bypass_reason: str | None, degraded: bool = False, downstream_slot=None, dag_id: str | None = None
+    j: Judgement, bypass_reason: str | None, degraded: bool = False, downstream_slot=None, own_run=None
 ) -> tuple:
-    """What one decision row holds of its judgement, in :data:`_JUDGED` order (``dag_id``: the DAG of the
-    attempt, whose tasks a ``task:`` dependency names)."""
+    """What one decision row holds of its judgement, in :data:`_JUDGED` order (``own_run``: the DAG of the
+    attempt and the catalog project of its tasks, which a ``task:`` dependency names)."""
     identity = None
     if bypass_reason is not None and not j.satisfied:
         result, reason = DecisionResult.BYPASSED.value, f"{bypass_reason}: {j.reason}"
     elif degraded and not j.satisfied:
         j = j.as_missing(downstream_slot)
         result, reason = DecisionResult.MISSING.value, j.reason
-        identity = missing_identity(dag_id, j.dependency) if j.upstream_task_pk is None else None
+        identity = missing_identity(j.dependency, own_run) if j.upstream_task_pk is None else None
     else:
         result = (DecisionResult.SATISFIED if j.satisfied else DecisionResult.UNSATISFIED).value
         reason = j.reason
@@ -45,16 +46,16 @@ def decision_values(
     )
 
 
-def missing_identity(dag_id: str | None, dependency: str) -> str | None:
+def missing_identity(dependency: str, own_run: tuple[str, str] | None) -> str | None:
     """The catalog identity (as ``TaskIdentity.__str__`` writes it) of a dependency recorded MISSING with no
-    upstream task: what its late arrival is matched on. A ``task:`` label names a task of the same run."""
+    upstream task: what its late arrival is matched on. A ``task:`` label names a task of the same run, of
+    ``own_run`` = (DAG id, the deployment's project), as ``refs.airflow_task`` names it."""
     kind, _, rest = dependency.partition(":")
     if kind == "catalog":
         return rest
-    if kind == "task" and dag_id is not None:
-        from airflow_leastaction.refs import airflow_task  # refs imports the store, which imports this module
-
-        return str(airflow_task(dag_id, rest))
+    if kind == "task" and own_run is not None:
+        dag_id, project = own_run
+        return str(TaskIdentity(airflow_task_name(dag_id, rest), project))
     return None
 
 

@@ -13,7 +13,7 @@ from airflow_leastaction.catalog.retention import prune
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.gate import ALL, Judgement, decide_at_deadline
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.refs import airflow_task
+from airflow_leastaction.refs import airflow_task, deployment_project
 from airflow_leastaction.www.queries import ConsumptionFilter
 from airflow_leastaction.www.reads import CatalogReads
 
@@ -155,7 +155,9 @@ def admit_degraded(store, judged: list[Judgement]) -> None:
     assert outcome.degraded
     gate = AttemptKey("country_report", "report__gate", "scheduled__1", -1, 1)
     rerun = RerunOnArrival(("report",))
-    store.record_decisions(gate, outcome.judgements, downstream_slot=DAY, degraded=True, rerun=rerun)
+    store.record_decisions(
+        gate, outcome.judgements, downstream_slot=DAY, degraded=True, rerun=rerun, project=deployment_project()
+    )
     store.record_success(
         REPORT, DAY, meta=META, run_id="scheduled__1", consumer=REPORT_ATTEMPT, gate_task_ids=["report__gate"]
     )
