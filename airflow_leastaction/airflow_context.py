@@ -47,6 +47,12 @@ def context_slot(context) -> RunSlot | None:
     return run_slot(context.get("dag_run"))
 
 
+def context_run_started(context) -> dt.datetime | None:
+    """When the context's run started (its ``start_date``), in UTC; None when Airflow does not say."""
+    value = getattr(context.get("dag_run"), "start_date", None)
+    return None if value is None else dt.datetime.fromisoformat(value.astimezone(dt.UTC).isoformat())
+
+
 def context_interval_end(context) -> dt.datetime | None:
     """The end of the context's run data interval, as a plain UTC datetime (None: the run has none)."""
     value = context.get("data_interval_end") or getattr(context.get("dag_run"), "data_interval_end", None)

@@ -188,6 +188,15 @@ def _jump(tz: dt.tzinfo, before: dt.datetime, after: dt.datetime) -> dt.datetime
     return after.replace(microsecond=0)
 
 
+def awaits_own_run(deadline: dt.datetime, run_started: dt.datetime | None) -> bool:
+    """Whether a gate waits for the unfinished tasks of its own run rather than count them MISSING at its
+    deadline: when the run started at or after the deadline (a backfill or catch-up of past slots, a clear
+    of a past run). Such a run meets its deadline at once, and which of its tasks had finished when the
+    gate first looked would depend only on the order the scheduler ran them in. None (not known: a gate
+    deferred by an earlier release) keeps the rule for runs that started in time."""
+    return run_started is not None and run_started >= deadline
+
+
 def decide_all_with_fallback(
     judgements: Sequence[Judgement], fallback: tuple[dt.datetime, int] | None, now: dt.datetime
 ) -> GateOutcome:
@@ -204,6 +213,7 @@ def decide_all_with_fallback(
 __all__ = [
     "Fallback",
     "LATE_ARRIVAL",
+    "awaits_own_run",
     "check_fallback",
     "decide_all_with_fallback",
     "fallback_deadline",

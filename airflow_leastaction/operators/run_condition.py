@@ -14,6 +14,7 @@ from airflow_leastaction.admission import gate_mode, settle
 from airflow_leastaction.airflow_context import (
     attempt_key,
     context_interval_end,
+    context_run_started,
     context_slot,
     resolve_poll_interval,
 )
@@ -230,8 +231,8 @@ class RunConditionGate(_Waiting):
             intervals = judge_whole_intervals(self.spec, snapshot, slot, end)
         view = RunView(run_id, states, upstream, frozenset(waiting), records)
         consumed = self._consumed(store, run_id)
-        deadline = self.spec.deadline(slot)
-        return evaluate(self.spec, view, latest, consumed, clock, self.policy, utcnow(), intervals, deadline)
+        deadline, started = self.spec.deadline(slot), context_run_started(context)
+        return evaluate(self.spec, view, latest, consumed, clock, self.policy, utcnow(), intervals, deadline, started)
 
     def _clock(self, carried: dict | None) -> WaitClock:
         # The check starts when the same-run dependencies are final (see wait_rule); until then a wait
@@ -322,7 +323,9 @@ class RunConditionGate(_Waiting):
             self._reschedule()
         end = context_interval_end(context)
         self.defer(
-            trigger=self._trigger(context["run_id"], run_slot(context), end, consumed, clock),
+            trigger=self._trigger(
+                context["run_id"], run_slot(context), end, consumed, clock, run_started=context_run_started(context)
+            ),
             method_name="execute_complete",
         )
 
@@ -334,6 +337,7 @@ class RunConditionGate(_Waiting):
         consumed: dict[str, tuple[dt.datetime, int]],
         clock: WaitClock,
         end_from_trigger: bool = False,
+        run_started: dt.datetime | None = None,
     ) -> RunConditionTrigger:
         """The gate's trigger; started in the triggerer (``end_from_trigger``), it takes the run's values
         (run, slot, interval end, the DAG's structure, consumed revisions) from its task instance."""
@@ -361,6 +365,7 @@ class RunConditionGate(_Waiting):
             end_from_trigger=end_from_trigger,
             fallback=self.fallback.as_dict() if self.fallback else None,
             timezone=self._timezone(),
+            run_started=run_started.isoformat() if run_started is not None else None,
         )
 
 

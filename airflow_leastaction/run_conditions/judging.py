@@ -10,6 +10,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from airflow_leastaction.fallback import awaits_own_run
 from airflow_leastaction.gate import (
     DependencyType,
     GateOutcome,
@@ -212,6 +213,7 @@ def evaluate(
     now: dt.datetime,
     intervals: Mapping | None = None,
     deadline: dt.datetime | None = None,
+    run_started: dt.datetime | None = None,
 ) -> tuple[GateOutcome, WaitClock]:
     """Judge every dependency and decide ADMIT, WAIT or SKIP.
 
@@ -219,8 +221,8 @@ def evaluate(
     other DAGs alone do not skip it before it could have started. Their check (its wait clock and look
     budget) starts when every same-run dependency is final; before that a running upstream elsewhere
     is simply waited for (it may still satisfy an ANY or N early). Nothing is judged before the DAG's run
-    gate (if any) admitted the run. ``deadline``: the fallback's (:meth:`GateSpec.deadline`), see
-    :func:`with_fallback`.
+    gate (if any) admitted the run. ``deadline``: the fallback's (:meth:`GateSpec.deadline`), and
+    ``run_started``: when the run started (None: not known), see :func:`with_fallback`.
     """
     held = held_by_run_gate(spec, run)
     if held is not None:
@@ -230,7 +232,7 @@ def evaluate(
         clock = start(clock, now)
     elsewhere, clock = judge_elsewhere(spec, latest, consumed, clock, policy, now, intervals)
     if deadline is not None and spec.fallback is not None:
-        outcome = with_fallback(spec, in_run, elsewhere, now, deadline)
+        outcome = with_fallback(spec, in_run, elsewhere, now, deadline, run_started)
     else:
         outcome = decide(spec.condition, in_run + elsewhere)
     if outcome.verdict is Verdict.SKIP and any(not j.final for j in in_run):
@@ -239,7 +241,12 @@ def evaluate(
 
 
 def with_fallback(
-    spec: GateSpec, in_run: list[Judgement], elsewhere: list[Judgement], now: dt.datetime, deadline: dt.datetime
+    spec: GateSpec,
+    in_run: list[Judgement],
+    elsewhere: list[Judgement],
+    now: dt.datetime,
+    deadline: dt.datetime,
+    run_started: dt.datetime | None = None,
 ) -> GateOutcome:
     """A gate with a fallback. From its deadline on: :func:`decide_at_deadline` (in full, degraded or
     skipped, whatever is still running). Before it, a dependency on another DAG that is not satisfied may
@@ -247,7 +254,16 @@ def with_fallback(
     be met by what may still come. At the deadline a task of the gate's own run still running is late data
     like any other (MISSING when ``require`` others are there), but the gate is never skipped before its
     run's tasks have ended: below ``require`` it waits with their judgements as they are (not final), so
-    the gate sees its run pending and gives the run's other tasks their turn."""
+    the gate sees its run pending and gives the run's other tasks their turn. A run that started after its
+    deadline (:func:`~airflow_leastaction.fallback.awaits_own_run`) waits for its own tasks to end before
+    the deadline's rule applies: the same decisions in whatever order its tasks ran."""
+    if now >= deadline and awaits_own_run(deadline, run_started) and any(not j.final for j in in_run):
+        outcome = decide(spec.condition, in_run + elsewhere)
+        return (
+            outcome
+            if outcome.verdict is Verdict.ADMIT
+            else GateOutcome(Verdict.WAIT, spec.condition, outcome.judgements)
+        )
     if now >= deadline:
         outcome = decide_at_deadline(spec.condition, in_run + elsewhere, spec.fallback.require, deadline.isoformat())
         if outcome.verdict is Verdict.SKIP and any(not j.final for j in in_run):

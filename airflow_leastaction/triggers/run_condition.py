@@ -13,7 +13,13 @@ from airflow.triggers.base import BaseTrigger, TaskSkippedEvent, TriggerEvent
 from asgiref.sync import sync_to_async
 
 from airflow_leastaction.admission import gate_mode
-from airflow_leastaction.airflow_context import attempt_key, context_interval_end, context_slot, trigger_context
+from airflow_leastaction.airflow_context import (
+    attempt_key,
+    context_interval_end,
+    context_run_started,
+    context_slot,
+    trigger_context,
+)
 from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
 from airflow_leastaction.catalog.engine import aresolve_url, is_outage
 from airflow_leastaction.fallback import Fallback
@@ -93,6 +99,8 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
     :param fallback: the gate's fallback (``Fallback.as_dict()``), if any: its deadline is judged on each
         tick of the shared poll, so it is met within one poll interval, with no read of its own.
     :param timezone: the DAG's timezone, on whose clock the fallback's deadline is read.
+    :param run_started: ISO-8601 time the run started (with a fallback): a run that started after its
+        deadline waits for its own tasks (:func:`~airflow_leastaction.fallback.awaits_own_run`).
     """
 
     def __init__(
@@ -119,6 +127,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         end_from_trigger: bool = False,
         fallback: dict | None = None,
         timezone: str = "UTC",
+        run_started: str | None = None,
     ):
         super().__init__()
         # Not ``self.task_id``: Airflow sets that to the gate's own task id once it hands the trigger its task
@@ -133,7 +142,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         self.catalog_conn_id, self.poll_interval = catalog_conn_id, float(poll_interval)
         self.interval_end = interval_end
         self.active, self.end_from_trigger = bool(active), bool(end_from_trigger)
-        self.fallback, self.timezone = fallback, timezone
+        self.fallback, self.timezone, self.run_started = fallback, timezone, run_started
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         keys = (
@@ -159,7 +168,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         )
         kwargs = {"task_id": self.gated_task_id, **{k: getattr(self, k) for k in keys}}
         if self.fallback is not None:  # a gate without one keeps the form every release reads
-            kwargs.update(fallback=self.fallback, timezone=self.timezone)
+            kwargs.update(fallback=self.fallback, timezone=self.timezone, run_started=self.run_started)
         return self.classpath(), kwargs
 
     def spec(self) -> GateSpec:
@@ -183,6 +192,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         spec = self.spec()
         slot = dt.datetime.fromisoformat(self.slot)
         deadline = spec.deadline(slot)
+        run_started = dt.datetime.fromisoformat(self.run_started) if self.run_started else None
         policy = WaitPolicy(
             dt.timedelta(seconds=self.max_wait), self.max_looks, dt.timedelta(seconds=self.poll_interval)
         )
@@ -233,7 +243,9 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                 records = {tid: found[(i, slot)] for tid, i in by_identity.items() if (i, slot) in found}
                 view = RunView(self.run_id, states, self.upstream, frozenset(self.waiting), records)
                 intervals = judge_whole_intervals(spec, snapshot, slot, end) if snapshot is not None else {}
-                outcome, clock = evaluate(spec, view, latest, consumed, clock, policy, now, intervals, deadline)
+                outcome, clock = evaluate(
+                    spec, view, latest, consumed, clock, policy, now, intervals, deadline, run_started
+                )
                 event = (
                     None
                     if outcome.verdict is Verdict.WAIT
@@ -262,8 +274,9 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             return self._undecided()
         self.run_id = context["run_id"]
         self.slot = judged_at.instant.isoformat()
-        end = context_interval_end(context)
+        end, started = context_interval_end(context), context_run_started(context)
         self.interval_end = end.isoformat() if end is not None else None
+        self.run_started = started.isoformat() if started is not None else None
         self.upstream, self.waiting = run_structure(context["ti"].task.dag)
         keys = [d.key for d in self.spec().elsewhere]
         consumed = await self._last_consumed(url, keys) if keys else {}
