@@ -1,10 +1,17 @@
 """Re-running a degraded run once what it ran without arrives (``Fallback(on_late_arrival="rerun")``).
 
-Called by whoever records a completion: the catalog listener after a task's success (the late upstream's,
-or the degraded consumer's own), and ``report_completion`` for systems outside Airflow. Each re-run that is
-due (:meth:`~airflow_leastaction.catalog.late_arrivals.LateArrivals.due_late_arrivals`) is claimed by one
-of them, and cleared through Airflow's API (:mod:`~airflow_leastaction.airflow_api`): the gate judges
-again and admits in full, the task runs again and consumes what arrived. The catalog keeps the outcome.
+A durable, swept, idempotent step. The arrival is the durable record: a re-run is due when its run ran
+without slots that have all completed since (``LateArrivals.due_late_arrivals`` in
+:mod:`~airflow_leastaction.catalog.late_arrivals`), which the catalog answers from what is committed, so
+nothing is lost when a process dies right after recording a completion. A sweep takes what is due and what
+an earlier claimant left: every writer path sweeps for what it recorded (a listener's or an asset event's
+delivery, a spool replay, a report from outside Airflow, the same report retried), and ``airflow-leastaction
+catalog rerun-late`` sweeps everything. Each due re-run is claimed with a lease (one claimant; a claim that
+outlived its lease is taken back) and cleared through Airflow's API
+(:mod:`~airflow_leastaction.airflow_api`): the gate judges again and admits in full, the task runs again and
+consumes what arrived. The run's ``queued_at`` is kept before the clear is asked, and Airflow changes it on
+every clear: a claimant taking over sees whether the clear it would ask was made already, so the run is
+cleared once whatever process dies where. The row keeps the outcome.
 """
 
 from __future__ import annotations
@@ -12,17 +19,59 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Iterable
 
 from airflow_leastaction.airflow_api import AirflowApi
 from airflow_leastaction.catalog.audit import AttemptKey
-from airflow_leastaction.catalog.late_arrivals import FAILED, RERUN, DueRerun
+from airflow_leastaction.catalog.late_arrivals import FAILED, LEASE, RERUN, DueRerun
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.config import setting
+from airflow_leastaction.crash_points import CrashPoint
 
 log = logging.getLogger(__name__)
 
 #: After a clear, how many times (and how many seconds apart) the run is looked at in case it ended anyway.
 REQUEUE_LOOKS = 10
 REQUEUE_PAUSE = 1.0
+
+BEFORE_SWEEP = CrashPoint("late_arrival.before_sweep", "a completion that may make a re-run due is committed")
+AFTER_CLAIM = CrashPoint("late_arrival.after_claim", "a due re-run is claimed (requested, with a lease)")
+AFTER_RUN_READ = CrashPoint("late_arrival.after_run_read", "the run's queued_at before the clear is recorded")
+AFTER_CLEAR = CrashPoint("late_arrival.after_clear", "Airflow cleared the run's tasks; not recorded yet")
+
+
+def lease() -> dt.timedelta:
+    """How long a claim holds: ``[leastaction] rerun_lease_seconds`` (default 600)."""
+    return dt.timedelta(seconds=float(setting("rerun_lease_seconds", str(LEASE.total_seconds()))))
+
+
+def sweep(
+    store: CatalogStore,
+    *,
+    arrivals: Iterable[tuple[int, dt.datetime]] = (),
+    consumers: Iterable[AttemptKey] = (),
+    everything: bool = False,
+    api: AirflowApi | None = None,
+) -> list[str]:
+    """Re-run every degraded run due: those the completions ``arrivals`` ((task pk, slot)) or the successes
+    of ``consumers`` made due, every due one with ``everything``, and those an earlier claimant left (its
+    lease expired). Returns what was done, one line per re-run; never raises: a re-run that cannot be made
+    is recorded ``failed`` with the reason, and ``stale`` still lists the run."""
+    BEFORE_SWEEP()
+    now = dt.datetime.now(dt.UTC)
+    due: dict[int, DueRerun] = {}
+    try:
+        for task_pk, slot in arrivals:
+            due.update((d.id, d) for d in store.due_late_arrivals(task_pk, slot))
+        for consumer in consumers:
+            due.update((d.id, d) for d in store.due_late_arrivals(consumer=consumer))
+        if everything:
+            due.update((d.id, d) for d in store.due_late_arrivals_anywhere())
+        due.update((d.id, d) for d in store.abandoned_late_arrivals(now))
+    except Exception:
+        log.exception("leastaction: could not look for degraded runs to re-run")
+        return []
+    return [line for rerun in due.values() if (line := _rerun(store, rerun, api))]
 
 
 def after_completion(
@@ -33,30 +82,28 @@ def after_completion(
     consumer: AttemptKey | None = None,
     api: AirflowApi | None = None,
 ) -> list[str]:
-    """Re-run every degraded run that the completion of ``slot`` of task ``task_pk`` (or the success of
-    ``consumer``) made due. Returns what was done, one line per re-run; never raises: a re-run that cannot
-    be made is recorded ``failed`` with the reason, and ``stale`` still lists the run."""
-    try:
-        due = store.due_late_arrivals(task_pk, slot) if task_pk is not None else []
-        if consumer is not None:
-            due += [d for d in store.due_late_arrivals(consumer=consumer) if d.id not in {x.id for x in due}]
-    except Exception:
-        log.exception("leastaction: could not look for degraded runs to re-run")
-        return []
-    return [line for rerun in due if (line := _rerun(store, rerun, api))]
+    """:func:`sweep` after the completion of ``slot`` of task ``task_pk`` (or the success of ``consumer``)."""
+    arrivals = [(task_pk, slot)] if task_pk is not None else []
+    return sweep(store, arrivals=arrivals, consumers=[consumer] if consumer is not None else [], api=api)
 
 
 def _rerun(store: CatalogStore, rerun: DueRerun, api: AirflowApi | None) -> str | None:
     try:
-        if not store.claim_late_arrival(rerun.id):
-            return None  # another process claimed it
+        if not store.claim_late_arrival(rerun.id, lease=lease()):
+            return None  # another process holds it, or it is done
     except Exception:
         log.exception("leastaction: could not claim the re-run of %s run %s", rerun.dag_id, rerun.run_id)
         return None
+    AFTER_CLAIM()
     what = ", ".join(rerun.to_clear) if rerun.to_clear else "every task"
     try:
         api = api or AirflowApi.from_connection()
+        if _cleared_already(store, api, rerun):
+            line = f"{rerun.dag_id} run {rerun.run_id}: cleared already ({what}) to re-run; not cleared twice"
+            store.finish_late_arrival(rerun.id, RERUN, line)
+            return line
         cleared = api.clear(rerun.dag_id, rerun.run_id, rerun.to_clear)
+        AFTER_CLEAR()
         line = f"{rerun.dag_id} run {rerun.run_id}: cleared {len(cleared)} task instance(s) ({what}) to re-run"
         store.finish_late_arrival(rerun.id, RERUN, line)
     except Exception as exc:
@@ -77,6 +124,19 @@ def _rerun(store: CatalogStore, rerun: DueRerun, api: AirflowApi | None) -> str 
     return line
 
 
+def _cleared_already(store: CatalogStore, api: AirflowApi, rerun: DueRerun) -> bool:
+    """Whether the clear this claim would ask was made by an earlier claimant: Airflow sets a run's
+    ``queued_at`` anew on every clear, so a run queued since the time kept before that claimant's clear
+    was cleared. The first claimant keeps it now."""
+    queued_at = str(api.run(rerun.dag_id, rerun.run_id).get("queued_at") or "")
+    kept = store.late_arrival_queued_before(rerun.id)
+    if kept is None:
+        store.record_queued_before(rerun.id, queued_at)
+        AFTER_RUN_READ()
+        return False
+    return queued_at != kept
+
+
 def _keep_queued(api: AirflowApi, rerun: DueRerun, looks: int = REQUEUE_LOOKS) -> bool:
     """Make sure the cleared tasks run. The completion that made the re-run due is often the last task of
     the run, whose end the scheduler may be recording as the tasks are cleared: the run then ends with them
@@ -94,14 +154,10 @@ def _keep_queued(api: AirflowApi, rerun: DueRerun, looks: int = REQUEUE_LOOKS) -
     return requeued
 
 
-def after_delivered(event, outcome) -> None:
-    """:func:`after_completion` for a listener's catalog event once it was applied (``outcome``): a success
-    that published a revision may be what a degraded run waited for, or the degraded run's own success."""
-    if outcome is None or event.state != "success" or not outcome.applied:
-        return
-    try:
-        store = CatalogStore()
-    except Exception:
-        log.exception("leastaction: could not look for degraded runs to re-run")
+def after_delivered(store: CatalogStore, event, outcome) -> None:
+    """:func:`after_completion` for a catalog event applied (``outcome``): a success may be what a degraded
+    run waited for, or the degraded run's own success. Applied or not: a success recorded already (a retry
+    of a delivery whose process died before its sweep) still sweeps."""
+    if outcome is None or event.state != "success":
         return
     after_completion(store, task_pk=outcome.task_pk, slot=event.slot, consumer=event.consumer)

@@ -78,11 +78,11 @@ def report_completion(
     outcome = store.report_completion(
         identity, slot, cron=cron, timezone=timezone, rows_written=rows_written, run_id=run_id
     )
-    if outcome.applied:
-        # A degraded run that ran without this slot may be due to re-run (on_late_arrival="rerun").
-        from airflow_leastaction.late_arrival import after_completion
+    # A degraded run that ran without this slot may be due to re-run (on_late_arrival="rerun"); a report
+    # retried after its process died before this sweep finds it all the same.
+    from airflow_leastaction.late_arrival import after_completion
 
-        after_completion(store, task_pk=outcome.task_pk, slot=slot)
+    after_completion(store, task_pk=outcome.task_pk, slot=slot)
     return outcome
 
 

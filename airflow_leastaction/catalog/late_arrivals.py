@@ -5,9 +5,10 @@ writes a ``la_late_arrival`` row (``waiting``) with its MISSING decisions
 (:meth:`~airflow_leastaction.catalog.audit.AuditRecords.record_decisions`). Once the run succeeded and
 *every* dependency it ran without completed the slot it was awaited for (each MISSING consumption
 record is stale, by :func:`~airflow_leastaction.catalog.staleness.is_stale`, the one meaning of stale), the
-row is due. Whoever records such a completion claims it (``requested``: one claimant, however many
-processes see it at once) and asks Airflow to re-run it; the row keeps the answer (``rerun`` or
-``failed``), the audit of that one re-run.
+row is due. Whoever records such a completion claims it (``requested``, with a lease: one claimant,
+however many processes see it at once; a claim whose lease expired is taken back by the next sweep) and
+asks Airflow to re-run it; the row keeps the answer (``rerun`` or ``failed``), the audit of that one
+re-run.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from airflow_leastaction.catalog.transactions import Transactions
 from airflow_leastaction.gate import DecisionResult
 
 REQUESTED, RERUN, FAILED = "requested", "rerun", "failed"
+#: How long a claim holds by default: past it, the claimant is taken for dead. Longer than a clear takes
+#: (a few API calls of at most 30 s each, and the look at whether the run started again).
+LEASE = dt.timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -75,17 +79,45 @@ class LateArrivals:
             rows = conn.execute(select(late_arrival).where(la.state == WAITING, touched)).mappings().all()
             return [_due(r) for r in rows if _all_arrived(conn, r)]
 
-    def claim_late_arrival(self, rerun_id: int, now: dt.datetime | None = None) -> bool:
-        """Take a due re-run for this process: True for exactly one claimant."""
+    def due_late_arrivals_anywhere(self) -> list[DueRerun]:
+        """Every waiting re-run that is due, whatever arrived last: what a full sweep takes."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(late_arrival).where(late_arrival.c.state == WAITING)).mappings().all()
+            return [_due(r) for r in rows if _all_arrived(conn, r)]
+
+    def abandoned_late_arrivals(self, now: dt.datetime) -> list[DueRerun]:
+        """Claimed re-runs whose claim expired (its claimant died or hung): any sweep takes them back."""
+        la = late_arrival.c
+        expired = or_(la.lease_until.is_(None), la.lease_until < now)
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(late_arrival).where(la.state == REQUESTED, expired)).mappings().all()
+            return [_due(r) for r in rows]
+
+    def claim_late_arrival(self, rerun_id: int, now: dt.datetime | None = None, lease: dt.timedelta = LEASE) -> bool:
+        """Take a due re-run for this process until ``now + lease``: a waiting one, or one whose claim
+        expired. True for exactly one claimant."""
         now = now or dt.datetime.now(dt.UTC)
         la = late_arrival.c
+        free = or_(
+            la.state == WAITING, and_(la.state == REQUESTED, or_(la.lease_until.is_(None), la.lease_until < now))
+        )
         with self.transactions.write() as conn:
             done = conn.execute(
                 update(late_arrival)
-                .where(la.id == rerun_id, la.state == WAITING)
-                .values(state=REQUESTED, updated_at=now)
+                .where(la.id == rerun_id, free)
+                .values(state=REQUESTED, lease_until=now + lease, updated_at=now)
             )
             return done.rowcount == 1
+
+    def late_arrival_queued_before(self, rerun_id: int) -> str | None:
+        """The run's ``queued_at`` recorded before the first clear was asked (None: not asked yet)."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(late_arrival.c.queued_before).where(late_arrival.c.id == rerun_id)).scalar()
+
+    def record_queued_before(self, rerun_id: int, queued_at: str) -> None:
+        """Keep the run's ``queued_at`` as it was before the clear is asked, for a claimant that takes over."""
+        with self.transactions.write() as conn:
+            conn.execute(update(late_arrival).where(late_arrival.c.id == rerun_id).values(queued_before=queued_at))
 
     def finish_late_arrival(self, rerun_id: int, state: str, detail: str, now: dt.datetime | None = None) -> None:
         """Record what became of a claimed re-run: ``rerun`` (Airflow cleared it) or ``failed``, and why."""
@@ -94,7 +126,7 @@ class LateArrivals:
             conn.execute(
                 update(late_arrival)
                 .where(late_arrival.c.id == rerun_id)
-                .values(state=state, detail=detail, updated_at=now)
+                .values(state=state, detail=detail, lease_until=None, updated_at=now)
             )
 
     def late_arrivals(self, dag_id: str | None = None, run_ids: Sequence[str] | None = None) -> list[dict]:

@@ -126,6 +126,8 @@ def replay(store: CatalogStore, directory: Path | None = None, quarantined: list
         raise
     for held in claimed:
         held.release()
+    if applied:  # what the replay recorded may be what a degraded run waited for: sweep for every due one
+        _sweep_late_arrivals(store, lambda late: late.sweep(store, everything=True))
     return applied
 
 
@@ -215,7 +217,7 @@ def deliver(event: SlotEvent, store_factory=CatalogStore) -> SlotOutcome | None:
     try:
         store = store_factory()
         _replay_backlog(store)
-        return apply(store, event)
+        outcome = apply(store, event)
     except Exception as exc:  # the catalog is down, misconfigured, locked...
         if can_never_apply(exc):
             _quarantine_quietly(event, f"outcome of {event.identity} slot {event.slot.isoformat()}: {exc}")
@@ -237,6 +239,17 @@ def deliver(event: SlotEvent, store_factory=CatalogStore) -> SlotOutcome | None:
                 event.to_json(),
             )
         return None
+    _sweep_late_arrivals(store, lambda late: late.after_delivered(store, event, outcome))
+    return outcome
+
+
+def _sweep_late_arrivals(store: CatalogStore, how) -> None:
+    """A recorded success may make a degraded run due to re-run (``on_late_arrival="rerun"``): ``how``
+    (given :mod:`~airflow_leastaction.late_arrival`) sweeps for it. Imported here, not at the top: the
+    re-run asks Airflow's API, which the catalog's modules do not import."""
+    from airflow_leastaction import late_arrival
+
+    how(late_arrival)
 
 
 def _replay_backlog(store: CatalogStore) -> None:

@@ -227,6 +227,11 @@ late_arrival = Table(
     Column("task_ids", Text, nullable=True),
     Column("downstream_slot", UtcDateTime(), nullable=True),
     Column("state", String(12), nullable=False),  # waiting | requested | rerun | failed
+    # A claim (requested) holds until then: past it, the claimant is taken for dead and any sweep takes it.
+    Column("lease_until", UtcDateTime(), nullable=True),
+    # The run's queued_at (Airflow's text) read before the first clear was asked: a later one means Airflow
+    # cleared the run since, and the re-run is not asked again.
+    Column("queued_before", String(64), nullable=True),
     Column("detail", Text, nullable=True),
     Column("created_at", UtcDateTime(), nullable=False),
     Column("updated_at", UtcDateTime(), nullable=False),

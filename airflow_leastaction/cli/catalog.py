@@ -14,6 +14,7 @@ from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.cli.arguments import Checked, Count, Directory, Identity, Instant, Name
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity, normalize_cron, resolve_timezone
+from airflow_leastaction.late_arrival import sweep
 
 
 def _identity_args(parser, what: str) -> None:
@@ -81,6 +82,12 @@ def register(sub) -> None:
         "--spool-dir", default=None, type=Directory(), help="the spool directory (default: [leastaction] spool_dir)"
     )
     replay.set_defaults(func=_replay)
+    rerun = cat.add_parser(
+        "rerun-late",
+        help='re-run every degraded run whose missing inputs all arrived (on_late_arrival="rerun"), and '
+        "every re-run a process claimed and died with",
+    )
+    rerun.set_defaults(func=_rerun_late)
 
 
 def _report(args) -> int:
@@ -133,3 +140,12 @@ def _replay(args) -> int:
         )
     # 1 when this replay set something aside, so a scheduled replay alerts someone.
     return 1 if set_aside else 0
+
+
+def _rerun_late(args) -> int:
+    store = CatalogStore(reach(get_engine(resolve_url(args.conn_id))))  # fails while the catalog is down
+    lines = sweep(store, everything=True)
+    for line in lines:
+        print(line)
+    print(f"{len(lines)} re-run(s) on late arrival asked of Airflow")
+    return 0

@@ -17,7 +17,6 @@ from airflow.listeners import hookimpl
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.intervals.run_slot import run_slot
-from airflow_leastaction.late_arrival import after_delivered
 from airflow_leastaction.refs import airflow_task, schedule_meta
 from airflow_leastaction.rows import reported_rows
 
@@ -135,7 +134,7 @@ def record_outcome(ti, state: str, *, gate: bool | None = None, read_rows: bool 
         log.exception("leastaction: could not read %s for the catalog", ti)
         return
     if event is not None:
-        after_delivered(event, deliver(event))
+        deliver(event)  # which sweeps for the re-runs it makes due
 
 
 @hookimpl

@@ -16,7 +16,6 @@ from airflow.listeners import hookimpl
 
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
-from airflow_leastaction.late_arrival import after_delivered
 from airflow_leastaction.listeners.catalog import run_slot_of, run_type_of
 from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID
 from airflow_leastaction.refs import airflow_dag, schedule_meta
@@ -77,7 +76,7 @@ def _record(dag_run, state: str) -> None:
         log.exception("leastaction: could not read run %s for the catalog", getattr(dag_run, "run_id", dag_run))
         return
     if event is not None:
-        after_delivered(event, deliver(event))
+        deliver(event)  # which sweeps for the re-runs it makes due
 
 
 @hookimpl
