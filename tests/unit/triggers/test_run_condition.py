@@ -45,6 +45,15 @@ class TestSerialization:
         assert RunConditionTrigger(**kwargs).serialize() == (path, kwargs)
         assert "fallback" not in gate_trigger().serialize()[1]
 
+    def test_a_gate_trigger_with_a_fallback_carries_when_its_run_started_and_reads_one_without_it(self):
+        fallback = {"time": "06:00:00", "require": 3, "on_late_arrival": None}
+        path, kwargs = gate_trigger(fallback=fallback, run_started=day(2).isoformat()).serialize()
+        assert kwargs["run_started"] == day(2).isoformat()
+        assert RunConditionTrigger(**kwargs).serialize() == (path, kwargs)
+        del kwargs["run_started"]  # deferred by an earlier release: the rule for runs started in time
+        assert RunConditionTrigger(**kwargs).run_started is None
+        assert "run_started" not in gate_trigger().serialize()[1]
+
 
 class TestGatedTask:
     """Airflow's ``BaseTrigger`` sets ``task_id`` to the task instance's own (the gate, ``child__gate``) when
