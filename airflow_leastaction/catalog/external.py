@@ -10,6 +10,7 @@ from airflow_leastaction.catalog.spool_check import check_outcome
 from airflow_leastaction.catalog.store import CatalogStore, SlotOutcome, TaskMeta
 from airflow_leastaction.exceptions import InvalidReportError, TaskOwnedByDagError, UnappliableOutcomeError
 from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
+from airflow_leastaction.intervals.slots import slot_in_range
 from airflow_leastaction.refs import deployment_project
 
 
@@ -94,6 +95,10 @@ def _aware(slot: dt.datetime | str, identity: TaskIdentity) -> dt.datetime:
             raise InvalidReportError(identity, f"slot {slot!r} is not an ISO-8601 time") from None
     if slot.tzinfo is None:
         raise InvalidReportError(identity, f"slot {slot.isoformat()} has no timezone offset")
+    try:
+        slot_in_range(slot)
+    except ValueError as exc:
+        raise InvalidReportError(identity, f"slot {exc}") from None
     return slot
 
 

@@ -20,7 +20,7 @@ from airflow_leastaction.catalog.schema import consumption, in_chunks, task, tas
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import PlanError
 from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
-from airflow_leastaction.intervals.slots import expected_slot
+from airflow_leastaction.intervals.slots import END_OF_SLOTS, expected_slot, slot_in_range
 from airflow_leastaction.rerun_plan import Consumed, PlannedTask, RerunPlan, plan_rerun
 
 #: How far after a re-run parent slot a child outside Airflow is looked for: its slots covered by it.
@@ -105,9 +105,10 @@ class PlanReads:
 
     def _covered(self, conn, child_pk: int, parent: PlannedTask, slots: set[dt.datetime]) -> list[Consumed]:
         """The slots of ``child_pk`` whose covering slot of ``parent`` is among ``slots``."""
-        r = task_run.c
+        r, last = task_run.c, max(slots)
+        horizon = last + CHILD_HORIZON if last < END_OF_SLOTS else last.replace(year=9999, month=12, day=31)
         recorded = conn.execute(
-            select(r.slot).where(r.task_pk == child_pk, r.slot >= min(slots), r.slot <= max(slots) + CHILD_HORIZON)
+            select(r.slot).where(r.task_pk == child_pk, r.slot >= min(slots), r.slot <= horizon)
         ).scalars()
         return [
             Consumed(parent.pk, covering, child_pk, slot)
@@ -128,9 +129,9 @@ def slot_argument(value: str | dt.datetime, what: str) -> dt.datetime:
     if slot.tzinfo is None:
         raise PlanError(f"{what} {shown} has no UTC offset")
     try:
-        return slot.astimezone(dt.UTC)
-    except OverflowError:  # year 1 or 9999 pushed past the calendar by its offset
-        raise PlanError(f"{what} {shown} is out of range") from None
+        return slot_in_range(slot)
+    except ValueError as exc:
+        raise PlanError(f"{what} {shown} is {str(exc).partition(' is ')[2]}") from None
 
 
 def make_plan(
@@ -153,4 +154,10 @@ def make_plan(
     slots = reads.slots(root, first, last)
     if not slots:
         raise PlanError(f"empty range: {identity} has no slot from {first.isoformat()} to {last.isoformat()}")
-    return plan_rerun(root, first, last, slots, reads.consumers, reads.describe)
+    try:
+        return plan_rerun(root, first, last, slots, reads.consumers, reads.describe)
+    except OverflowError:  # slots recorded before the catalog checked their range
+        raise PlanError(
+            f"{identity}'s plan reaches slots near the end of the calendar (after {END_OF_SLOTS.date()}), "
+            "which no plan can handle"
+        ) from None

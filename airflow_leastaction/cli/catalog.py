@@ -11,7 +11,7 @@ from airflow_leastaction.catalog.outcomes import replay, spool_dir
 from airflow_leastaction.catalog.schema import task, task_run
 from airflow_leastaction.catalog.spool_check import QUARANTINE_PREFIX, quarantined
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.cli.arguments import Checked, Count, Directory, Identity, Instant, Name
+from airflow_leastaction.cli.arguments import Checked, Count, Directory, Identity, Name, Slot
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity, normalize_cron, resolve_timezone
 
@@ -37,7 +37,7 @@ def register(sub) -> None:
     rep.add_argument(
         "--slot",
         required=True,
-        type=Instant(),
+        type=Slot(),
         help="interval start, ISO-8601 with offset, e.g. 2026-11-28T00:00:00+00:00",
     )
     rep.add_argument(

@@ -17,7 +17,7 @@ import sys
 
 from airflow_leastaction.catalog.plan_reads import make_plan
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.cli.arguments import CONN_ID_LENGTH, Identity, Instant, Name
+from airflow_leastaction.cli.arguments import CONN_ID_LENGTH, Identity, Name, Slot
 
 
 def register(sub) -> None:
@@ -25,8 +25,8 @@ def register(sub) -> None:
     p.add_argument(
         "--task", required=True, type=Identity(), help="catalog identity: project/name (then @account, [partition])"
     )
-    p.add_argument("--from", dest="start", required=True, type=Instant(), help="first slot, ISO-8601 with offset")
-    p.add_argument("--to", dest="end", required=True, type=Instant(), help="last slot, ISO-8601 with offset")
+    p.add_argument("--from", dest="start", required=True, type=Slot(), help="first slot, ISO-8601 with offset")
+    p.add_argument("--to", dest="end", required=True, type=Slot(), help="last slot, ISO-8601 with offset")
     p.add_argument("--json", action="store_true", help="the plan as one JSON object")
     p.add_argument("--apply", action="store_true", help="start the waves through Airflow's backfill API")
     p.add_argument(

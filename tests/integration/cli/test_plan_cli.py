@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 
 import pytest
 
@@ -20,6 +19,7 @@ from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.cli import main as cli
 from airflow_leastaction.gate import Judgement
 from airflow_leastaction.refs import airflow_task
+from tests.helpers.cli_output import own_lines
 
 UTC = dt.UTC
 DAYS = [dt.datetime(2026, 11, d, tzinfo=UTC) for d in (16, 17, 18)]
@@ -28,15 +28,6 @@ ROOT = airflow_task("plan_raw", "load")
 LEFT, RIGHT = airflow_task("plan_left", "enrich"), airflow_task("plan_right", "score")
 BOTTOM = airflow_task("plan_report", "build")
 OUTSIDE = ("finance_export", "finance")
-
-#: A line of Airflow's own log: Airflow 3.1 warns on stderr, each time a command reads the catalog's
-#: connection, that its type (leastaction_catalog) has an underscore.
-AIRFLOWS_LOG_LINE = re.compile(r"^\S+ \[\w+ *\] .* \[airflow[\w.]*\]")
-
-
-def own_lines(err: str) -> list[str]:
-    """What the command itself wrote on stderr."""
-    return [line for line in err.strip().splitlines() if not AIRFLOWS_LOG_LINE.match(line)]
 
 
 def run(store, identity, slot, parents=()):
@@ -155,7 +146,7 @@ def test_a_plan_from_the_middle_touches_only_what_is_below(diamond, capsys):
         ),
         (
             ["--task", str(ROOT), "--from", "0001-01-01T00:00:00+14:00", "--to", "2026-11-17T00:00:00+00:00"],
-            "--from '0001-01-01T00:00:00+14:00' is out of range",
+            "argument --from: '0001-01-01T00:00:00+14:00' is out of range",
         ),
     ],
 )

@@ -130,6 +130,19 @@ class TestPlanPage:
         page = client.get(f"{P}/plan", params=params)
         assert page.status_code == 400 and words in text(page)
 
+    def test_a_slot_at_the_calendars_end_is_a_400_not_a_crash(self, client, degraded, store):
+        # Written as the catalog took such reports before it checked their range, with a child outside
+        # Airflow whose slots the planner looks for a year on.
+        end = dt.datetime(9999, 12, 31, tzinfo=UTC)
+        store.report_completion(FEEDS[0], end, cron="0 0 * * *")
+        child = TaskIdentity("feed_mirror", "feeds")
+        store.declare_parents(child, TaskMeta(cron="0 0 * * *", source="external"), [FEEDS[0]])
+        store.report_completion(child, end, cron="0 0 * * *")
+        params = {"task": "feeds/feed_fr", "from": "9999-12-30T00:00:00Z", "to": "9999-12-31T00:00:00Z"}
+        for path in ("/api/plan", "/plan"):
+            answer = client.get(f"{P}{path}", params=params)
+            assert answer.status_code == 400 and "is out of range: a slot is from 1000-01-01" in text(answer), path
+
     def test_a_name_that_is_markup_is_shown_as_text(self, client, degraded):
         page = client.get(f"{P}/plan", params={"task": "<script>x</script>/y", "from": "a", "to": "b"})
         assert page.status_code == 400 and "<script>x" not in page.text
