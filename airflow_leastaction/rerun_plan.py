@@ -12,6 +12,7 @@ the plan: a task re-runs after every task of the plan it consumed from, parents 
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -35,13 +36,23 @@ class PlannedTask:
     def external(self) -> bool:
         return self.source == "external" or self.dag_id is None
 
-    def report_command(self, slot: dt.datetime) -> str:
-        """What the owner of an external task runs once it re-ran ``slot``: publish the new revision."""
+    def report_arguments(self, slot: dt.datetime) -> list[str]:
+        """The command the owner of an external task runs once it re-ran ``slot``: publish the new revision
+        (``--repair``: the slot's default run id is already recorded, so a plain report would change
+        nothing; the task's schedule is kept, as no ``--cron`` is given)."""
         i = self.identity
-        extra = (f" --account {i.account}" if i.account else "") + (
-            f" --partition {i.partition}" if i.partition else ""
-        )
-        return f"airflow-leastaction catalog report {i.name} --project {i.project}{extra} --slot {slot.isoformat()}"
+        # A value that starts with "-" would be read as an option: a name then comes after "--", and an
+        # option's value is attached with "=".
+        dashed = i.name.startswith("-")
+        args = ["airflow-leastaction", "catalog", "report", *([] if dashed else [i.name])]
+        for flag, value in (("--project", i.project), ("--account", i.account), ("--partition", i.partition)):
+            if value:
+                args += [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+        return [*args, "--slot", slot.isoformat(), "--repair", *(["--", i.name] if dashed else [])]
+
+    def report_command(self, slot: dt.datetime) -> str:
+        """:meth:`report_arguments` as one shell line, every argument quoted (catalog names are anybody's text)."""
+        return shlex.join(self.report_arguments(slot))
 
 
 @dataclass(frozen=True)

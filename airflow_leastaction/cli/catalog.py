@@ -44,13 +44,14 @@ def register(sub) -> None:
         "--cron",
         default=None,
         type=Checked(normalize_cron, "a cron expression of five fields or a macro such as @daily", task.c.cron),
-        help="the task's schedule (omit for ad hoc); the latest report's schedule is the task's",
+        help="the task's schedule; the latest report naming one sets it (omitted: the task keeps its schedule, "
+        "ad hoc for a new task)",
     )
     rep.add_argument(
         "--timezone",
         default="UTC",
         type=Checked(resolve_timezone, "an IANA time zone such as UTC or Europe/Paris", task.c.timezone),
-        help="the time zone the cron is read in (default: UTC)",
+        help="the time zone the cron is read in (default: UTC; with --cron only)",
     )
     rep.add_argument(
         "--rows-written",
@@ -58,7 +59,14 @@ def register(sub) -> None:
         default=None,
         help="rows inserted, updated and deleted, for HAS_DATA dependencies",
     )
-    rep.add_argument(
+    run = rep.add_mutually_exclusive_group()
+    run.add_argument(
+        "--repair",
+        action="store_true",
+        help="the slot was computed again: publish a new revision (each --repair is one more); without it "
+        "a slot already recorded is left as it is",
+    )
+    run.add_argument(
         "--run-id",
         default=None,
         type=Name(task_run.c.run_id),
@@ -98,6 +106,7 @@ def _report(args) -> int:
         run_id=args.run_id,
         conn_id=args.conn_id,
         parents=args.parent,
+        repair=args.repair,
     )
     what = "published revision" if outcome.applied else "already recorded at revision"
     print(f"{args.project}/{args.name} slot {args.slot.isoformat()}: {what} {outcome.output_revision}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shlex
 
 import pytest
 
@@ -87,7 +88,8 @@ def test_the_plan_lists_every_consumer_run_in_waves_parents_first(diamond, capsy
     (outside,) = found["waves"][3]
     assert (outside["external"], outside["consumes"]) == (True, [str(BOTTOM)])
     assert outside["owner_runs"] == [
-        f"airflow-leastaction catalog report finance_export --project finance --slot {d.isoformat()}" for d in DAYS[:2]
+        f"airflow-leastaction catalog report finance_export --project finance --slot {d.isoformat()} --repair"
+        for d in DAYS[:2]
     ]
     bottom = found["waves"][2][0]
     assert (bottom["dag_id"], bottom["task_id"], bottom["consumes"]) == (
@@ -105,9 +107,34 @@ def test_the_plan_reads_as_text(diamond, capsys):
         f"(2 of {ROOT}, 8 stale consumer runs)"
     )
     assert f"  {LEFT} (DAG plan_left): 2 run(s), {DAYS[0].isoformat()} .. {DAYS[1].isoformat()}" in out
-    assert (
-        out[-1] == f"  airflow-leastaction catalog report finance_export --project finance --slot {DAYS[1].isoformat()}"
+    assert out[-1] == (
+        f"  airflow-leastaction catalog report finance_export --project finance --slot {DAYS[1].isoformat()} --repair"
     )
+
+
+def test_the_owners_command_pasted_publishes_the_repair_and_keeps_the_schedule(diamond, capsys):
+    report_completion("finance_export", "finance", DAYS[0], cron="0 6 * * 1", timezone="Europe/Paris", store=diamond)
+    assert cli(plan("--json")) == 0
+    (outside,) = json.loads(capsys.readouterr().out)["waves"][3]
+    assert cli(shlex.split(outside["owner_runs"][0])[1:]) == 0
+    assert capsys.readouterr().out.strip().endswith("published revision 2")
+    shown = cli(["catalog", "show", "finance_export", "--project", "finance"])
+    task = json.loads(capsys.readouterr().out)
+    assert (shown, task["cron"], task["timezone"]) == (0, "0 6 * * 1", "Europe/Paris")
+
+
+def test_a_repeated_report_without_a_schedule_keeps_the_tasks_schedule(diamond, capsys):
+    report = ["catalog", "report", "finance_export", "--project", "finance", "--slot", DAYS[0].isoformat()]
+    assert cli(report) == 0
+    assert "already recorded at revision 1" in capsys.readouterr().out
+    assert cli(["catalog", "show", "finance_export", "--project", "finance"]) == 0
+    assert json.loads(capsys.readouterr().out)["cron"] == DAILY
+
+
+def test_a_repair_with_its_own_run_id_is_refused(diamond, capsys):
+    report = ["catalog", "report", "finance_export", "--project", "finance", "--slot", DAYS[0].isoformat()]
+    assert cli([*report, "--repair", "--run-id", "r2"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_a_plan_from_the_middle_touches_only_what_is_below(diamond, capsys):
