@@ -11,7 +11,7 @@ re-runs are reached too.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from sqlalchemy import select, tuple_
 
@@ -135,11 +135,19 @@ def slot_argument(value: str | dt.datetime, what: str) -> dt.datetime:
 
 
 def make_plan(
-    store: CatalogStore, task: str | TaskIdentity, start: str | dt.datetime, end: str | dt.datetime
+    store: CatalogStore,
+    task: str | TaskIdentity,
+    start: str | dt.datetime,
+    end: str | dt.datetime,
+    readable: Callable[[PlannedTask], bool] | None = None,
 ) -> RerunPlan:
     """The plan of re-running ``task``'s slots from ``start`` to ``end`` (as a person typed them, or as the
     command line parsed them): :class:`PlanError` for an identity not in the catalog, a bad slot or an
-    empty range."""
+    empty range.
+
+    :param readable: whether the asker may read a task; a root it may not read is answered as one not in
+        the catalog, before anything of it is read, so the answer tells no more than for a made-up name.
+    """
     try:
         identity = task if isinstance(task, TaskIdentity) else TaskIdentity.parse(task)
     except ValueError as exc:
@@ -149,7 +157,7 @@ def make_plan(
         raise PlanError(f"empty range: --from {first.isoformat()} is after --to {last.isoformat()}")
     reads = PlanReads(store)
     root = reads.task(identity)
-    if root is None:
+    if root is None or (readable is not None and not readable(root)):
         raise PlanError(f"no task {identity} in the catalog")
     slots = reads.slots(root, first, last)
     if not slots:
