@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from airflow_leastaction.exceptions import DependencyCycleError, PlanApplyError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.waves import Node, waves
 
@@ -171,7 +172,10 @@ def plan_rerun(
         name[pk]: Node(name[pk], tuple(sorted(name[u] for u in plan.upstream.get(pk, ()) if u != pk and u in name)))
         for pk in plan.runs
     }
-    plan.waves = [[pk_of[n] for n in wave] for wave in waves(nodes)]
+    try:
+        plan.waves = [[pk_of[n] for n in wave] for wave in waves(nodes)]
+    except DependencyCycleError as exc:  # each consumed the other's runs of different slots
+        raise PlanApplyError(f"the plan's tasks cannot re-run one after another: {exc}") from None
     return plan
 
 

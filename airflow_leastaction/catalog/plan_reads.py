@@ -117,6 +117,20 @@ class PlanReads:
         ]
 
 
+def published_revisions(store: CatalogStore, task_pk: int, slots: Iterable[dt.datetime]) -> dict[dt.datetime, int]:
+    """The revision each of ``slots`` of a task is published at (a slot not completed: absent)."""
+    r, wanted = task_run.c, sorted(set(slots))
+    with store.engine.connect() as conn:
+        rows = [
+            row
+            for chunk in in_chunks(wanted)
+            for row in conn.execute(
+                select(r.slot, r.output_revision).where(r.task_pk == task_pk, r.slot.in_(chunk), r.state == "success")
+            )
+        ]
+    return {slot: revision for slot, revision in rows}
+
+
 def slot_argument(value: str | dt.datetime, what: str) -> dt.datetime:
     """A slot as UTC, from an aware datetime or the ISO-8601 text a person typed."""
     shown = repr(value.isoformat() if isinstance(value, dt.datetime) else value)

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from airflow_leastaction.catalog.plan_reads import make_plan
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.exceptions import PlanError
+from airflow_leastaction.exceptions import PlanApplyError, PlanError
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS
 from airflow_leastaction.www.params import blank
 from airflow_leastaction.www.queries import DagScope
@@ -48,7 +48,7 @@ def plan_of(
     try:
         # A task of a DAG the user may not read is answered as a task not in the catalog.
         plan = make_plan(CatalogStore(reads.engine), task, start, end, lambda t: scope.allows(t.dag_id))
-    except PlanError as exc:
+    except (PlanError, PlanApplyError) as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
     return visible_plan(plan, scope)
 

@@ -14,13 +14,11 @@ import shlex
 
 import pytest
 
-from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.catalog.external import report_completion
-from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.cli import main as cli
-from airflow_leastaction.gate import Judgement
 from airflow_leastaction.refs import airflow_task
 from tests.helpers.cli_output import own_lines
+from tests.helpers.consuming_runs import run
 
 UTC = dt.UTC
 DAYS = [dt.datetime(2026, 11, d, tzinfo=UTC) for d in (16, 17, 18)]
@@ -29,31 +27,6 @@ ROOT = airflow_task("plan_raw", "load")
 LEFT, RIGHT = airflow_task("plan_left", "enrich"), airflow_task("plan_right", "score")
 BOTTOM = airflow_task("plan_report", "build")
 OUTSIDE = ("finance_export", "finance")
-
-
-def run(store, identity, slot, parents=()):
-    """One run of an Airflow task at ``slot``: its gate admits it on its parents' runs of that slot, and
-    its success consumes them."""
-    dag_id, task_id = identity.name.split(".")
-    attempt = AttemptKey(dag_id, task_id, f"scheduled__{slot.isoformat()}", -1, 1)
-    judged = []
-    for parent in parents:
-        (record,) = [s for s in store.snapshot([(parent, slot)])[1] if s.slot == slot]
-        judged.append(
-            Judgement(
-                parent.key,
-                True,
-                "completed",
-                upstream_task_pk=record.task_pk,
-                upstream_run_pk=record.pk,
-                upstream_slot=slot,
-                upstream_revision=record.output_revision,
-            )
-        )
-    if judged:
-        store.record_decisions(attempt, judged, downstream_slot=slot)
-    meta = TaskMeta(cron=DAILY, timezone="UTC", dag_id=dag_id, task_id=task_id)
-    store.record_success(identity, slot, meta=meta, run_id=attempt.run_id, consumer=attempt if judged else None)
 
 
 @pytest.fixture
