@@ -1,11 +1,13 @@
 """Carrying out a re-run plan through Airflow 3's backfill API, wave by wave, parents first.
 
-The waves are over the plan's Airflow DAGs and its tasks outside Airflow: a step re-runs after every step
-it consumed from, so a DAG downstream of an outside task waits for that task's new revision. Each DAG of a
+The waves are over the plan's Airflow DAGs and its tasks not in a DAG (outside tasks, dbt models, assets):
+a step re-runs after every step it consumed from, so a DAG downstream of an outside task or a dbt model
+waits for its new revision. Nothing that is not an Airflow DAG is sent to Airflow. Each DAG of a
 wave gets backfills of exactly its affected runs (``reprocess_behavior="completed"``, its affected slots cut
 into ranges that hold no other run of its schedule), with the DAG's own ``max_active_runs``; one backfill of
-a DAG at a time, as Airflow allows. For an outside task of a wave the command its owner runs is printed,
-and the wave is done once the catalog holds a new revision of each of its slots. A wave starts once the
+a DAG at a time, as Airflow allows. For an outside task or a dbt model of a wave the command that re-runs it is printed
+(its owner's report, a forced build through the model queue), and the wave is done once the catalog holds
+a new revision of each of its slots; an asset is listed (its producer is a task of the plan). A wave starts once the
 one before it is done, and a backfill that finished with failed runs stops the plan there. Before
 anything starts, the API is called once (reachable, login accepted) and every DAG of the plan is looked
 up: a deployment that cannot take the plan starts none of it.
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from airflow_leastaction.airflow_api import AirflowApi
 from airflow_leastaction.exceptions import DependencyCycleError, PlanApplyError
 from airflow_leastaction.intervals.slots import slots_in
-from airflow_leastaction.rerun_plan import PlannedTask, RerunPlan, backfill_ranges
+from airflow_leastaction.rerun_plan import WHERE, PlannedTask, RerunPlan, backfill_ranges
 from airflow_leastaction.run_conditions.waves import Node, waves
 
 #: Seconds between two looks at a running backfill or at an outside task's revisions.
@@ -46,7 +48,11 @@ def _step(plan: RerunPlan, pk: int) -> str | None:
     t = plan.tasks[pk]
     if not t.external:
         return t.dag_id
-    return None if pk == plan.root.pk else f"outside Airflow: {t.identity}"
+    return None if pk == plan.root.pk else _not_in_a_dag(t)
+
+
+def _not_in_a_dag(t: PlannedTask) -> str:
+    return f"{WHERE[t.kind]}: {t.identity}"
 
 
 def apply_waves(plan: RerunPlan) -> list[list[str]]:
@@ -90,18 +96,19 @@ def apply_plan(
     """
     order = apply_waves(plan)  # a plan that cannot run in order starts nothing, reachable API or not
     api.version()  # reachable, login accepted: else nothing starts
-    outside = {f"outside Airflow: {t.identity}": t for t in plan.tasks.values() if t.external}
+    outside = {_not_in_a_dag(t): t for t in plan.tasks.values() if t.external}
     todo = [[dag_rerun(plan, s, api) if s not in outside else outside[s] for s in wave] for wave in order]
     before = {t.pk: dict(revisions(t)) for wave in todo for t in wave if isinstance(t, PlannedTask)}
     made = []
     for n, wave in enumerate(todo, 1):
         reruns = [d for d in wave if isinstance(d, DagRerun)]
-        owners = [t for t in wave if isinstance(t, PlannedTask)]
+        # An asset's events come from its producer, a task of the plan: listed, nothing to wait for.
+        owners = [t for t in wave if isinstance(t, PlannedTask) and t.kind != "asset"]
         say(f"wave {n}: {', '.join([f'backfilling {d.dag_id}' for d in reruns] + [str(t.identity) for t in owners])}")
         for t in owners:
-            say(f"  {t.identity} is outside Airflow: its owner re-runs it, then publishes each slot:")
+            say(f"  {t.identity} ({WHERE[t.kind]}): re-run each slot, then the plan goes on once it is published:")
             for slot in plan.runs[t.pk]:
-                say(f"  {t.report_command(slot)}")
+                say(f"  {t.rerun_command(slot)}")
         wave_made = _backfill_wave(reruns, api, say, poll)
         made += wave_made
         _wait_for_owners(plan, owners, before, revisions, say, poll)

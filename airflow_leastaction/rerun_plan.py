@@ -20,6 +20,14 @@ from airflow_leastaction.exceptions import DependencyCycleError, PlanApplyError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.waves import Node, waves
 
+#: Where a plan says a task not in a DAG re-runs, by its kind (:attr:`PlannedTask.kind`).
+WHERE = {"outside": "outside Airflow", "dbt": "dbt model", "asset": "asset, updated by its producer"}
+#: The tasks whose commands a plan prints, by kind: their key in the JSON, and the heading of the text.
+RUN_BY = {
+    "outside": ("owner_runs", "outside Airflow, their owners re-run them and then publish each slot:"),
+    "dbt": ("queue_runs", "dbt models, built again through the model queue (run in the dbt project's directory):"),
+}
+
 
 @dataclass(frozen=True)
 class PlannedTask:
@@ -34,8 +42,28 @@ class PlannedTask:
     timezone: str = "UTC"
 
     @property
+    def kind(self) -> str:
+        """How the task re-runs: ``dag`` (a backfill of its Airflow DAG), ``dbt`` (a dbt model: a forced
+        build through the model queue), ``asset`` (an asset's events: whoever updates the asset, listed
+        only) or ``outside`` (its owner re-runs it and reports the slot again). Sources as the catalog
+        records them: ``dbt/model_tasks.py`` (``dbt``), ``assets/recording.py`` (``asset``)."""
+        if self.source == "airflow" and self.dag_id is not None:
+            return "dag"
+        return self.source if self.source in ("dbt", "asset") else "outside"
+
+    @property
     def external(self) -> bool:
-        return self.source == "external" or self.dag_id is None
+        """Not a task of an Airflow DAG: nothing of it is sent to Airflow."""
+        return self.kind != "dag"
+
+    def rerun_command(self, slot: dt.datetime) -> str | None:
+        """What re-runs ``slot`` of a task not in a DAG, as one shell line (None for an asset: listed)."""
+        if self.kind == "outside":
+            return self.report_command(slot)
+        if self.kind == "dbt":
+            args = ["airflow-leastaction", "queue", "enqueue", self.identity.name, "--force", "--slot"]
+            return shlex.join([*args, slot.isoformat(), "--project-dir", "."])
+        return None
 
     def report_arguments(self, slot: dt.datetime) -> list[str]:
         """The command the owner of an external task runs once it re-ran ``slot``: publish the new revision
@@ -103,8 +131,9 @@ class RerunPlan:
                 "slots": [s.isoformat() for s in self.runs[pk]],
                 "consumes": sorted(str(self.tasks[u].identity) for u in self.upstream.get(pk, ())),
             }
-            if t.external and pk != self.root.pk:
-                entry["owner_runs"] = [t.report_command(s) for s in self.runs[pk]]
+            entry["kind"] = t.kind
+            if pk != self.root.pk and t.kind in RUN_BY:
+                entry[RUN_BY[t.kind][0]] = [t.rerun_command(s) for s in self.runs[pk]]
             return entry
 
         return {
@@ -127,13 +156,14 @@ class RerunPlan:
             lines.append(f"wave {n}:")
             for pk in wave:
                 t, slots = self.tasks[pk], self.runs[pk]
-                where = f"DAG {t.dag_id}" if not t.external else "outside Airflow"
+                where = f"DAG {t.dag_id}" if t.kind == "dag" else WHERE[t.kind]
                 span = slots[0].isoformat() if len(slots) == 1 else f"{slots[0].isoformat()} .. {slots[-1].isoformat()}"
                 lines.append(f"  {t.identity} ({where}): {len(slots)} run(s), {span}")
-        outside = [pk for wave in self.waves for pk in wave if self.tasks[pk].external and pk != self.root.pk]
-        if outside:
-            lines.append("outside Airflow, their owners re-run them and then publish each slot:")
-            lines += [f"  {self.tasks[pk].report_command(s)}" for pk in outside for s in self.runs[pk]]
+        for kind, (_, heading) in RUN_BY.items():
+            pks = [pk for wave in self.waves for pk in wave if self.tasks[pk].kind == kind and pk != self.root.pk]
+            if pks:
+                lines.append(heading)
+                lines += [f"  {self.tasks[pk].rerun_command(s)}" for pk in pks for s in self.runs[pk]]
         return "\n".join(lines)
 
 

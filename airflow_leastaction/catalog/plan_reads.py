@@ -3,9 +3,10 @@ about and its slots in a range, who consumed a frontier of runs, and the tasks o
 of what a person typed (the command line and the UI ask the same way, :func:`make_plan`).
 
 Consumption records name the consumer task and slot of every use of an upstream slot by an Airflow task.
-Tasks outside Airflow record no consumption: a task that declared a frontier task as a parent uses, for
-each of its slots, the parent slot covering it (by the interval rule), so its slots whose covering slot
-re-runs are reached too.
+Tasks not in Airflow (outside tasks, dbt models, assets) record no consumption: a task that declared a
+frontier task as a parent (a dbt model declares its models and the catalog tasks loading its sources)
+uses, for each of its slots, the parent slot covering it (by the interval rule), so its slots whose
+covering slot re-runs are reached too.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ def planned_task(row: Mapping) -> PlannedTask:
     """A catalog task row as the plan names it; its DAG and task from the row, else from its name."""
     identity = TaskIdentity.from_row(row)
     dag_id, task_id = row["dag_id"], row["task_id"]
-    if dag_id is None and row["source"] != "external":
-        found = airflow_task_ids(identity.name.removesuffix("::run"))
-        dag_id, task_id = found or (identity.name.removesuffix("::run"), None)
+    # Only an Airflow task's name names a DAG: a dbt model, an asset or an outside task has none.
+    if dag_id is None and row["source"] == "airflow":
+        if identity.name.endswith("::run"):
+            dag_id = identity.name.removesuffix("::run")
+        else:
+            dag_id, task_id = airflow_task_ids(identity.name) or (None, None)
     return PlannedTask(row["id"], identity, row["source"], dag_id, task_id, row["cron"], row["timezone"] or "UTC")
 
 
@@ -94,7 +98,7 @@ class PlanReads:
         if not by_identity:
             return []
         # By the index of parent names; parse_parents does the exact match.
-        named = naming_any(i.name for i in by_identity).where(task.c.source == "external")
+        named = naming_any(i.name for i in by_identity).where(task.c.source != "airflow")
         with self.store.engine.connect() as conn:
             children = conn.execute(named).mappings().all()
             uses = []
