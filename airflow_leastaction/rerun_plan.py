@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from airflow_leastaction.exceptions import DependencyCycleError, PlanApplyError
-from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.identity import TASK_SOURCES, TaskIdentity
 from airflow_leastaction.run_conditions.waves import Node, waves
 
 #: Where a plan says a task not in a DAG re-runs, by its kind (:attr:`PlannedTask.kind`).
@@ -46,10 +46,10 @@ class PlannedTask:
         """How the task re-runs: ``dag`` (a backfill of its Airflow DAG), ``dbt`` (a dbt model: a forced
         build through the model queue), ``asset`` (an asset's events: whoever updates the asset, listed
         only) or ``outside`` (its owner re-runs it and reports the slot again). Sources as the catalog
-        records them: ``dbt/model_tasks.py`` (``dbt``), ``assets/recording.py`` (``asset``)."""
+        records them (:data:`~airflow_leastaction.identity.TASK_SOURCES`)."""
         if self.source == "airflow" and self.dag_id is not None:
             return "dag"
-        return self.source if self.source in ("dbt", "asset") else "outside"
+        return self.source if self.source in TASK_SOURCES[2:] else "outside"
 
     @property
     def external(self) -> bool:
