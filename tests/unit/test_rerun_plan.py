@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_leastaction.cli import build_parser
+from airflow_leastaction.exceptions import PlanApplyError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.rerun_plan import Consumed, PlannedTask, backfill_ranges, plan_rerun
 
@@ -90,3 +91,12 @@ def test_an_owners_command_is_quoted_so_a_name_cannot_run_a_command():
         "airflow-leastaction catalog report 'x$(touch pwned)' --project 'p;rm -rf ~' "
         "--slot 2026-11-03T00:00:00+00:00 --repair"
     )
+
+
+def test_tasks_that_consumed_each_others_runs_both_ways_are_refused_naming_them():
+    known = tasks("ledger", "balance")
+    # balance read the ledger of the 1st; the ledger of the 2nd read the balance of the 1st.
+    edges = [Consumed(1, day(1), 2, day(1)), Consumed(2, day(1), 1, day(2))]
+    with pytest.raises(PlanApplyError, match="cannot re-run one after another: .*p/balance, p/ledger"):
+        plan_rerun(known[1], day(1), day(1), [day(1)], reader(edges), lambda pks: known)
+    assert PlanApplyError.exit_status == 1
