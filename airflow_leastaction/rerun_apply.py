@@ -104,7 +104,10 @@ def apply_plan(
         reruns = [d for d in wave if isinstance(d, DagRerun)]
         # An asset's events come from its producer, a task of the plan: listed, nothing to wait for.
         owners = [t for t in wave if isinstance(t, PlannedTask) and t.kind != "asset"]
-        say(f"wave {n}: {', '.join([f'backfilling {d.dag_id}' for d in reruns] + [str(t.identity) for t in owners])}")
+        work = ([f"backfilling {', '.join(d.dag_id for d in reruns)}"] if reruns else []) + [
+            f"waiting for {t.identity}" for t in owners
+        ]
+        say(f"wave {n}: {'; '.join(work) or 'listed only'}")
         for t in owners:
             say(f"  {t.identity} ({WHERE[t.kind]}): re-run each slot, then the plan goes on once it is published:")
             for slot in plan.runs[t.pk]:

@@ -118,3 +118,21 @@ def test_dags_that_consume_from_each_other_are_refused_with_exit_1_before_anythi
     assert cli(args) == 1
     (line,) = own_lines(capsys.readouterr().err)
     assert line.startswith("error: the plan's DAGs cannot be backfilled one after another")
+
+
+def test_each_wave_says_what_it_backfills_and_what_it_waits_for(through_outside):
+    store = through_outside
+    plan = make_plan(store, LOAD, DAYS[0], DAYS[1])
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if line.lstrip().startswith("airflow-leastaction catalog report"):
+            assert cli(shlex.split(line)[1:]) == 0
+
+    apply_plan(plan, BackfillApiStandIn(), say, revisions_of(store, plan), poll=0)
+    assert [line for line in said if line.startswith("wave ")] == [
+        "wave 1: backfilling apply_load",
+        f"wave 2: waiting for {OUTSIDE}",
+        "wave 3: backfilling apply_build",
+    ]
