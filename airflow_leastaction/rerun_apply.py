@@ -114,8 +114,8 @@ def apply_plan(
                 say(f"  {t.rerun_command(slot)}")
         wave_made = _backfill_wave(reruns, api, say, poll)
         made += wave_made
-        _wait_for_owners(plan, owners, before, revisions, say, poll)
         _stop_on_failed_runs(n, len(todo), wave_made, api)
+        _wait_for_owners(plan, owners, before, revisions, say, poll)
     return made
 
 
