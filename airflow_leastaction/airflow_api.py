@@ -140,3 +140,16 @@ class AirflowApi:
 
     def backfill_state(self, backfill_id: int) -> dict:
         return self.request("GET", f"/backfills/{backfill_id}")
+
+    def failed_runs(self, dag_id: str, start: dt.datetime, end: dt.datetime) -> list[str]:
+        """The backfill runs of ``dag_id`` with logical dates in ``[start, end]`` that failed (a backfill
+        that re-runs completed runs makes them backfill runs)."""
+        params = {
+            "run_type": "backfill",
+            "state": "failed",
+            "logical_date_gte": start.isoformat(),
+            "logical_date_lte": end.isoformat(),
+            "limit": 100,
+        }
+        listed = self.request("GET", f"/dags/{dag_id}/dagRuns", params=params)
+        return [run["dag_run_id"] for run in listed.get("dag_runs", [])]

@@ -308,3 +308,10 @@ class PlanError(ConfigurationError):
     """A re-run plan was asked for something it cannot plan (``airflow-leastaction plan``: exit 2)."""
 
     exit_status = 2
+
+
+class PlanApplyError(LeastActionError):
+    """A re-run plan cannot be carried out in order, or stopped part way (``airflow-leastaction plan``:
+    exit 1): tasks that consume from each other both ways, a wave whose backfill finished with failed runs."""
+
+    exit_status = 1

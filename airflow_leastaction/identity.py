@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+#: Who records a catalog task's outcomes, its ``source``: an Airflow DAG's listener, a system outside
+#: Airflow through its reports, the asset bridge (an asset's events), the dbt model queue (a model's builds).
+TASK_SOURCES = ("airflow", "external", "asset", "dbt")
+
 #: An identity as :meth:`TaskIdentity.__str__` writes it.
 _WRITTEN = re.compile(r"(?P<project>[^/]+)/(?P<name>[^@\[]+)(?:@(?P<account>[^\[]+))?(?:\[(?P<partition>[^\]]*)\])?")
 

@@ -12,11 +12,21 @@ the plan: a task re-runs after every task of the plan it consumed from, parents 
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.exceptions import DependencyCycleError, PlanApplyError
+from airflow_leastaction.identity import TASK_SOURCES, TaskIdentity
 from airflow_leastaction.run_conditions.waves import Node, waves
+
+#: Where a plan says a task not in a DAG re-runs, by its kind (:attr:`PlannedTask.kind`).
+WHERE = {"outside": "outside Airflow", "dbt": "dbt model", "asset": "asset, updated by its producer"}
+#: The tasks whose commands a plan prints, by kind: their key in the JSON, and the heading of the text.
+RUN_BY = {
+    "outside": ("owner_runs", "outside Airflow, their owners re-run them and then publish each slot:"),
+    "dbt": ("queue_runs", "dbt models, built again through the model queue (run in the dbt project's directory):"),
+}
 
 
 @dataclass(frozen=True)
@@ -32,16 +42,46 @@ class PlannedTask:
     timezone: str = "UTC"
 
     @property
+    def kind(self) -> str:
+        """How the task re-runs: ``dag`` (a backfill of its Airflow DAG), ``dbt`` (a dbt model: a forced
+        build through the model queue), ``asset`` (an asset's events: whoever updates the asset, listed
+        only) or ``outside`` (its owner re-runs it and reports the slot again). Sources as the catalog
+        records them (:data:`~airflow_leastaction.identity.TASK_SOURCES`)."""
+        if self.source == "airflow" and self.dag_id is not None:
+            return "dag"
+        return self.source if self.source in TASK_SOURCES[2:] else "outside"
+
+    @property
     def external(self) -> bool:
-        return self.source == "external" or self.dag_id is None
+        """Not a task of an Airflow DAG: nothing of it is sent to Airflow."""
+        return self.kind != "dag"
+
+    def rerun_command(self, slot: dt.datetime) -> str | None:
+        """What re-runs ``slot`` of a task not in a DAG, as one shell line (None for an asset: listed)."""
+        if self.kind == "outside":
+            return self.report_command(slot)
+        if self.kind == "dbt":
+            args = ["airflow-leastaction", "queue", "enqueue", self.identity.name, "--force", "--slot"]
+            return shlex.join([*args, slot.isoformat(), "--project-dir", "."])
+        return None
+
+    def report_arguments(self, slot: dt.datetime) -> list[str]:
+        """The command the owner of an external task runs once it re-ran ``slot``: publish the new revision
+        (``--repair``: the slot's default run id is already recorded, so a plain report would change
+        nothing; the task's schedule is kept, as no ``--cron`` is given)."""
+        i = self.identity
+        # A value that starts with "-" would be read as an option: a name then comes after "--", and an
+        # option's value is attached with "=".
+        dashed = i.name.startswith("-")
+        args = ["airflow-leastaction", "catalog", "report", *([] if dashed else [i.name])]
+        for flag, value in (("--project", i.project), ("--account", i.account), ("--partition", i.partition)):
+            if value:
+                args += [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+        return [*args, "--slot", slot.isoformat(), "--repair", *(["--", i.name] if dashed else [])]
 
     def report_command(self, slot: dt.datetime) -> str:
-        """What the owner of an external task runs once it re-ran ``slot``: publish the new revision."""
-        i = self.identity
-        extra = (f" --account {i.account}" if i.account else "") + (
-            f" --partition {i.partition}" if i.partition else ""
-        )
-        return f"airflow-leastaction catalog report {i.name} --project {i.project}{extra} --slot {slot.isoformat()}"
+        """:meth:`report_arguments` as one shell line, every argument quoted (catalog names are anybody's text)."""
+        return shlex.join(self.report_arguments(slot))
 
 
 @dataclass(frozen=True)
@@ -91,8 +131,9 @@ class RerunPlan:
                 "slots": [s.isoformat() for s in self.runs[pk]],
                 "consumes": sorted(str(self.tasks[u].identity) for u in self.upstream.get(pk, ())),
             }
-            if t.external and pk != self.root.pk:
-                entry["owner_runs"] = [t.report_command(s) for s in self.runs[pk]]
+            entry["kind"] = t.kind
+            if pk != self.root.pk and t.kind in RUN_BY:
+                entry[RUN_BY[t.kind][0]] = [t.rerun_command(s) for s in self.runs[pk]]
             return entry
 
         return {
@@ -115,13 +156,14 @@ class RerunPlan:
             lines.append(f"wave {n}:")
             for pk in wave:
                 t, slots = self.tasks[pk], self.runs[pk]
-                where = f"DAG {t.dag_id}" if not t.external else "outside Airflow"
+                where = f"DAG {t.dag_id}" if t.kind == "dag" else WHERE[t.kind]
                 span = slots[0].isoformat() if len(slots) == 1 else f"{slots[0].isoformat()} .. {slots[-1].isoformat()}"
                 lines.append(f"  {t.identity} ({where}): {len(slots)} run(s), {span}")
-        outside = [pk for wave in self.waves for pk in wave if self.tasks[pk].external and pk != self.root.pk]
-        if outside:
-            lines.append("outside Airflow, their owners re-run them and then publish each slot:")
-            lines += [f"  {self.tasks[pk].report_command(s)}" for pk in outside for s in self.runs[pk]]
+        for kind, (_, heading) in RUN_BY.items():
+            pks = [pk for wave in self.waves for pk in wave if self.tasks[pk].kind == kind and pk != self.root.pk]
+            if pks:
+                lines.append(heading)
+                lines += [f"  {self.tasks[pk].rerun_command(s)}" for pk in pks for s in self.runs[pk]]
         return "\n".join(lines)
 
 
@@ -160,7 +202,10 @@ def plan_rerun(
         name[pk]: Node(name[pk], tuple(sorted(name[u] for u in plan.upstream.get(pk, ()) if u != pk and u in name)))
         for pk in plan.runs
     }
-    plan.waves = [[pk_of[n] for n in wave] for wave in waves(nodes)]
+    try:
+        plan.waves = [[pk_of[n] for n in wave] for wave in waves(nodes)]
+    except DependencyCycleError as exc:  # each consumed the other's runs of different slots
+        raise PlanApplyError(f"the plan's tasks cannot re-run one after another: {exc}") from None
     return plan
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Sequence
 
 from airflow_leastaction.catalog.outcomes import SlotEvent
 from airflow_leastaction.catalog.spool_check import check_outcome
-from airflow_leastaction.catalog.store import CatalogStore, SlotOutcome, TaskMeta
+from airflow_leastaction.catalog.store import CatalogStore, SlotOutcome, external_meta
 from airflow_leastaction.exceptions import InvalidReportError, TaskOwnedByDagError, UnappliableOutcomeError
 from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
+from airflow_leastaction.intervals.slots import slot_in_range
 from airflow_leastaction.refs import deployment_project
 
 
@@ -27,6 +29,7 @@ def report_completion(
     conn_id: str | None = None,
     store: CatalogStore | None = None,
     parents: Sequence[TaskIdentity] | None = None,
+    repair: bool = False,
 ) -> SlotOutcome:
     """Publish that task ``project/name`` completed the interval starting at ``slot``.
 
@@ -36,10 +39,14 @@ def report_completion(
     :param name: the task's name in its project.
     :param project: the owning project (another team's deployment, a warehouse job family...).
     :param slot: interval start, an aware datetime or an ISO-8601 string with an offset.
-    :param cron: the task's schedule, so children can compute which slot covers theirs; ``None`` = ad hoc.
-    :param timezone: the timezone the cron is read in.
+    :param cron: the task's schedule, so children can compute which slot covers theirs; ``None`` keeps the
+        schedule the catalog has (ad hoc for a task reported for the first time).
+    :param timezone: the timezone the cron is read in (with ``cron`` only).
     :param rows_written: rows inserted + updated + deleted, for HAS_DATA dependencies.
     :param run_id: the reporting system's run identity (default: derived from the slot).
+    :param repair: the slot was computed again: publish a new revision under a run id made for this
+        report (each call is one more repair), instead of the slot's default run id, which the catalog
+        ignores once recorded.
     :param parents: the catalog tasks this task reads (declared, as a sensor declares an Airflow task's):
         the lineage graph shows them, and a re-run plan of a parent lists this task with the command its
         owner runs.
@@ -61,8 +68,10 @@ def report_completion(
     owner = _airflow_dag_of(identity)
     if owner is not None:
         raise TaskOwnedByDagError(identity, owner)
-    meta = TaskMeta(cron=cron, timezone=timezone, source="external")
-    run_id = run_id or f"external:{slot.isoformat()}"
+    meta = external_meta(cron, timezone)
+    if repair and run_id:
+        raise InvalidReportError(identity, "a repair makes its own run id: give --run-id or --repair, not both")
+    run_id = run_id or (f"repair:{slot.isoformat()}:{uuid.uuid4().hex}" if repair else f"external:{slot.isoformat()}")
     try:  # the same checks on every backend (PostgreSQL would refuse a name too long; SQLite would store it)
         check_outcome(SlotEvent("success", identity, slot, slot, meta=meta, run_id=run_id, rows_written=rows_written))
     except UnappliableOutcomeError as exc:
@@ -94,6 +103,10 @@ def _aware(slot: dt.datetime | str, identity: TaskIdentity) -> dt.datetime:
             raise InvalidReportError(identity, f"slot {slot!r} is not an ISO-8601 time") from None
     if slot.tzinfo is None:
         raise InvalidReportError(identity, f"slot {slot.isoformat()} has no timezone offset")
+    try:
+        slot_in_range(slot)
+    except ValueError as exc:
+        raise InvalidReportError(identity, f"slot {exc}") from None
     return slot
 
 

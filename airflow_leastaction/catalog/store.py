@@ -333,8 +333,8 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
         run_id: str | None = None,
     ) -> SlotOutcome:
         """An external system publishes a completed interval (see :func:`airflow_leastaction.report_completion`,
-        which checks the report first)."""
-        meta = TaskMeta(cron=cron, timezone=timezone, source="external")
+        which checks the report first). A report without ``cron`` keeps the schedule the task has."""
+        meta = external_meta(cron, timezone)
         return self.record_success(
             identity,
             slot,
@@ -360,6 +360,12 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
             return {}, []
         with self.poll_read() as conn:
             return read_snapshot(conn, wanted)
+
+
+def external_meta(cron: str | None, timezone: str = "UTC") -> TaskMeta:
+    """What a report from outside Airflow says of its task: the schedule only when it names one (a report
+    without a cron, such as an owner re-publishing a slot, must not make a scheduled task ad hoc)."""
+    return TaskMeta(cron=cron, timezone=timezone, source="external", schedule_known=cron is not None)
 
 
 def _task_meta_changes(row, meta: TaskMeta) -> dict:

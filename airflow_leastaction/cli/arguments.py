@@ -18,6 +18,7 @@ from sqlalchemy import Column
 from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals.slots import slot_in_range
 
 #: The largest whole number the catalog stores (a 64-bit signed integer).
 MAX_COUNT = 2**63 - 1
@@ -125,6 +126,18 @@ class Instant(Kind):
             raise self.fail(text) from None
         if value.tzinfo is None:
             raise self.fail(text, "has no timezone offset")
+        return value
+
+
+class Slot(Instant):
+    """An :class:`Instant` inside the slots' range (:func:`~airflow_leastaction.intervals.slots.slot_in_range`)."""
+
+    def convert(self, text: str) -> dt.datetime:
+        value = super().convert(text)
+        try:
+            slot_in_range(value)
+        except ValueError as exc:
+            raise self.fail(text, str(exc).partition(" ")[2]) from None
         return value
 
 

@@ -11,7 +11,7 @@ from airflow_leastaction.catalog.outcomes import replay, spool_dir
 from airflow_leastaction.catalog.schema import task, task_run
 from airflow_leastaction.catalog.spool_check import QUARANTINE_PREFIX, quarantined
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.cli.arguments import Checked, Count, Directory, Identity, Instant, Name
+from airflow_leastaction.cli.arguments import Checked, Count, Directory, Identity, Name, Slot
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity, normalize_cron, resolve_timezone
 from airflow_leastaction.late_arrival import sweep
@@ -38,20 +38,21 @@ def register(sub) -> None:
     rep.add_argument(
         "--slot",
         required=True,
-        type=Instant(),
+        type=Slot(),
         help="interval start, ISO-8601 with offset, e.g. 2026-11-28T00:00:00+00:00",
     )
     rep.add_argument(
         "--cron",
         default=None,
         type=Checked(normalize_cron, "a cron expression of five fields or a macro such as @daily", task.c.cron),
-        help="the task's schedule (omit for ad hoc); the latest report's schedule is the task's",
+        help="the task's schedule; the latest report naming one sets it (omitted: the task keeps its schedule, "
+        "ad hoc for a new task)",
     )
     rep.add_argument(
         "--timezone",
         default="UTC",
         type=Checked(resolve_timezone, "an IANA time zone such as UTC or Europe/Paris", task.c.timezone),
-        help="the time zone the cron is read in (default: UTC)",
+        help="the time zone the cron is read in (default: UTC; with --cron only)",
     )
     rep.add_argument(
         "--rows-written",
@@ -59,7 +60,14 @@ def register(sub) -> None:
         default=None,
         help="rows inserted, updated and deleted, for HAS_DATA dependencies",
     )
-    rep.add_argument(
+    run = rep.add_mutually_exclusive_group()
+    run.add_argument(
+        "--repair",
+        action="store_true",
+        help="the slot was computed again: publish a new revision (each --repair is one more); without it "
+        "a slot already recorded is left as it is",
+    )
+    run.add_argument(
         "--run-id",
         default=None,
         type=Name(task_run.c.run_id),
@@ -105,6 +113,7 @@ def _report(args) -> int:
         run_id=args.run_id,
         conn_id=args.conn_id,
         parents=args.parent,
+        repair=args.repair,
     )
     what = "published revision" if outcome.applied else "already recorded at revision"
     print(f"{args.project}/{args.name} slot {args.slot.isoformat()}: {what} {outcome.output_revision}")

@@ -6,8 +6,9 @@ Airflow, the command their owner runs. ``--apply`` starts the waves through Airf
 
 Exit status: 0 when planned (and applied); 2 for bad input (checked while parsing: an identity not
 written project/name, a slot that is not ISO-8601 with an offset; then an identity not in the catalog, an
-empty range); 1 when the plan cannot be applied (Airflow's API out of reach or refusing: nothing is
-started then).
+empty range); 1 when the plan cannot be applied (Airflow's API out of reach or refusing, DAGs that consume
+from each other both ways: nothing is started then), or stopped part way (a wave's backfill finished with
+failed runs: the next waves are not started).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from __future__ import annotations
 import json
 import sys
 
-from airflow_leastaction.catalog.plan_reads import make_plan
+from airflow_leastaction.catalog.plan_reads import make_plan, published_revisions
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.cli.arguments import CONN_ID_LENGTH, Identity, Instant, Name
+from airflow_leastaction.cli.arguments import CONN_ID_LENGTH, Identity, Name, Slot
 
 
 def register(sub) -> None:
@@ -25,8 +26,8 @@ def register(sub) -> None:
     p.add_argument(
         "--task", required=True, type=Identity(), help="catalog identity: project/name (then @account, [partition])"
     )
-    p.add_argument("--from", dest="start", required=True, type=Instant(), help="first slot, ISO-8601 with offset")
-    p.add_argument("--to", dest="end", required=True, type=Instant(), help="last slot, ISO-8601 with offset")
+    p.add_argument("--from", dest="start", required=True, type=Slot(), help="first slot, ISO-8601 with offset")
+    p.add_argument("--to", dest="end", required=True, type=Slot(), help="last slot, ISO-8601 with offset")
     p.add_argument("--json", action="store_true", help="the plan as one JSON object")
     p.add_argument("--apply", action="store_true", help="start the waves through Airflow's backfill API")
     p.add_argument(
@@ -45,7 +46,13 @@ def _plan(args) -> int:
         from airflow_leastaction.airflow_api import AirflowApi
         from airflow_leastaction.rerun_apply import apply_plan
 
-        made = apply_plan(plan, AirflowApi.from_connection(args.api_conn_id), lambda line: print(line, flush=True))
+        store = CatalogStore(conn_id=args.conn_id)
+        made = apply_plan(
+            plan,
+            AirflowApi.from_connection(args.api_conn_id),
+            lambda line: print(line, flush=True),
+            lambda t: published_revisions(store, t.pk, plan.runs[t.pk]),
+        )
         if args.json:
             print(json.dumps({**plan.as_dict(), "backfills": [b.get("id") for b in made]}, sort_keys=True))
     return 0

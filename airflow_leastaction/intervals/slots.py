@@ -167,6 +167,27 @@ def cron_granularity(cron: str) -> str:
     return "day"
 
 
+#: The instants a slot may be (``[FIRST_SLOT, END_OF_SLOTS)``): judging and planning look up to a few
+#: years either side of a slot (the next yearly slot, a child's slots a year on), which must stay inside
+#: the calendar Python can hold.
+FIRST_SLOT = dt.datetime(1000, 1, 1, tzinfo=dt.UTC)
+END_OF_SLOTS = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
+
+
+def slot_in_range(slot: dt.datetime) -> dt.datetime:
+    """``slot`` (aware) in UTC; ``ValueError`` saying the range when it is outside the slots' range."""
+    try:
+        utc = _aware(slot, "slot").astimezone(UTC)
+    except OverflowError:  # year 1 or 9999 pushed past the calendar by its offset
+        utc = None
+    if utc is None or not FIRST_SLOT <= utc < END_OF_SLOTS:
+        raise ValueError(
+            f"{slot.isoformat()} is out of range: a slot is from {FIRST_SLOT.date()} to "
+            f"{(END_OF_SLOTS - dt.timedelta(days=1)).date()} (UTC)"
+        )
+    return utc
+
+
 def _aware(value: dt.datetime, what: str) -> dt.datetime:
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise ValueError(f"{what} must be timezone-aware, got naive {value.isoformat()}")

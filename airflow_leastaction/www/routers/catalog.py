@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
+from airflow_leastaction.identity import TASK_SOURCES
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS
 from airflow_leastaction.www.params import blank, one_of
 from airflow_leastaction.www.queries import CatalogFilter, DagScope, Page
@@ -15,7 +16,7 @@ from airflow_leastaction.www.schemas import CatalogTask, Identity, Listing, Publ
 router = APIRouter(tags=["catalog"], dependencies=[READ_TASKS])
 
 #: Who reports a task: Airflow's listener, a system outside Airflow, Airflow's asset events.
-SOURCES = ("airflow", "external", "asset")
+SOURCES = TASK_SOURCES
 
 
 def catalog_filter(

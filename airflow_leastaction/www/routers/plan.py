@@ -1,6 +1,7 @@
 """Planning a re-run from a task's catalog entry: the plan ``airflow-leastaction plan`` prints.
 
-Tasks of DAGs the user may not read are withheld: the plan says how many of its runs it does not show.
+Tasks of DAGs the user may not read are withheld: the plan says how many of its runs it does not show, and
+names none of them; such a task asked about is answered as one not in the catalog.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from fastapi.responses import HTMLResponse
 
 from airflow_leastaction.catalog.plan_reads import make_plan
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.exceptions import PlanError
-from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS, require_readable
+from airflow_leastaction.exceptions import PlanApplyError, PlanError
+from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS
 from airflow_leastaction.www.params import blank
 from airflow_leastaction.www.queries import DagScope
 from airflow_leastaction.www.reads import CatalogReads
@@ -21,13 +22,17 @@ router = APIRouter(tags=["plan"], dependencies=[READ_TASKS])
 
 
 def visible_plan(plan, scope: DagScope) -> dict:
-    """The plan as JSON, cut to the DAGs the user may read (the count of runs withheld is kept)."""
+    """The plan as JSON, cut to the DAGs the user may read: a task of another DAG is named nowhere (not in
+    a wave, not in what a shown task consumes); the count of runs withheld is kept."""
     data = plan.as_dict()
+    hidden = {str(t.identity) for t in plan.tasks.values() if not scope.allows(t.dag_id)}
     withheld = 0
     waves = []
     for wave in data["waves"]:
-        shown = [t for t in wave if scope.allows(t["dag_id"])]
-        withheld += sum(len(t["slots"]) for t in wave if not scope.allows(t["dag_id"]))
+        shown = [
+            {**t, "consumes": [c for c in t["consumes"] if c not in hidden]} for t in wave if t["task"] not in hidden
+        ]
+        withheld += sum(len(t["slots"]) for t in wave if t["task"] in hidden)
         if shown:
             waves.append(shown)
     return {**data, "waves": waves, "withheld_runs": withheld}
@@ -41,10 +46,10 @@ def plan_of(
     scope: DagScope = READABLE_DAGS,
 ) -> dict:
     try:
-        plan = make_plan(CatalogStore(reads.engine), task, start, end)
-    except PlanError as exc:
+        # A task of a DAG the user may not read is answered as a task not in the catalog.
+        plan = make_plan(CatalogStore(reads.engine), task, start, end, lambda t: scope.allows(t.dag_id))
+    except (PlanError, PlanApplyError) as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
-    require_readable(scope, plan.root.dag_id, f"task {plan.root.identity}")
     return visible_plan(plan, scope)
 
 

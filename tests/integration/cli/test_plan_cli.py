@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
+import shlex
 
 import pytest
 
-from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.catalog.external import report_completion
-from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.cli import main as cli
-from airflow_leastaction.gate import Judgement
 from airflow_leastaction.refs import airflow_task
+from tests.helpers.cli_output import own_lines
+from tests.helpers.consuming_runs import run
 
 UTC = dt.UTC
 DAYS = [dt.datetime(2026, 11, d, tzinfo=UTC) for d in (16, 17, 18)]
@@ -28,40 +27,6 @@ ROOT = airflow_task("plan_raw", "load")
 LEFT, RIGHT = airflow_task("plan_left", "enrich"), airflow_task("plan_right", "score")
 BOTTOM = airflow_task("plan_report", "build")
 OUTSIDE = ("finance_export", "finance")
-
-#: A line of Airflow's own log: Airflow 3.1 warns on stderr, each time a command reads the catalog's
-#: connection, that its type (leastaction_catalog) has an underscore.
-AIRFLOWS_LOG_LINE = re.compile(r"^\S+ \[\w+ *\] .* \[airflow[\w.]*\]")
-
-
-def own_lines(err: str) -> list[str]:
-    """What the command itself wrote on stderr."""
-    return [line for line in err.strip().splitlines() if not AIRFLOWS_LOG_LINE.match(line)]
-
-
-def run(store, identity, slot, parents=()):
-    """One run of an Airflow task at ``slot``: its gate admits it on its parents' runs of that slot, and
-    its success consumes them."""
-    dag_id, task_id = identity.name.split(".")
-    attempt = AttemptKey(dag_id, task_id, f"scheduled__{slot.isoformat()}", -1, 1)
-    judged = []
-    for parent in parents:
-        (record,) = [s for s in store.snapshot([(parent, slot)])[1] if s.slot == slot]
-        judged.append(
-            Judgement(
-                parent.key,
-                True,
-                "completed",
-                upstream_task_pk=record.task_pk,
-                upstream_run_pk=record.pk,
-                upstream_slot=slot,
-                upstream_revision=record.output_revision,
-            )
-        )
-    if judged:
-        store.record_decisions(attempt, judged, downstream_slot=slot)
-    meta = TaskMeta(cron=DAILY, timezone="UTC", dag_id=dag_id, task_id=task_id)
-    store.record_success(identity, slot, meta=meta, run_id=attempt.run_id, consumer=attempt if judged else None)
 
 
 @pytest.fixture
@@ -96,7 +61,8 @@ def test_the_plan_lists_every_consumer_run_in_waves_parents_first(diamond, capsy
     (outside,) = found["waves"][3]
     assert (outside["external"], outside["consumes"]) == (True, [str(BOTTOM)])
     assert outside["owner_runs"] == [
-        f"airflow-leastaction catalog report finance_export --project finance --slot {d.isoformat()}" for d in DAYS[:2]
+        f"airflow-leastaction catalog report finance_export --project finance --slot {d.isoformat()} --repair"
+        for d in DAYS[:2]
     ]
     bottom = found["waves"][2][0]
     assert (bottom["dag_id"], bottom["task_id"], bottom["consumes"]) == (
@@ -114,9 +80,34 @@ def test_the_plan_reads_as_text(diamond, capsys):
         f"(2 of {ROOT}, 8 stale consumer runs)"
     )
     assert f"  {LEFT} (DAG plan_left): 2 run(s), {DAYS[0].isoformat()} .. {DAYS[1].isoformat()}" in out
-    assert (
-        out[-1] == f"  airflow-leastaction catalog report finance_export --project finance --slot {DAYS[1].isoformat()}"
+    assert out[-1] == (
+        f"  airflow-leastaction catalog report finance_export --project finance --slot {DAYS[1].isoformat()} --repair"
     )
+
+
+def test_the_owners_command_pasted_publishes_the_repair_and_keeps_the_schedule(diamond, capsys):
+    report_completion("finance_export", "finance", DAYS[0], cron="0 6 * * 1", timezone="Europe/Paris", store=diamond)
+    assert cli(plan("--json")) == 0
+    (outside,) = json.loads(capsys.readouterr().out)["waves"][3]
+    assert cli(shlex.split(outside["owner_runs"][0])[1:]) == 0
+    assert capsys.readouterr().out.strip().endswith("published revision 2")
+    shown = cli(["catalog", "show", "finance_export", "--project", "finance"])
+    task = json.loads(capsys.readouterr().out)
+    assert (shown, task["cron"], task["timezone"]) == (0, "0 6 * * 1", "Europe/Paris")
+
+
+def test_a_repeated_report_without_a_schedule_keeps_the_tasks_schedule(diamond, capsys):
+    report = ["catalog", "report", "finance_export", "--project", "finance", "--slot", DAYS[0].isoformat()]
+    assert cli(report) == 0
+    assert "already recorded at revision 1" in capsys.readouterr().out
+    assert cli(["catalog", "show", "finance_export", "--project", "finance"]) == 0
+    assert json.loads(capsys.readouterr().out)["cron"] == DAILY
+
+
+def test_a_repair_with_its_own_run_id_is_refused(diamond, capsys):
+    report = ["catalog", "report", "finance_export", "--project", "finance", "--slot", DAYS[0].isoformat()]
+    assert cli([*report, "--repair", "--run-id", "r2"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_a_plan_from_the_middle_touches_only_what_is_below(diamond, capsys):
@@ -155,7 +146,7 @@ def test_a_plan_from_the_middle_touches_only_what_is_below(diamond, capsys):
         ),
         (
             ["--task", str(ROOT), "--from", "0001-01-01T00:00:00+14:00", "--to", "2026-11-17T00:00:00+00:00"],
-            "--from '0001-01-01T00:00:00+14:00' is out of range",
+            "argument --from: '0001-01-01T00:00:00+14:00' is out of range",
         ),
     ],
 )

@@ -130,6 +130,61 @@ class TestPlanPage:
         page = client.get(f"{P}/plan", params=params)
         assert page.status_code == 400 and words in text(page)
 
+    def test_a_slot_at_the_calendars_end_is_a_400_not_a_crash(self, client, degraded, store):
+        # Written as the catalog took such reports before it checked their range, with a child outside
+        # Airflow whose slots the planner looks for a year on.
+        end = dt.datetime(9999, 12, 31, tzinfo=UTC)
+        store.report_completion(FEEDS[0], end, cron="0 0 * * *")
+        child = TaskIdentity("feed_mirror", "feeds")
+        store.declare_parents(child, TaskMeta(cron="0 0 * * *", source="external"), [FEEDS[0]])
+        store.report_completion(child, end, cron="0 0 * * *")
+        params = {"task": "feeds/feed_fr", "from": "9999-12-30T00:00:00Z", "to": "9999-12-31T00:00:00Z"}
+        for path in ("/api/plan", "/plan"):
+            answer = client.get(f"{P}{path}", params=params)
+            assert answer.status_code == 400 and "is out of range: a slot is from 1000-01-01" in text(answer), path
+
     def test_a_name_that_is_markup_is_shown_as_text(self, client, degraded):
         page = client.get(f"{P}/plan", params={"task": "<script>x</script>/y", "from": "a", "to": "b"})
         assert page.status_code == 400 and "<script>x" not in page.text
+
+
+@pytest.fixture
+def report_dag_unreadable(airflow_api, monkeypatch):
+    """The viewer may read every DAG but country_report, as an auth manager with per-DAG permissions says."""
+    from airflow.api_fastapi.app import get_auth_manager
+
+    def allowed(*, dag_ids, user, method="GET", team_name=None):
+        return set(dag_ids) - {"country_report"}
+
+    monkeypatch.setattr(get_auth_manager(), "filter_authorized_dag_ids", allowed)
+
+
+class TestPlanOfAReaderOfSomeDags:
+    def test_a_shown_task_does_not_name_what_it_consumes_from_a_dag_the_reader_may_not_read(
+        self, client, degraded, store, report_dag_unreadable
+    ):
+        mirror = TaskIdentity("report_mirror", "feeds")
+        store.declare_parents(mirror, TaskMeta(cron="0 0 * * *", source="external"), [REPORT])
+        store.report_completion(mirror, DAY, cron="0 0 * * *")
+        params = {"task": "feeds/feed_fr", "from": DAY.isoformat(), "to": DAY.isoformat()}
+        found = client.get(f"{P}/api/plan", params=params)
+        assert found.status_code == 200 and str(REPORT) not in found.text and "country_report" not in found.text
+        data = found.json()
+        assert [[(t["task"], t["consumes"]) for t in wave] for wave in data["waves"]] == [
+            [("feeds/feed_fr", [])],
+            [("feeds/report_mirror", [])],
+        ]
+        assert data["withheld_runs"] == 1
+        page = client.get(f"{P}/plan", params=params)
+        assert page.status_code == 200 and "country_report" not in page.text
+
+    def test_a_task_of_a_dag_the_reader_may_not_read_is_answered_as_a_made_up_one(
+        self, client, degraded, report_dag_unreadable
+    ):
+        def asked(name: str, path: str):
+            answer = client.get(f"{P}{path}", params={"task": name, "from": DAY.isoformat(), "to": DAY.isoformat()})
+            return answer.status_code, text(answer).replace(name, "NAME")
+
+        for path in ("/api/plan", "/plan"):
+            real = asked(str(REPORT), path)
+            assert real == asked("airflow/country_report.made_up", path) and real[0] == 400, path

@@ -9,9 +9,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from airflow_leastaction.catalog.store import AttemptKey
+from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
 from airflow_leastaction.cli import main
 from airflow_leastaction.gate import Judgement
+from airflow_leastaction.identity import TaskIdentity
 from tests.helpers import www_scenario as scenario
 from tests.helpers.www_scenario import CRM, HOSTILE, LOAD, REPORT, ROLLUP
 
@@ -198,6 +199,14 @@ class TestCatalog:
         assert names == [CRM.name]
         found = client.get(P + "/api/catalog", params={"q": "ROLLUP"}).json()["items"]
         assert [i["name"] for i in found] == [ROLLUP.name]
+
+    def test_the_source_filter_selects_dbt_models(self, client, story, store):
+        model = TaskMeta(cron=None, source="dbt")
+        store.record_success(TaskIdentity("stg_orders", "shop"), scenario.day(1), meta=model, run_id="dbt-build:1")
+        found = client.get(P + "/api/catalog", params={"source": "dbt"})
+        assert found.status_code == 200 and [i["name"] for i in found.json()["items"]] == ["stg_orders"]
+        page = client.get(P + "/catalog", params={"source": "dbt"})
+        assert page.status_code == 200 and '<option value="dbt" selected>' in page.text
 
     def test_a_task_named_like_a_script_renders_as_text(self, client, story):
         page = client.get(P + "/catalog").text

@@ -136,8 +136,6 @@ DENIED_ROUTES = [
     "/graph?task_pk={rollup}",
     f"/dag?dag_id={DENIED}",
     f"/api/dag?dag_id={DENIED}",
-    f"/api/plan?task={PLANNED}",
-    f"/plan?task={PLANNED}",
     "/api/queue",
     "/queue",  # shared by every DAG: needs read access to all of them
 ]
@@ -152,6 +150,15 @@ class TestTheOtherDag:
         assert _get(deployment, "user", path, html=html).status_code == 403, path
         assert _get(deployment, "admin", path, html=html).status_code == 200, path
 
+    @pytest.mark.parametrize("route", ["/api/plan", "/plan"])
+    @pytest.mark.parametrize("html", [False, True], ids=["bearer", "cookie"])
+    def test_a_plan_of_the_other_dags_task_is_answered_as_one_of_a_made_up_task(self, deployment, route, html):
+        real = _get(deployment, "user", f"{route}?task={PLANNED}", html=html)
+        made_up = _get(deployment, "user", f"{route}?task={PLANNED.replace('rollup', 'nothing')}", html=html)
+        assert real.status_code == made_up.status_code == 400
+        assert real.text.replace("rollup", "nothing") == made_up.text
+        assert _get(deployment, "admin", f"{route}?task={PLANNED}", html=html).status_code == 200
+
     def test_the_denied_routes_cover_every_route_of_the_app(self):
         from fastapi.routing import APIRoute
 
@@ -159,4 +166,4 @@ class TestTheOtherDag:
 
         assert {r.path for r in create_app().routes if isinstance(r, APIRoute)} == {
             r.split("?")[0] for r in DENIED_ROUTES
-        }
+        } | {"/api/plan", "/plan"}
