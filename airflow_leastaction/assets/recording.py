@@ -28,6 +28,7 @@ from airflow_leastaction.assets.keys import DEFAULT_KEY_FORMAT, check_key_format
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.schema import identity_clause, task, task_run
 from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
+from airflow_leastaction.crash_points import CrashPoint
 from airflow_leastaction.refs import airflow_asset, airflow_task
 from airflow_leastaction.triggers.wire import read_slot_event
 
@@ -35,6 +36,10 @@ log = logging.getLogger(__name__)
 
 #: The key of an asset's extra holding what the catalog records it with.
 EXTRA_KEY = "leastaction"
+
+#: The steps of recording one event, after Airflow committed it.
+OUTCOME_BUILT = CrashPoint("asset_recording.outcome_built", "the event's slot outcome built; the catalog not written")
+RECORDED = CrashPoint("asset_recording.recorded", "the slot record written (or spooled); the listener not returned")
 
 
 def asset_schedule(cron: str | None, timezone: str = "UTC", key_format: str = DEFAULT_KEY_FORMAT) -> dict:
@@ -57,7 +62,9 @@ def record(asset_event, store_factory=CatalogStore) -> None:
         log.warning("asset %r: event not recorded in the catalog: %s", asset_event.asset.name, exc)
         return
     if event is not None:
+        OUTCOME_BUILT()
         deliver(event, store_factory)
+        RECORDED()
 
 
 def slot_event_of(asset_event, store_factory=CatalogStore) -> SlotEvent | None:
