@@ -70,9 +70,11 @@ class BridgeConflictError(AssetBridgeError):
 class AssetNameCollisionError(AssetBridgeError):
     """An asset name (or URI) that another catalog task's bridge or another asset already uses."""
 
-    def __init__(self, what: str, value: str, first: str, second: str):
+    def __init__(self, what: str, value: str, first: str, second: str, dag_id: str | None = None):
         self.value = value
-        super().__init__(f"asset {what} {value!r} names two things: {first}, and {second}")
+        self.dag_id = dag_id
+        where = f"DAG {dag_id!r}: " if dag_id is not None else ""
+        super().__init__(f"{where}asset {what} {value!r} names two things: {first}, and {second}")
 
 
 class UnreadablePartitionKeyError(AssetBridgeError):

@@ -200,6 +200,11 @@ def _register(identity: TaskIdentity, bridge: _Bridge) -> _Bridge:
     return bridge
 
 
+def built_here() -> dict[TaskIdentity, tuple[str, str]]:
+    """The catalog assets built in this process (the DAG file being parsed), by task: name and URI."""
+    return {identity: (b.name, b.uri) for identity, b in _by_task.items()}
+
+
 def bridged_task(asset: Any) -> tuple[TaskIdentity, str] | None:
     """The catalog task and key format an asset publishes (None: not a catalog task's asset)."""
     marker = (getattr(asset, "extra", None) or {}).get(EXTRA_KEY)
@@ -224,10 +229,10 @@ def partitioned_on_catalog(assets, *, default_partition_mapper=None, partition_m
     default = default_partition_mapper or IdentityMapper()
     config = partition_mapper_config or {}
     _check_schedule(assets, default, config)
-    by_name = {asset.name: mapper for condition, mapper in config.items() for asset in _assets_of(condition)}
+    by_name = {asset.name: mapper for condition, mapper in config.items() for asset in assets_of(condition)}
     names: dict[str, str] = {}
     uris: dict[str, str] = {}
-    for asset in _assets_of(assets):
+    for asset in assets_of(assets):
         if names.setdefault(asset.name, asset.uri) != asset.uri:
             raise AssetNameCollisionError(
                 "name", asset.name, f"the asset {names[asset.name]}", f"the asset {asset.uri}"
@@ -263,12 +268,12 @@ def _check_schedule(assets, default, config) -> None:
             raise ConfigurationError(f"{owner}: partition_mapper_config key {key!r} is not an asset")
 
 
-def _assets_of(condition):
+def assets_of(condition):
     """The assets of an asset or a condition of assets (references and aliases have no name and URI yet)."""
     if isinstance(condition, Asset):
         yield condition
     for inner in getattr(condition, "objects", ()):
-        yield from _assets_of(inner)
+        yield from assets_of(inner)
 
 
 def _check_mapper(asset_name: str, identity: TaskIdentity, key_format: str, mapper) -> None:

@@ -16,6 +16,7 @@ from sqlalchemy import event, or_, select
 
 from airflow_leastaction.catalog.bridges import AssetBridges
 from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.crash_points import CrashPoint
 from airflow_leastaction.refs import deployment_project
 from airflow_leastaction.triggers.wire import CURSOR_KEY, Cursor
 from airflow_leastaction.version_compat import PARTITIONED_ASSETS, WATCHER_STATE_STORE, say_once
@@ -23,6 +24,18 @@ from airflow_leastaction.version_compat import PARTITIONED_ASSETS, WATCHER_STATE
 log = logging.getLogger(__name__)
 
 _ADVANCES = "leastaction_bridge_advances"
+
+#: The steps of publishing one watcher event: Airflow's transaction (the event, then these writes), its
+#: commit, then the catalog's bridge cursor.
+CURSOR_STAGED = CrashPoint(
+    "asset_emission.cursor_staged", "the watcher's cursor written in Airflow's transaction, not committed"
+)
+WRITES_STAGED = CrashPoint(
+    "asset_emission.writes_staged",
+    "the event, its cursor and any partitioned twin in Airflow's transaction, not committed",
+)
+COMMITTED = CrashPoint("asset_emission.committed", "Airflow committed the event; the catalog's cursor not moved")
+CATALOG_CURSOR_MOVED = CrashPoint("asset_emission.catalog_cursor_moved", "the catalog's bridge cursor moved")
 
 
 def publish_in_transaction(asset_event, payload: dict) -> None:
@@ -57,6 +70,7 @@ def publish_in_transaction(asset_event, payload: dict) -> None:
             )
             return
         _store_cursor(session, asset_id, cursor)
+        CURSOR_STAGED()
     if PARTITIONED_ASSETS and partition_aware_consumers(session, asset_id, asset.name, asset.uri):
         from airflow.assets.manager import AssetManager
 
@@ -67,6 +81,7 @@ def publish_in_transaction(asset_event, payload: dict) -> None:
             partition_date=dt.datetime.fromisoformat(payload["slot"]),
             session=session,
         )
+    WRITES_STAGED()
     after_commit(session, (asset.name, cursor, int(payload.get("revision") or 0)))
 
 
@@ -157,9 +172,11 @@ def _on_commit(session) -> None:
     advances = session.info.pop(_ADVANCES, None)
     if not advances:
         return
+    COMMITTED()
     try:
         bridges = AssetBridges(get_engine())
         for name, cursor, revision in advances:
             bridges.advance(deployment_project(), name, cursor, revision)
+        CATALOG_CURSOR_MOVED()
     except Exception as exc:  # the catalog is down: its cursor catches up with the next event
         log.warning("cannot move the catalog's cursor of asset bridges %s: %s", [a[0] for a in advances], exc)

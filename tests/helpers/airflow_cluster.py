@@ -286,13 +286,15 @@ class AirflowCluster:
         comp.process.wait(30)
         self._down.add(name)
 
-    def restart(self, name: str) -> Component:
-        """Start a component again after :meth:`kill`: the same command in the same environment, a new
-        process (its log goes on in the same file), as a supervisor would after a crash."""
+    def restart(self, name: str, env: dict[str, str] | None = None) -> Component:
+        """Start a component again after :meth:`kill`: the same command in the same environment (plus
+        ``env``, such as an armed crash point), a new process (its log goes on in the same file), as a
+        supervisor would after a crash."""
         old = self.component(name)
         own = {
             "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
             "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+            **(env or {}),
         }
         comp = self._spawn(name, old.argv, own)
         self._procs[self._procs.index(old)] = comp

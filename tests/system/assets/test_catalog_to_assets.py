@@ -6,8 +6,9 @@ The example ``partner_feed_assets.py``: a partner reports hourly slots of ``part
 catalog; ``catalog_asset`` publishes them. Each completed slot is one asset event (the watcher's) and, as
 ``partner_feed_hourly`` is partition-aware, one event with the slot as its partition key; a repair is a
 new pair with revision 2. A watcher whose catalog is down says so and publishes what completed meanwhile;
-a triggerer killed while its watcher publishes loses no event and doubles none; once every hour of the day
-is reported (with the command line, as the partner's system does), ``partner_feed_daily`` rolls it up.
+a triggerer killed while its watcher publishes loses no event and doubles none, and so does one killed at
+each step boundary of an event's publication (its crash points); once every hour of the day is reported
+(with the command line, as the partner's system does), ``partner_feed_daily`` rolls it up.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from airflow_leastaction.catalog.bridges import AssetBridges
 from airflow_leastaction.catalog.external import report_completion
 from airflow_leastaction.catalog.schema import asset_bridge
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.crash_points import armed
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.wire import Cursor
 from tests.helpers.airflow_cluster import AirflowCluster, fresh_pg_database
@@ -268,3 +270,42 @@ def stored_cursor(cluster: AirflowCluster) -> Cursor | None:
     with cluster.metadata.connect() as conn:
         value = conn.execute(query, {"name": ASSET}).scalar()
     return Cursor.decode(json.loads(value)) if value else None
+
+
+#: Each step boundary of publishing one watcher event, and the hour of the next day a test reports there.
+EMISSION_POINTS = {
+    "asset_emission.cursor_staged": 1,
+    "asset_emission.writes_staged": 3,
+    "asset_emission.committed": 5,
+    "asset_emission.catalog_cursor_moved": 7,
+}
+NEXT_DAY = 24
+
+
+@pytest.mark.parametrize("point", list(EMISSION_POINTS))
+def test_a_triggerer_killed_at_each_step_of_a_publication_publishes_the_slot_once(watching, point):
+    """The only triggerer left runs the watcher with ``point`` armed and dies there while it publishes a
+    slot; restarted, the triggerers publish it exactly once (and its partitioned twin once), then the next
+    slot, and the catalog's cursor catches up with the last event."""
+    cluster, _server, store = watching
+    hour = NEXT_DAY + EMISSION_POINTS[point]
+    for name in ("triggerer-1", "triggerer-2"):
+        cluster.kill(name)
+    armed_one = cluster.restart("triggerer-1", env=armed(point))
+    report(store, hour)
+    cluster.wait_until(lambda: armed_one.process.poll() is not None, TIMEOUT, f"triggerer-1 to die at {point}")
+    assert armed_one.process.returncode == -9, f"triggerer-1 exited {armed_one.process.returncode}, not at {point}"
+    cluster.kill("triggerer-1")  # what the dead process started goes with it
+    for name in ("triggerer-1", "triggerer-2"):
+        cluster.restart(name)
+    report(store, hour + 1)
+    plain, keyed = wait_published(cluster, {(slot(hour), 1), (slot(hour + 1), 1)})
+    assert [plain[(slot(h), 1)] for h in (hour, hour + 1)] == [1, 1], plain
+    assert [keyed[(key(h), 1)] for h in (hour, hour + 1)] == [1, 1], keyed
+    last = max(
+        (Cursor.decode(e["extra"]["payload"]["cursor"]) for e in asset_events(cluster)), key=lambda c: (c.seq, c.slot)
+    )
+    bridges = AssetBridges(store.engine)
+    cluster.wait_until(
+        lambda: [b.cursor for b in bridges.bridges([PARTNER_FEED])] == [last], TIMEOUT, "the catalog's cursor"
+    )
