@@ -99,3 +99,12 @@ def test_the_upgrading_guide_describes_every_catalog_migration():
     first = "0001_catalog", "0002_dbt_queue"  # an empty catalog's: the guide's catalogs start after them
     missing = sorted(set(revisions) - described - set(first))
     assert not missing, f"catalog migrations the upgrading guide does not describe: {missing}"
+
+
+def test_the_guides_of_openlineage_and_celery_install_the_extra_that_brings_their_provider():
+    for guide, extra, provider in (
+        ("assets.md", "openlineage", "apache-airflow-providers-openlineage"),
+        ("operations.md", "celery", "apache-airflow-providers-celery"),
+    ):
+        assert provider in {Requirement(r).name for r in EXTRAS.get(extra, [])}, f"no {extra} extra with {provider}"
+        assert f"`{extra}` extra" in (ROOT / "docs" / guide).read_text(), f"{guide} does not name the {extra} extra"
