@@ -3,12 +3,16 @@ the release before waited on the catalog while it ran (see :mod:`bench.bench_mig
 
 from __future__ import annotations
 
+import re
+
 from bench.markdown import BACKEND, _table
 
 
 def _waits(row: dict) -> str:
     cell = f"{row['read_max_s']:.2f} / {row['write_max_s']:.2f}"
-    return cell + (f" ({len(row['errors'])} errors: {'; '.join(row['errors'])})" if row["errors"] else "")
+    # "write: (sqlite3.OperationalError) database is locked" -> "write failed: database is locked"
+    failed = [re.sub(r"^(\w+): (\([\w.]+\) )?", r"\1 failed: ", error) for error in row["errors"]]
+    return cell + (f" ({'; '.join(failed)})" if failed else "")
 
 
 def migrations(doc: dict, part: str | None) -> list[str]:
@@ -36,7 +40,7 @@ def migrations(doc: dict, part: str | None) -> list[str]:
     inputs = doc["inputs"]
     scale = (
         f"A catalog of {inputs['decisions']:,} gate decisions, {inputs['consumption']:,} consumption records, "
-        f"{inputs['tasks']:,} tasks and {inputs['slots']:,} slot records, loaded at `0002_dbt_queue` and "
-        "upgraded one revision at a time."
+        f"{inputs['tasks']:,} tasks and {inputs['slots']:,} slot records, loaded at `0002_dbt_queue`: each "
+        "revision in a transaction of its own, then (the last row) a copy of that catalog in one transaction."
     )
     return [scale, "", *_table(header, align, [*rows, total, at_once])]
