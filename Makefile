@@ -22,7 +22,7 @@ STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
 DEMO_PORT ?= 8080
 
-.PHONY: install system-deps constraints postgres lint test test-unit test-integration test-system test-minors demo demo-run demo-check bench failover docs screenshots clean
+.PHONY: install system-deps constraints postgres lint test test-unit test-integration test-system test-minors dist wheel-test demo demo-run demo-check bench failover docs screenshots clean
 
 # The system packages the goals on the command line need, asked for all at once before the virtualenv
 # is made, so that a user without root gets one complete apt-get line.
@@ -41,9 +41,6 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[postgres,dbt,dev]"
-	# The editable install leaves build metadata in the checkout; run from here, Python would then see
-	# the distribution twice and Airflow would load the plugin twice.
-	rm -rf airflow_leastaction.egg-info
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -71,8 +68,10 @@ lint: install
 WORKERS ?= 4
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
 XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
+# The wheel's own tests (tests/system/release) are make wheel-test's.
+NOT_RELEASE := --ignore=tests/system/release
 test: install postgres
-	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) --durations=40 $(PYTEST_ARGS)
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) --durations=40 $(NOT_RELEASE) $(PYTEST_ARGS)
 
 test-unit: install
 	$(PYTEST) $(XDIST) tests/unit $(PYTEST_ARGS)
@@ -81,7 +80,20 @@ test-integration: install postgres
 	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) tests/integration $(PYTEST_ARGS)
 
 test-system: install postgres
-	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) tests/system $(PYTEST_ARGS)
+	LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) $(XDIST) tests/system $(NOT_RELEASE) $(PYTEST_ARGS)
+
+# What users install: the sdist and the wheel, built once from the checkout's tracked files into DIST
+# (scripts/dist.sh: the commit's timestamps, so one commit gives the same bytes; the sdist must rebuild to
+# the same wheel; twine check --strict). The Compose image's build stage runs the same script.
+DIST ?= dist
+dist: install
+	PYTHON=$(BIN)/python scripts/dist.sh $(DIST)
+
+# The wheel of make dist installed into a fresh virtualenv per supported minor, outside the checkout, with
+# that minor's constraints, and checked there (tests/system/release/test_wheel.py); make test leaves it to
+# this goal, so it is built and installed once.
+wheel-test: dist
+	LEASTACTION_DIST=$(abspath $(DIST)) $(PYTEST) --durations=20 tests/system/release $(PYTEST_ARGS)
 
 # The unit and integration tiers on every supported minor but the newest (CI runs make test on the newest
 # first), one after the other, each in its own virtualenv built from its constraints file (.venv-airflow-<minor>);
@@ -127,4 +139,4 @@ docs: install
 	$(BIN)/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) .venv .venv-airflow-* $(DEMO_HOME) site .pytest_cache
+	rm -rf $(VENV) .venv .venv-airflow-* $(DEMO_HOME) site .pytest_cache dist

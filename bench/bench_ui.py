@@ -321,18 +321,27 @@ def scale_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", help="write inputs, environment and every raw sample here")
 
 
-def main(argv=None) -> int:
-    from bench.common import environment, temporary_airflow_home, write_json
+def scale_run(argv, description: str) -> tuple[argparse.Namespace, list[str], dict]:
+    """A run at this benchmark's scale: its arguments, its backends and their environment, in a temporary
+    ``AIRFLOW_HOME`` (also bench_migrations')."""
+    from bench.common import environment, temporary_airflow_home
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description)
     scale_arguments(parser)
     args = parser.parse_args(argv)
     temporary_airflow_home()
+    backends = args.backend or ["sqlite"]
+    return args, backends, environment(backends)
+
+
+def main(argv=None) -> int:
+    from bench.common import write_json
+
+    args, backends, env = scale_run(argv, __doc__.splitlines()[0])
     airflow_database()
     from airflow_leastaction.catalog.migrate import upgrade
 
-    backends = args.backend or ["sqlite"]
-    env, results = environment(backends), []
+    results = []
     for backend in backends:
         drops: list = []
         url = database(backend, drops)

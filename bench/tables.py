@@ -8,6 +8,7 @@ import statistics
 from bench.markdown import BACKEND, ReportError, _ms, _table
 from bench.tables_dbt import dbt_state
 from bench.tables_gate import gate
+from bench.tables_migrations import migrations
 
 __all__ = ["RENDERERS", "ReportError"]
 
@@ -319,4 +320,5 @@ RENDERERS = {
     "bench_dbt_state": dbt_state,
     "bench_gate": gate,
     "bench_ui": ui,
+    "bench_migrations": migrations,
 }

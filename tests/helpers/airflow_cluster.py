@@ -133,6 +133,7 @@ class AirflowCluster:
     :param home: AIRFLOW_HOME (default: a new temp dir, also holding the logs).
     :param port: API server port (default: a free one).
     :param env: extra environment, applied last (``AIRFLOW__SECTION__KEY`` overrides).
+    :param python: the interpreter of the virtualenv whose Airflow runs (default: the suite's own).
     """
 
     dags_folder: Path
@@ -142,6 +143,7 @@ class AirflowCluster:
     home: Path | None = None
     port: int | None = None
     env: dict[str, str] = field(default_factory=dict)
+    python: str = sys.executable
     _procs: list[Component] = field(default_factory=list, init=False)
     _token: str | None = field(default=None, init=False)
     _groups: set[int] = field(default_factory=set, init=False)
@@ -211,13 +213,11 @@ class AirflowCluster:
     # -- processes ---------------------------------------------------------------------------------------
     def run(self, *args: str, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess:
         """Run a one-off ``airflow`` command in the cluster's environment."""
-        return self._run([sys.executable, "-m", "airflow", *args], timeout=timeout, check=check)
+        return self._run([self.python, "-m", "airflow", *args], timeout=timeout, check=check)
 
     def run_leastaction(self, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
         """Run ``airflow-leastaction`` in the cluster's environment."""
-        return self._run(
-            [str(Path(sys.executable).with_name("airflow-leastaction")), *args], timeout=timeout, check=check
-        )
+        return self._run([str(Path(self.python).with_name("airflow-leastaction")), *args], timeout=timeout, check=check)
 
     def _run(self, argv: list[str], *, timeout: float, check: bool) -> subprocess.CompletedProcess:
         done = subprocess.run(argv, env=self.environ, capture_output=True, text=True, timeout=timeout, check=False)
@@ -237,7 +237,7 @@ class AirflowCluster:
     def start(self, timeout: float = 120) -> AirflowCluster:
         """Start every component and wait until the API server reports them healthy."""
         for name, command in instance_names(self.components):
-            argv = [sys.executable, "-m", "airflow", *command.split()]
+            argv = [self.python, "-m", "airflow", *command.split()]
             if command == "api-server":
                 argv += ["--port", str(self.port), "--host", "127.0.0.1"]
             if command == "celery worker":

@@ -161,9 +161,9 @@ def test_make_test_minors_runs_the_unit_and_integration_tiers_on_every_minor_but
     assert ".venv-airflow-$$minor/bin/python -m pytest" in goal and "tests/unit tests/integration" in goal
 
 
-def test_ci_runs_the_older_minors_after_the_whole_suite_on_the_newest():
+def test_ci_tests_the_older_minors_and_then_the_wheel_after_the_whole_suite_on_the_newest():
     steps = [line.split() for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("make ")]
-    assert steps == [["make", "lint"], ["make", "test"], ["make", "test-minors"]]
+    assert steps == [["make", "lint"], ["make", "test"], ["make", "test-minors"], ["make", "wheel-test"]]
 
 
 def _as_a_user(argv: list[str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""The tables of docs/performance.md are generated from the benchmarks' JSON, and only those tables."""
+"""The tables of docs/performance.md and docs/upgrading.md are generated from the benchmarks' JSON, and only
+those tables."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.helpers.paths import ROOT
 
@@ -100,9 +103,10 @@ def test_region_without_results_names_the_region_and_the_file(tmp_path):
     assert doc.read_text() == DOC
 
 
-def test_committed_results_regenerate_the_published_document_unchanged(tmp_path):
-    doc = tmp_path / "performance.md"
-    doc.write_text((ROOT / "docs" / "performance.md").read_text())
+@pytest.mark.parametrize("page", ["performance.md", "upgrading.md"])
+def test_committed_results_regenerate_the_published_document_unchanged(tmp_path, page):
+    doc = tmp_path / page
+    doc.write_text((ROOT / "docs" / page).read_text())
     assert "<!-- generated:" in doc.read_text()
     done = report(doc, ROOT / "bench" / "results", "--check")
     assert done.returncode == 0, done.stderr

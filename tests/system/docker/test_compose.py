@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -54,42 +55,89 @@ def host_path(spec: str) -> Path | None:
 INIT_IN_IMAGE = "/opt/leastaction/airflow-init.sh"
 
 
+def copy_lines() -> list[tuple[list[str], str]]:
+    """``(sources, target)`` of every ``COPY`` from the build context (not from a build stage)."""
+    copies = []
+    for line in (DOCKER / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY") and "--from=" not in line:
+            *sources, target = [s for s in line.split()[1:] if not s.startswith("--")]
+            copies.append((sources, target))
+    return copies
+
+
 def image_copies() -> dict[str, Path]:
     """Container path -> checkout path of every ``COPY`` in the Dockerfile (a file copied into a directory
     is keyed by its full container path)."""
     copies = {}
-    for line in (DOCKER / "Dockerfile").read_text().splitlines():
-        if line.startswith("COPY"):
-            *sources, target = [s for s in line.split()[1:] if not s.startswith("--")]
-            for source in sources:
-                key = target.rstrip("/") + "/" + Path(source).name if target.endswith("/") else target
-                copies[key] = DOCKER.parent / source
+    for sources, target in copy_lines():
+        for source in sources:
+            key = target.rstrip("/") + "/" + Path(source).name if target.endswith("/") else target
+            copies[key] = DOCKER.parent / source
     return copies
+
+
+def stages() -> list[str]:
+    """The Dockerfile's stages, each from its ``FROM`` line to the next."""
+    text = (DOCKER / "Dockerfile").read_text()
+    return ["FROM" + part for part in re.split(r"^FROM", text, flags=re.MULTILINE)[1:]]
+
+
+def run_commands(stage: str) -> list[str]:
+    """The ``RUN`` commands of a stage, continuation lines joined."""
+    joined = re.sub(r"\\\n\s*", " ", stage)
+    return [line[len("RUN ") :] for line in joined.splitlines() if line.startswith("RUN ")]
 
 
 class TestImage:
     def test_image_is_the_newest_official_airflow_release_the_package_is_tested_with(self, services):
-        # The release pinned by the constraints file of the newest supported minor.
+        # The release pinned by the constraints file of the newest supported minor, on the suite's Python.
         release = re.search(r"^apache-airflow==(\S+)$", NEWEST_CONSTRAINTS.read_text(), re.MULTILINE).group(1)
         dockerfile = (DOCKER / "Dockerfile").read_text()
-        assert re.search(r"^FROM\s+(\S+)", dockerfile, re.MULTILINE).group(1) == f"apache/airflow:{release}"
+        python = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        assert re.search(r"^ARG AIRFLOW_IMAGE=(\S+)$", dockerfile, re.MULTILINE).group(1) == (
+            f"apache/airflow:{release}-{python}"
+        )
+        assert [s.split()[1] for s in stages()] == ["${AIRFLOW_IMAGE}", "${AIRFLOW_IMAGE}"]
         assert {s["image"] for s in services.values() if "build" in s} == {f"airflow-leastaction:{release}"}
 
-    def test_dockerfile_installs_the_package_without_replacing_airflow(self):
-        dockerfile = (DOCKER / "Dockerfile").read_text()
-        install = next(line for line in dockerfile.splitlines() if line.startswith("RUN pip install"))
+    def test_the_build_stage_builds_the_dist_as_make_dist_does(self):
+        build, _ = stages()
+        makefile = (DOCKER.parent / "Makefile").read_text()
+        recipe = makefile[makefile.index("\ndist:") :].split("\n\n", 1)[0]
+        assert "scripts/dist.sh" in recipe
+        (command,) = run_commands(build)
+        assert "scripts/dist.sh" in command
+        assert f"-c /opt/leastaction-src/constraints/{NEWEST_CONSTRAINTS.name} build twine" in command
+
+    def test_the_image_installs_the_built_wheel_with_the_constraints_and_nothing_of_the_source(self):
+        _, image = stages()
+        assert "COPY --from=dist --chown=airflow:root /opt/leastaction-src/dist /opt/leastaction/dist" in image
+        from_context = [
+            source
+            for line in image.splitlines()
+            if line.startswith("COPY") and "--from=" not in line
+            for source in line.split()[1:-1]
+            if not source.startswith("--")
+        ]
+        assert not [s for s in from_context if s.startswith(("airflow_leastaction", "pyproject.toml"))], from_context
+        install = next(c for c in run_commands(image) if "pip install" in c)
+        assert (
+            f"COPY --chown=airflow:root constraints/{NEWEST_CONSTRAINTS.name} /opt/leastaction/constraints.txt" in image
+        )
+        assert "-c /opt/leastaction/constraints.txt" in install
+        # The image's Airflow stays (the constraints pin the same release); the extras of the Compose topology.
         assert '"apache-airflow==${AIRFLOW_VERSION}"' in install
-        assert "/opt/leastaction[postgres,dbt]" in install
+        assert '"${wheel}[postgres,dbt,celery]"' in install
+        assert 'wheel="$(echo /opt/leastaction/dist/airflow_leastaction-*.whl)"' in install
 
     def test_every_file_the_dockerfile_copies_exists_and_is_not_ignored(self):
         root = DOCKER.parent
         ignored = (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
-        for line in (DOCKER / "Dockerfile").read_text().splitlines():
-            if line.startswith("COPY"):
-                sources = [s for s in line.split()[1:-1] if not s.startswith("--")]
-                for source in sources:
-                    assert (root / source).exists(), source
-                    assert f"!{source}" in ignored or f"!{source}/" in ignored, source
+        for sources, _ in copy_lines():
+            for source in sources:
+                assert (root / source).exists(), source
+                allowed = {f"!{source}", f"!{source}/", *(f"!{parent}/" for parent in Path(source).parents)}
+                assert allowed & set(ignored), source
 
     def test_build_context_and_dockerfile_exist(self, compose):
         build = compose["x-airflow-common"]["build"]
