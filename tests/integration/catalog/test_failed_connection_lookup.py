@@ -9,6 +9,7 @@ The backend is a real class configured as Airflow's ``[secrets] backend`` and ``
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import os
@@ -22,7 +23,7 @@ from airflow_leastaction import report_completion
 from airflow_leastaction.catalog.engine import dispose_all, get_engine
 from airflow_leastaction.catalog.outcomes import SPOOL_SUFFIX
 from airflow_leastaction.catalog.schema import task, task_run
-from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
 from tests.helpers.conditions import when
 from tests.helpers.crash import ROOT
 from tests.helpers.secrets_backends import HELD, RemoteStoreBackend, configured
@@ -127,3 +128,32 @@ def test_a_run_spools_and_waits_while_the_secrets_backend_fails_and_uses_the_cat
             ).all()
         )
     assert {finished.get(f"pis_outage.{t}") for t in ("wait", "extract", "load")} == {"success"}
+
+
+async def test_a_waiting_sensor_says_the_look_up_failed_and_is_admitted_once_the_store_answers(
+    remote_store, catalog_url, tmp_path, monkeypatch, capfd
+):
+    from airflow_leastaction.identity import TaskIdentity
+    from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
+
+    store = CatalogStore(get_engine(catalog_url, migrate=True))
+    raw = TaskIdentity("orders_raw", "sales-platform")
+    store.record_success(raw, SLOT, run_id="today", meta=TaskMeta(cron="0 0 * * *"))
+    refused_before = RemoteStoreBackend.refused
+    fallback = tmp_path / "fallback" / "catalog.db"
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__CATALOG_URL", f"sqlite:///{fallback}")
+    trigger = ParentIntervalTrigger(parents=[raw.as_dict()], child_interval=SLOT.isoformat(), poll_interval=0.05)
+    event = asyncio.ensure_future(anext(trigger.run()))
+
+    async def asked_again():  # with back-off, while it waits
+        while RemoteStoreBackend.refused < refused_before + 4 and not event.done():
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(asked_again(), timeout=120)
+    assert not event.done() and not fallback.exists()
+    os.environ[HELD] = json.dumps(catalog_connection(catalog_url))
+    remote_store.unlink()
+    assert (await asyncio.wait_for(event, timeout=120)).payload["status"] == "admitted"
+    out = capfd.readouterr().out  # what a trigger logs goes through Airflow's own handler
+    assert out.count("waiting for the catalog connection: cannot read connection 'leastaction_catalog_default'") == 1
+    assert "catalog connection read after" in out
