@@ -21,10 +21,8 @@ Engines are cached per URL for the life of the process; connection look-ups per 
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -189,11 +187,6 @@ def reach(engine: Engine) -> Engine:
         return engine
 
 
-#: ``errno`` values of an ``OSError`` that mean the network or the server is away, not a local fault.
-_NETWORK_ERRNOS = frozenset(
-    {errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.ETIMEDOUT, errno.EHOSTUNREACH}
-    | {errno.ENETUNREACH, errno.ENETDOWN, errno.EHOSTDOWN, errno.EPIPE, errno.EAGAIN}
-)
 #: asyncpg's own errors for a server that cannot be reached, by name (the driver is optional); SQLAlchemy's
 #: async dialect wraps them in ``OperationalError``/``InterfaceError``, a bare driver call does not.
 _ASYNC_DRIVER_OUTAGES = frozenset(
@@ -216,12 +209,11 @@ def is_outage(exc: BaseException) -> bool:
         # SQLite reports a missing table or column as an OperationalError too; waiting does not cure those.
         text = str(getattr(exc, "orig", None) or exc).lower()
         return not ("no such table" in text or "no such column" in text)
-    if isinstance(exc, (sa_exc.DisconnectionError, sa_exc.TimeoutError, TimeoutError, ConnectionError)):
+    # OSError covers the network (refused, reset, unreachable, a name server that does not answer) and the
+    # embedded catalog's file system (its directory not there or not writable yet, a full disk): the
+    # engine cannot be created until someone fixes it, and then waiting gates go on.
+    if isinstance(exc, (sa_exc.DisconnectionError, sa_exc.TimeoutError, OSError)):
         return True
-    if isinstance(exc, (socket.gaierror, socket.herror)):  # a name server that does not answer
-        return True
-    if isinstance(exc, OSError):  # a local file's fault (missing, permissions) is no outage
-        return exc.errno in _NETWORK_ERRNOS
     return any(k.__module__.startswith("asyncpg") and k.__name__ in _ASYNC_DRIVER_OUTAGES for k in type(exc).__mro__)
 
 

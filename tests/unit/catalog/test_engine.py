@@ -64,6 +64,7 @@ class TestIsOutage:
             TimeoutError("timed out"),
             OSError(errno.EHOSTUNREACH, "No route to host"),
             socket.gaierror(-3, "Temporary failure in name resolution"),
+            NotADirectoryError(errno.ENOTDIR, "the embedded catalog's directory is a file"),
             sa_exc.OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly")),
             sa_exc.InterfaceError("SELECT 1", {}, Exception("connection already closed")),
             sa_exc.DisconnectionError("connection invalidated"),
@@ -80,8 +81,6 @@ class TestIsOutage:
         [
             KeyError("slot_key"),
             ValueError("a bug"),
-            FileNotFoundError(errno.ENOENT, "No such file or directory"),
-            PermissionError(errno.EACCES, "Permission denied"),
             sa_exc.OperationalError("SELECT 1", {}, Exception("no such table: la_task")),
             sa_exc.ProgrammingError("SELECT 1", {}, Exception('relation "la_task" does not exist')),
             CatalogError("catalog connection 'x' has neither extra 'url' nor a host"),
