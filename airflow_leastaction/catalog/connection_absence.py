@@ -6,8 +6,9 @@ had nothing, it says "isn't defined" all the same, and the Execution API's backe
 server error as for a 404. For the catalog that difference decides where outcomes go (the embedded SQLite
 file is only for a deployment that configures nothing), so an absence is confirmed here by asking every
 backend this process can reach, the ``[secrets] backend`` and ``[workers] secrets_backend`` classes
-included: any backend that fails makes the look-up fail (:class:`~airflow_leastaction.exceptions.
-ConnectionLookupError`); only when each of them answered "nothing" is the connection absent.
+included: any backend that fails makes the look-up fail
+(:class:`~airflow_leastaction.exceptions.ConnectionLookupError`); only when each of them answered
+"nothing" is the connection absent.
 """
 
 from __future__ import annotations
