@@ -113,6 +113,15 @@ def get_provider_info() -> dict:
                         "example": None,
                         "default": "",
                     },
+                    "airflow_api_conn_id": {
+                        "description": "Connection to Airflow's public REST API, used to re-run a degraded run "
+                        "once what it ran without arrived and by plan --apply: its host is the API server's URL, "
+                        "its login and password a user allowed to clear task instances and create backfills.",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": None,
+                        "default": "leastaction_airflow_api_default",
+                    },
                 },
             }
         },

@@ -108,6 +108,18 @@ class UnknownConnectionError(CatalogError, ConfigurationError):
         )
 
 
+class ConnectionLookupError(CatalogError):
+    """A connection could not be read: a secrets backend failed (raised, timed out) while it was looked up.
+    Never taken for an undefined connection: waiting, or fixing the backend, cures it."""
+
+    def __init__(self, conn_id: str, detail: str):
+        self.conn_id = conn_id
+        super().__init__(
+            f"cannot read connection {conn_id!r}: {detail} (a look-up that fails is not taken for a "
+            "connection that is not defined)"
+        )
+
+
 class InvalidRetentionCutoffError(ConfigurationError):
     """``db prune`` was given a cutoff it cannot use (no UTC offset, in the future) or a bad batch size."""
 
@@ -304,6 +316,11 @@ class AirflowApiUnreachableError(AirflowApiError):
     def __init__(self, base_url: str, why: str):
         self.base_url = base_url
         super().__init__(f"Airflow's API at {base_url} cannot be reached: {why}")
+
+
+class RunStatesUnreadableError(LeastActionError):
+    """Airflow could not tell a run's task states to a waiting gate (its API or database away): the gate
+    keeps waiting, as for a catalog outage."""
 
 
 class PlanError(ConfigurationError):

@@ -100,5 +100,7 @@ def schedule_meta(dag, task_id: str | None = None, *, dag_id: str | None = None)
     dag_id = getattr(dag, "dag_id", None)
     try:
         return TaskMeta(cron=expression, timezone=tz_name, dag_id=dag_id, task_id=task_id)
-    except Exception:  # a schedule the interval check cannot read (six fields, odd zone): keep it ad hoc
+    except ConfigurationError:  # a schedule the interval check cannot read (six fields, odd zone): ad hoc
+        # Only a schedule known to be of that kind: any other error reading it is raised, never taken for
+        # "ad hoc" (which would judge the task's slots as if it had no schedule).
         return TaskMeta(cron=None, timezone="UTC", dag_id=dag_id, task_id=task_id)

@@ -11,7 +11,10 @@ Every component (listener, sensors, gates, triggers, hook, CLI, UI, dbt queue) f
 ``None`` means ``[leastaction] catalog_conn_id``. Only a deployment that configures nothing (the id in
 use is ``leastaction_catalog_default``, the option names no other, and no such connection exists) falls
 back to ``[leastaction] catalog_url`` or, when that is empty, the embedded SQLite file; any other
-connection id that is not defined is an error naming the setting.
+connection id that is not defined is an error naming the setting. A look-up that fails (a secrets backend
+raising or timing out) is never taken for "not defined": it raises
+:class:`~airflow_leastaction.exceptions.ConnectionLookupError`, an outage for the gates (they wait) and the
+listener (it spools), an error for the command line (:mod:`~airflow_leastaction.catalog.connection_absence`).
 
 Engines are cached per URL for the life of the process; connection look-ups per connection id.
 """
@@ -27,8 +30,9 @@ from pathlib import Path
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 
+from airflow_leastaction.catalog.connection_absence import aconfirm_absent, confirm_absent
 from airflow_leastaction.config import airflow_home, setting
-from airflow_leastaction.exceptions import CatalogError, UnknownConnectionError
+from airflow_leastaction.exceptions import CatalogError, ConnectionLookupError, UnknownConnectionError
 
 DEFAULT_CONN_ID = "leastaction_catalog_default"
 CONN_TYPE = "leastaction_catalog"
@@ -108,17 +112,14 @@ def _lookup_connection_here(conn_id: str):
     except ImportError:  # pragma: no cover - Airflow is a hard dependency
         raise
     except Exception as exc:  # AirflowNotFoundException and friends differ by process type
-        if _not_found(exc):
-            return None
-        raise CatalogError(f"cannot read catalog connection {conn_id!r}: {exc}") from exc
+        if not _not_found(exc):
+            raise ConnectionLookupError(conn_id, str(exc)) from exc
+    # Airflow says "isn't defined" when a secrets backend failed too: only every backend's answer tells.
+    return confirm_absent(conn_id)
 
 
 def _not_found(exc: Exception) -> bool:
-    return (
-        "isn't defined" in str(exc)
-        or "not found" in str(exc).lower()
-        or type(exc).__name__.endswith("NotFoundException")
-    )
+    return "isn't defined" in str(exc) or type(exc).__name__.endswith("NotFoundException")
 
 
 async def aresolve_url(conn_id: str | None = None) -> str:
@@ -132,8 +133,8 @@ async def aresolve_url(conn_id: str | None = None) -> str:
         conn = await BaseHook.aget_connection(conn_id)
     except Exception as exc:
         if not _not_found(exc):
-            raise CatalogError(f"cannot read catalog connection {conn_id!r}: {exc}") from exc
-        conn = None
+            raise ConnectionLookupError(conn_id, str(exc)) from exc
+        conn = await aconfirm_absent(conn_id)
     return _remember(conn_id, conn)
 
 
@@ -186,18 +187,34 @@ def reach(engine: Engine) -> Engine:
         return engine
 
 
+#: asyncpg's own errors for a server that cannot be reached, by name (the driver is optional); SQLAlchemy's
+#: async dialect wraps them in ``OperationalError``/``InterfaceError``, a bare driver call does not.
+_ASYNC_DRIVER_OUTAGES = frozenset(
+    {"PostgresConnectionError", "ConnectionDoesNotExistError", "CannotConnectNowError", "TooManyConnectionsError"}
+)
+
+
 def is_outage(exc: BaseException) -> bool:
     """Whether ``exc`` means the catalog cannot be reached right now (server down or restarting, network,
-    connections refused or exhausted): waiting cures it. Schema errors and bugs are not outages."""
+    connections refused, exhausted or timed out, its connection's secrets backend failing): waiting cures
+    it, so a gate waits and the listener spools. Everything else (a schema error, a bug such as a
+    ``KeyError``) is an error and fails the task: the one definition every component asks."""
     from sqlalchemy import exc as sa_exc
 
+    if isinstance(exc, ConnectionLookupError):
+        return True
     if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
         return True
-    if not isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)):
-        return False
-    # SQLite reports a missing table or column as an OperationalError too; waiting does not cure those.
-    text = str(getattr(exc, "orig", None) or exc).lower()
-    return not ("no such table" in text or "no such column" in text)
+    if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError)):
+        # SQLite reports a missing table or column as an OperationalError too; waiting does not cure those.
+        text = str(getattr(exc, "orig", None) or exc).lower()
+        return not ("no such table" in text or "no such column" in text)
+    # OSError covers the network (refused, reset, unreachable, a name server that does not answer) and the
+    # embedded catalog's file system (its directory not there or not writable yet, a full disk): the
+    # engine cannot be created until someone fixes it, and then waiting gates go on.
+    if isinstance(exc, (sa_exc.DisconnectionError, sa_exc.TimeoutError, OSError)):
+        return True
+    return any(k.__module__.startswith("asyncpg") and k.__name__ in _ASYNC_DRIVER_OUTAGES for k in type(exc).__mro__)
 
 
 def _on_sqlite_connect(dbapi_conn, _record):

@@ -24,10 +24,17 @@ from airflow_leastaction.catalog.spool_check import can_never_apply, check_outco
 from airflow_leastaction.catalog.spool_files import SPOOL_SUFFIX, Claimed, append, claim, has_backlog  # noqa: F401
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore, SlotOutcome, TaskMeta
 from airflow_leastaction.config import airflow_home, setting
+from airflow_leastaction.crash_points import CrashPoint
 from airflow_leastaction.exceptions import UnappliableOutcomeError
 from airflow_leastaction.identity import TaskIdentity
 
 log = logging.getLogger(__name__)
+
+AFTER_APPLY = CrashPoint("spool.after_apply", "one spooled outcome applied (or quarantined), the next not yet")
+AFTER_APPLY_ALL = CrashPoint("spool.after_apply_all", "every claimed outcome applied, no claimed file removed yet")
+AFTER_REQUEUE = CrashPoint(
+    "spool.after_requeue", "a stopped replay's outcomes not applied put back, its claimed files not released yet"
+)
 
 
 @dataclass
@@ -121,9 +128,11 @@ def replay(store: CatalogStore, directory: Path | None = None, quarantined: list
         for event in events:
             applied += _apply_or_quarantine(store, event, directory, notes)
             done += 1
+            AFTER_APPLY()
     except BaseException:
         _requeue(directory, events[done:], claimed)
         raise
+    AFTER_APPLY_ALL()
     for held in claimed:
         held.release()
     if applied:  # what the replay recorded may be what a degraded run waited for: sweep for every due one
@@ -199,6 +208,7 @@ def _requeue(directory: Path, events: list[SlotEvent], claimed: list[Claimed]) -
         for held in claimed:
             held.put_back()
         return
+    AFTER_REQUEUE()
     for held in claimed:
         held.release()
 

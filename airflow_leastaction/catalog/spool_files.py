@@ -21,10 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from airflow_leastaction.catalog.spool_check import QUARANTINE_PREFIX
+from airflow_leastaction.crash_points import CrashPoint
 
 PENDING = "pending-"
 REPLAYING = "replaying-"
 SPOOL_SUFFIX = ".jsonl"
+
+AFTER_CLAIM_FILE = CrashPoint("spool.after_claim_file", "a spool file renamed as claimed, the next not yet")
+AFTER_RELEASE_FILE = CrashPoint("spool.after_release_file", "a replayed spool file removed, the next not yet")
 
 
 def has_backlog(directory: Path) -> bool:
@@ -69,6 +73,7 @@ class Claimed:
         """The outcomes are applied, quarantined or put back: forget the file."""
         self.path.unlink(missing_ok=True)
         os.close(self.fd)
+        AFTER_RELEASE_FILE()
 
     def put_back(self) -> None:
         """Nothing of the file is known to be applied or put back elsewhere: it is pending again."""
@@ -105,6 +110,7 @@ def claim(directory: Path, unreadable: list[tuple[Path, Path, OSError]]) -> list
             mine = _claim_one(fd, path)
             if mine is not None:
                 claimed.append(mine)
+                AFTER_CLAIM_FILE()
     return claimed
 
 

@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 from airflow_leastaction.admission import gate_mode
 from airflow_leastaction.airflow_context import attempt_key, trigger_context
 from airflow_leastaction.catalog.audit import RerunOnArrival
-from airflow_leastaction.catalog.engine import aresolve_url, is_outage
+from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.child_interval import (
     child_interval_end,
     child_slot,
@@ -30,6 +30,7 @@ from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.intervals.run_slot import noted
 from airflow_leastaction.triggers import wire
+from airflow_leastaction.triggers.poll_group import readable_catalog_url
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
 from airflow_leastaction.triggers.task_end import record_success_from_trigger, settle_from_trigger, store_at
 from airflow_leastaction.triggers.trigger_log import ClassLog
@@ -186,7 +187,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         parents = [TaskIdentity.from_dict(p) for p in self.parents]
-        url = await aresolve_url(self.catalog_conn_id)
+        url = await readable_catalog_url(self.catalog_conn_id, self.poll_interval, self.log)
         if self.end_from_trigger:
             async for event in self._run_in_triggerer(parents, url):
                 yield event
@@ -283,7 +284,9 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                 except DeadlineReached:
                     # A deadline may pass before the first read answers (a short timeout, a slow catalog).
                     event = await conclude(wire.TIMEOUT, judgements, reasons or [NOTHING_READ_YET])
-                except Exception as exc:  # the catalog is down: keep waiting, judge nothing
+                except Exception as exc:  # the catalog is down: keep waiting, judge nothing; a bug fails the task
+                    if not is_outage(exc):
+                        raise
                     reasons, judgements = [f"catalog unreachable: {exc}"], []
                     state: list | tuple = UNREACHABLE
                 else:

@@ -18,7 +18,7 @@ import asyncio
 import logging
 
 from airflow_leastaction.catalog.changes import changed_tasks
-from airflow_leastaction.catalog.engine import get_engine, shown_url
+from airflow_leastaction.catalog.engine import aresolve_url, get_engine, is_outage, shown_url
 from airflow_leastaction.catalog.snapshots import task_columns
 from airflow_leastaction.catalog.store import CatalogStore
 
@@ -117,11 +117,13 @@ class PollGroup:
                 try:
                     store = await self._poll(store)
                     error = None
-                except Exception as exc:  # catalog down: every subscriber hears about it and keeps waiting
+                except Exception as exc:  # every subscriber hears about it: an outage keeps it waiting, a bug ends it
                     error = exc
                     self._fail(exc)
                 reads = ", ".join(sorted(self.channels))
-                if error is not None and not failures:
+                if error is not None and not is_outage(error):
+                    log.error("catalog %s poll failed (%s poll), not an outage: %r", self._name(), reads, error)
+                elif error is not None and not failures:
                     log.warning(
                         "catalog %s unreachable (%s poll), polling again with back-off: %s", self._name(), reads, error
                     )
@@ -144,3 +146,23 @@ class PollGroup:
 
     def _name(self) -> str:
         return shown_url(self.url)
+
+
+async def readable_catalog_url(conn_id: str | None, interval: float, log) -> str:
+    """The catalog's URL once its connection can be read: a look-up that fails (a secrets backend down)
+    keeps the trigger waiting, said once and tried again with back-off; any other error ends it."""
+    failures = 0
+    while True:
+        try:
+            url = await aresolve_url(conn_id)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            if not failures:
+                log.warning("waiting for the catalog connection: %s", exc)
+            failures += 1
+            await asyncio.sleep(backoff(interval, failures))
+            continue
+        if failures:
+            log.warning("catalog connection read after %d failed look-ups", failures)
+        return url

@@ -21,7 +21,8 @@ from airflow_leastaction.airflow_context import (
     trigger_context,
 )
 from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
-from airflow_leastaction.catalog.engine import aresolve_url, is_outage
+from airflow_leastaction.catalog.engine import is_outage
+from airflow_leastaction.exceptions import RunStatesUnreadableError
 from airflow_leastaction.fallback import Fallback
 from airflow_leastaction.gate import RunCondition, Verdict
 from airflow_leastaction.identity import TaskIdentity
@@ -38,6 +39,7 @@ from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
 from airflow_leastaction.run_tasks import run_states, run_structure
 from airflow_leastaction.triggers import wire
+from airflow_leastaction.triggers.poll_group import readable_catalog_url
 from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
 from airflow_leastaction.triggers.trigger_log import ClassLog
@@ -184,7 +186,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             self.log.info("task %r is inactive; its dependencies are ignored", self.gated_task_id)
             yield TaskSkippedEvent()
             return
-        url = await aresolve_url(self.catalog_conn_id)
+        url = await readable_catalog_url(self.catalog_conn_id, self.poll_interval, self.log)
         started = await self._start(url) if self.end_from_trigger else None
         if isinstance(started, TriggerEvent):
             yield started
@@ -224,8 +226,10 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                     found = await slots_sub.next()
                     fresh_runs = await runs_sub.next() if runs_sub is not None else {}
                     snapshot = await intervals_sub.next() if intervals_sub is not None else None
-                    states = await run_states(self.dag_id, self.run_id) if spec.in_run or spec.run_gate else {}
-                except Exception as exc:  # catalog or API down: keep waiting, say why once
+                    states = await _airflow_states(self.dag_id, self.run_id) if spec.in_run or spec.run_gate else {}
+                except Exception as exc:  # catalog or API down: keep waiting, say why once; a bug fails the task
+                    if not (is_outage(exc) or isinstance(exc, RunStatesUnreadableError)):
+                        raise
                     if not blind:
                         self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.gated_task_id, exc)
                     blind = True
@@ -361,6 +365,15 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         except Exception:  # the API is down too: nothing is known to be finished
             return False
         return not in_run_unfinished(spec, states)
+
+
+async def _airflow_states(dag_id: str, run_id: str) -> dict:
+    """The run's task states; any failure of the read is Airflow being away (the catalog's outages are
+    told apart by :func:`is_outage`, Airflow's are not: they keep a gate waiting, as before)."""
+    try:
+        return await run_states(dag_id, run_id)
+    except Exception as exc:
+        raise RunStatesUnreadableError(f"Airflow cannot tell the run's task states: {exc}") from exc
 
 
 def __getattr__(name: str):

@@ -60,3 +60,23 @@ def test_an_asset_parent_is_its_name_under_asset_or_refused_naming_the_asset(nam
 def test_an_asset_parent_that_is_no_storable_asset_name_is_refused(asset):
     with pytest.raises(ConfigurationError, match=r"^airflow_asset\("):
         airflow_asset(asset)
+
+
+class _CronThatFailsWhenRead(str):
+    """A schedule source with a bug: its cron expression raises when the interval check reads it."""
+
+    def split(self, *args, **kwargs):
+        raise KeyError("timetable lost its expression")
+
+
+def test_a_schedule_that_fails_to_read_raises_instead_of_being_recorded_ad_hoc():
+    class Timetable:
+        _expression = _CronThatFailsWhenRead("0 0 * * *")
+        _timezone = "UTC"
+
+    class Dag:
+        dag_id = "d"
+        timetable = Timetable()
+
+    with pytest.raises(KeyError, match="lost its expression"):
+        schedule_meta(Dag(), "t")

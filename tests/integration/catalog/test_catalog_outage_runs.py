@@ -6,7 +6,6 @@ replayed into the catalog."""
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import time
 
 import pytest
@@ -18,6 +17,7 @@ from airflow_leastaction.catalog.outcomes import SPOOL_SUFFIX
 from airflow_leastaction.catalog.schema import gate_decision, task, task_run
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.triggers.poller import CatalogPoller
+from tests.helpers.conditions import when
 from tests.helpers.own_postgres import OwnPostgres
 
 pytestmark = pytest.mark.postgres
@@ -32,19 +32,6 @@ def server():
     yield pg
     dispose_all()
     pg.remove()
-
-
-def when(condition, then) -> threading.Thread:
-    """Run ``then`` in a thread as soon as ``condition()`` holds (checked every 50 ms)."""
-
-    def watch():
-        while not condition():
-            time.sleep(0.05)
-        then()
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
 
 
 def test_a_run_waits_through_a_catalog_outage_and_succeeds_when_it_returns(

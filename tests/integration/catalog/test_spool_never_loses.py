@@ -2,7 +2,8 @@
 kill), every spooled outcome is applied, put back for the next replay, or quarantined with its reason.
 
 Real SQLite and PostgreSQL catalogs; the killed replay is a real ``airflow-leastaction catalog replay``
-process, killed with SIGKILL while it waits on a lock the test holds.
+process, killed with SIGKILL while it waits on a lock the test holds, or a real replay process killed at
+each of the replay's crash points (:mod:`~airflow_leastaction.crash_points`) and replayed again.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver, replay, spool
 from airflow_leastaction.catalog.schema import task, task_run
 from airflow_leastaction.catalog.spool_check import quarantined
+from airflow_leastaction.catalog.spool_files import append
 from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
 from airflow_leastaction.cli import main as cli
+from airflow_leastaction.crash_points import declared
 from airflow_leastaction.identity import TaskIdentity
+from tests.helpers.crash import run_to_end, run_until_crash
 
 UTC = dt.UTC
 SLOT = dt.datetime(2026, 11, 23, tzinfo=UTC)
@@ -229,3 +233,66 @@ class TestReplayCommand:
         assert len(held) == 2 and "line 2" in held[1]["reason"] and "cannot be read" in held[1]["reason"]
         assert cli(["catalog", "replay", "--spool-dir", str(spool_path)]) == 0
         assert "2 quarantined outcome(s)" in capsys.readouterr().out
+
+
+#: A replay in a child process; ``STOP_AT`` > 0 makes its catalog go away at that outcome (an outage: the
+#: rest is put back in the spool), as a server restarting half-way through would.
+REPLAY_CHILD = """
+import sqlalchemy as sa
+from pathlib import Path
+from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.catalog.outcomes import replay
+from airflow_leastaction.catalog.store import CatalogStore
+
+class Restarting(CatalogStore):
+    calls = 0
+
+    def record_success(self, *args, **kwargs):
+        Restarting.calls += 1
+        if Restarting.calls == STOP_AT:
+            raise sa.exc.OperationalError("INSERT", {}, ConnectionRefusedError("the server is restarting"))
+        return super().record_success(*args, **kwargs)
+
+try:
+    print("applied", replay(Restarting(get_engine(URL)), Path(SPOOL)))
+except sa.exc.OperationalError as exc:
+    print("stopped", exc.orig)
+"""
+
+#: (crash point, the pass it kills on, the outcome at which the catalog goes away: 0 never).
+KILLS = [
+    ("spool.after_claim_file", 2, 0),  # two of three files claimed
+    ("spool.after_apply", 1, 0),  # the first outcome applied
+    ("spool.after_apply", 7, 0),  # half applied, a file and a half of them
+    ("spool.after_apply_all", 1, 0),  # all applied, no file removed
+    ("spool.after_release_file", 1, 0),  # one replayed file removed, two left
+    ("spool.after_requeue", 1, 5),  # the catalog went away at the 5th: the rest put back, files still held
+]
+
+
+def spool_in_three_files(spool_path: Path) -> None:
+    for first in (1, 5, 9):
+        append(spool_path, [success(n).to_json() for n in range(first, first + 4)], name=f"pending-{first}.jsonl")
+
+
+def replay_child(url: str, spool_path: Path, stop_at: int = 0) -> str:
+    return f"URL = {url!r}\nSPOOL = {str(spool_path)!r}\nSTOP_AT = {stop_at}\n" + REPLAY_CHILD
+
+
+class TestAReplayKilledAtEachStep:
+    @pytest.mark.parametrize("point, nth, stop_at", KILLS, ids=[f"{p}:{n}" for p, n, _ in KILLS])
+    def test_every_outcome_is_applied_exactly_once_after_a_kill_and_a_restarted_replay(
+        self, store, catalog_url, spool_path, point, nth, stop_at
+    ):
+        spool_in_three_files(spool_path)
+        run_until_crash(replay_child(catalog_url, spool_path, stop_at), point, nth=nth)
+        assert set(files(spool_path)) <= {"pending", "replaying"}  # nothing lost with the process
+        out = run_to_end(replay_child(catalog_url, spool_path))
+        assert out.startswith("applied"), out
+        assert applied(store) == [f"load_{n:03d}" for n in range(1, 13)]  # each once: revision 1, none lost
+        assert list(spool_path.iterdir()) == []
+
+    def test_every_step_boundary_of_a_replay_is_a_crash_point_this_test_kills_at(self):
+        import airflow_leastaction.catalog.outcomes  # noqa: F401  (declares the replay's points)
+
+        assert set(declared("spool.")) == {point for point, _, _ in KILLS}

@@ -70,3 +70,28 @@ def test_airflow_lists_every_trigger_of_the_provider_and_the_reference_documents
     assert listed == modules
     reference = (ROOT / "docs" / "reference" / "sensors.md").read_text()
     assert {m for m in modules if f"::: {m}\n" not in reference} == set()
+
+
+def test_airflow_config_list_shows_every_option_the_provider_reads():
+    # An option the provider reads but does not declare is missing from `airflow config list`: an operator
+    # cannot see it, nor its default.
+    from airflow_leastaction.airflow_api import DEFAULT_API_CONN_ID
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "airflow",
+            "config",
+            "list",
+            "--section",
+            "leastaction",
+            "--include-descriptions",
+            "--show-values",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"airflow_api_conn_id = {DEFAULT_API_CONN_ID}" in out
+    assert "Connection to Airflow's public REST API" in out

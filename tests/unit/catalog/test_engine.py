@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
 
 import pytest
+from sqlalchemy import exc as sa_exc
 
-from airflow_leastaction.catalog.engine import dispose_all, resolve_url
+from airflow_leastaction.catalog.engine import dispose_all, is_outage, resolve_url
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.exceptions import UnknownConnectionError
+from airflow_leastaction.exceptions import CatalogError, ConnectionLookupError, UnknownConnectionError
 
 
 class TestCatalogConnection:
@@ -49,3 +52,40 @@ class TestCatalogConnection:
         dispose_all()
         with pytest.raises(UnknownConnectionError, match="'no_such_catalog' is not defined"):
             CatalogStore(conn_id="no_such_catalog")
+
+
+class TestIsOutage:
+    """Only what waiting cures is an outage: a gate waits through it, anything else fails the task."""
+
+    @pytest.mark.parametrize(
+        "exc",
+        [
+            ConnectionRefusedError(111, "Connection refused"),
+            TimeoutError("timed out"),
+            OSError(errno.EHOSTUNREACH, "No route to host"),
+            socket.gaierror(-3, "Temporary failure in name resolution"),
+            NotADirectoryError(errno.ENOTDIR, "the embedded catalog's directory is a file"),
+            sa_exc.OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly")),
+            sa_exc.InterfaceError("SELECT 1", {}, Exception("connection already closed")),
+            sa_exc.DisconnectionError("connection invalidated"),
+            sa_exc.TimeoutError("QueuePool limit of size 5 overflow 10 reached"),
+            ConnectionLookupError("leastaction_catalog_default", "secrets backend Vault failed: timed out"),
+        ],
+        ids=repr,
+    )
+    def test_what_waiting_cures_is_an_outage(self, exc):
+        assert is_outage(exc)
+
+    @pytest.mark.parametrize(
+        "exc",
+        [
+            KeyError("slot_key"),
+            ValueError("a bug"),
+            sa_exc.OperationalError("SELECT 1", {}, Exception("no such table: la_task")),
+            sa_exc.ProgrammingError("SELECT 1", {}, Exception('relation "la_task" does not exist')),
+            CatalogError("catalog connection 'x' has neither extra 'url' nor a host"),
+        ],
+        ids=repr,
+    )
+    def test_a_bug_or_a_schema_error_is_no_outage(self, exc):
+        assert not is_outage(exc)

@@ -1,0 +1,104 @@
+"""Whether a connection Airflow reports as not defined is really absent.
+
+Airflow's connection look-up asks each secrets backend in turn and takes a backend that raises (a
+timeout, a refused login, a bug) for one that does not hold the connection: when every backend failed or
+had nothing, it says "isn't defined" all the same, and the Execution API's backend answers None for a
+server error as for a 404. For the catalog that difference decides where outcomes go (the embedded SQLite
+file is only for a deployment that configures nothing), so an absence is confirmed here by asking every
+backend this process can reach, the ``[secrets] backend`` and ``[workers] secrets_backend`` classes
+included: any backend that fails makes the look-up fail
+(:class:`~airflow_leastaction.exceptions.ConnectionLookupError`); only when each of them answered
+"nothing" is the connection absent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+from airflow_leastaction.exceptions import ConnectionLookupError
+
+
+def confirm_absent(conn_id: str):
+    """None when no backend holds ``conn_id`` (each answered); the connection if one holds it after all;
+    :class:`ConnectionLookupError` naming the backend when one fails."""
+    for backend in _backends(conn_id):
+        try:
+            conn = (
+                _ask_execution_api(conn_id) if _is_execution_api(backend) else backend.get_connection(conn_id=conn_id)
+            )
+        except Exception as exc:
+            raise ConnectionLookupError(conn_id, f"secrets backend {type(backend).__name__} failed: {exc}") from exc
+        if conn:
+            return conn
+    return None
+
+
+async def aconfirm_absent(conn_id: str):
+    """:func:`confirm_absent` for async code (triggers): no backend is asked on the event loop's thread."""
+    for backend in await asyncio.to_thread(_backends, conn_id):
+        try:
+            conn = await _aask(backend, conn_id)
+        except Exception as exc:
+            raise ConnectionLookupError(conn_id, f"secrets backend {type(backend).__name__} failed: {exc}") from exc
+        if conn:
+            return conn
+    return None
+
+
+def _backends(conn_id: str) -> list:
+    """The backends Airflow asks in this process, then the configured custom backends it may not ask here
+    (a worker's look-up goes through the API server, whose ``[secrets] backend`` it does not see)."""
+    try:
+        from airflow.sdk.configuration import get_custom_secret_backend
+        from airflow.sdk.definitions.connection import Connection
+        from airflow.sdk.execution_time.supervisor import ensure_secrets_backend_loaded
+
+        backends = list(ensure_secrets_backend_loaded())
+        kinds = {type(b) for b in backends}
+        for worker_mode in (False, True):
+            custom = get_custom_secret_backend(worker_mode)
+            if custom is not None and type(custom) not in kinds:
+                custom._set_connection_class(Connection)
+                backends.append(custom)
+                kinds.add(type(custom))
+    except Exception as exc:  # a backend class that cannot be imported or built
+        raise ConnectionLookupError(conn_id, f"the secrets backends cannot be loaded: {exc}") from exc
+    return backends
+
+
+def _is_execution_api(backend) -> bool:
+    return type(backend).__name__ == "ExecutionAPISecretsBackend"
+
+
+def _ask_execution_api(conn_id: str):
+    from airflow.sdk.execution_time import task_runner
+    from airflow.sdk.execution_time.comms import GetConnection
+
+    return _answer(conn_id, task_runner.SUPERVISOR_COMMS.send(GetConnection(conn_id=conn_id)))
+
+
+async def _aask(backend, conn_id: str):
+    if _is_execution_api(backend):
+        from airflow.sdk.execution_time import task_runner
+        from airflow.sdk.execution_time.comms import GetConnection
+
+        return _answer(conn_id, await task_runner.SUPERVISOR_COMMS.asend(GetConnection(conn_id=conn_id)))
+    method = getattr(backend, "aget_connection", None)
+    if method is None:
+        return await asyncio.to_thread(backend.get_connection, conn_id=conn_id)
+    answer = method(conn_id)
+    return await answer if inspect.isawaitable(answer) else answer
+
+
+def _answer(conn_id: str, msg):
+    """The Execution API's answer: a 404 is an absence, any other error a failed look-up."""
+    from airflow.sdk.exceptions import ErrorType
+    from airflow.sdk.execution_time.comms import ErrorResponse
+    from airflow.sdk.execution_time.context import _process_connection_result_conn
+
+    if isinstance(msg, ErrorResponse):
+        if msg.error == ErrorType.CONNECTION_NOT_FOUND:
+            return None
+        raise RuntimeError(f"the execution API answered {msg.error.value} ({msg.detail})")
+    return _process_connection_result_conn(msg) if msg is not None else None

@@ -1,0 +1,19 @@
+"""Acting on a condition, not on a clock: a test's step runs once what it waits for holds."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+
+def when(condition, then) -> threading.Thread:
+    """Run ``then`` in a thread as soon as ``condition()`` holds (checked every 50 ms)."""
+
+    def watch():
+        while not condition():
+            time.sleep(0.05)
+        then()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
