@@ -188,14 +188,17 @@ class Oracle:
         own |= {
             u.decision.upstream_slot
             for u in self.uses
-            if u.decision.upstream == root and start <= u.decision.upstream_slot <= end
+            if u.decision.named
+            and u.decision.upstream == root
+            and u.decision.upstream_slot is not None
+            and start <= u.decision.upstream_slot <= end
         }
         runs = {root: own}
         frontier = {(root, s) for s in own}
         while frontier:
             reached = set()
             for u in self.uses:
-                if (u.decision.upstream, u.decision.upstream_slot) not in frontier:
+                if not u.decision.named or (u.decision.upstream, u.decision.upstream_slot) not in frontier:
                     continue
                 if u.downstream_slot not in runs.setdefault(u.consumer, set()):
                     runs[u.consumer].add(u.downstream_slot)
