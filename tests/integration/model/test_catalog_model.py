@@ -32,9 +32,11 @@ def test_the_catalog_keeps_the_documented_rules_under_random_production_sequence
 
 @pytest.mark.skipif(not SOAK_SECONDS, reason="the soak runs through `make soak` (LEASTACTION_SOAK_SECONDS)")
 def test_soak(store, catalog_url):
-    """Half of ``LEASTACTION_SOAK_SECONDS`` per backend, in rounds of fresh examples; prints the count."""
+    """Half of ``LEASTACTION_SOAK_SECONDS`` per backend, in short rounds of fresh examples (so it stops near
+    its time), with a line per round: how many examples ran so far, even if the run is cut short."""
     budget = float(SOAK_SECONDS) / 2
     started = time.monotonic()
+    backend = catalog_url.split(":", 1)[0]
     machine = catalog_machine(store)
     examples = 0
     original = machine.__init__
@@ -45,10 +47,12 @@ def test_soak(store, catalog_url):
         original(self)
 
     machine.__init__ = counted
-    round_settings = settings(BOUNDED, max_examples=50, stateful_step_count=50, database=None)
+    round_settings = settings(BOUNDED, max_examples=10, stateful_step_count=50, database=None)
+    outcome = "a counterexample (above)"
     try:
         while time.monotonic() - started < budget:
             run_state_machine_as_test(machine, settings=round_settings)
+            print(f"soak on {backend}: {examples} examples in {time.monotonic() - started:.0f} s", flush=True)
+        outcome = "no counterexample"
     finally:
-        backend = catalog_url.split(":", 1)[0]
-        print(f"\nsoak on {backend}: {examples} examples in {time.monotonic() - started:.0f} s, no counterexample")
+        print(f"soak on {backend}: {examples} examples in {time.monotonic() - started:.0f} s, {outcome}", flush=True)
