@@ -2,21 +2,24 @@
 revisions, gate decisions, consumption, staleness and re-run plans, for the model-based test
 (``tests/integration/model/``) to compare with the real catalog after every step.
 
-Each rule cites the sentence it comes from:
+Each rule comes from the docs:
 
-- "revision 1 the first time, +1 on each re-completion (a repair)"; "replaying the same completion (same
-  run and attempt) changes nothing"; "a late replay never undoes a newer outcome": within one run the try
-  number orders attempts, otherwise the time of the outcome (docs/catalog.md, ``CatalogStore.record_success``).
-- "The watermark only moves forward."
-- "A slot ended without success publishes no revision."
-- A gate admits a dependency only on a completed slot (at a revision above the one already consumed when
-  it waits for new output); admitted degraded, every unsatisfied dependency is MISSING, naming the slot it
-  waited for and the revision that slot held (0: nothing completed) (docs/fallbacks.md).
-- On success an attempt consumes the SATISFIED and MISSING decisions of the latest attempt of its gate in
-  the same run, once (docs/consumption.md).
-- "A consumption is stale when the upstream slot it selected now has a higher revision and the same
-  consumer (DAG, task, downstream slot) has not consumed that revision or a later one since."
-- A re-run plan is every consumer run reached from the root's slots through consumption, transitively.
+- "The first success of a slot publishes output revision 1; each later success of the same slot ...
+  publishes revision + 1, a repair"; replaying the same completion (same run and attempt) changes nothing;
+  "a late replay never undoes a newer outcome": within one run the try number orders attempts, otherwise
+  the time of the outcome (docs/catalog.md "Slots, revisions and repairs", catalog/outcomes.py).
+- The watermark only moves forward; a slot ended without success publishes no revision.
+- "A slot that is running again does not satisfy its children"; a gate admits a dependency only on a
+  completed slot (above the revision already consumed with ``wait_for_new_output``). Admitted degraded,
+  each unsatisfied dependency is MISSING, "naming the slot it waited for at the revision that slot had
+  then (0: it had not completed)" (docs/run-conditions.md, fallbacks; docs/catalog.md "Consumption records").
+- On success an attempt consumes the SATISFIED and MISSING decisions of its gate's latest attempt in the
+  same run, once (docs/catalog.md "Consumption records").
+- Stale: the upstream slot a consumption selected now has a higher revision, and the same consumer (DAG,
+  task, downstream slot) has not consumed that revision or a later one since (catalog/staleness.py); "the
+  slot's completion makes the task stale by the same rule as a repair ("ran without X")".
+- A re-run plan is every consumer run reached from the root's slots through consumption records,
+  transitively (docs/operations.md, re-run plans).
 """
 
 from __future__ import annotations
