@@ -42,7 +42,7 @@ from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.refs import airflow_asset, airflow_task
 from airflow_leastaction.triggers.wire import Cursor
-from tests.helpers.catalog_oracle import SATISFIED, Decision, Oracle
+from tests.helpers.catalog_oracle import BYPASSED, SATISFIED, Decision, Oracle
 
 CRON = "0 0 * * *"
 SLOTS = [dt.datetime(2024, 1, d, tzinfo=dt.UTC) for d in (1, 2)]
@@ -171,8 +171,11 @@ class CatalogRules(RuleBasedStateMachine):
         k=st.sampled_from([0, 1]),
         fallback=st.booleans(),
         wait_new=st.booleans(),
+        relaxed=st.booleans(),
     )
-    def gate(self, consumer, slot, k, fallback, wait_new):
+    def gate(self, consumer, slot, k, fallback, wait_new, relaxed=False):
+        """A gate judges its parents and admits (degraded past a fallback's deadline; relaxed, with
+        ``[leastaction] gates = warn``, bypassing what is unsatisfied), or waits."""
         dag_id, task_id, gate_id, parents = CONSUMERS[consumer]
         if fallback and not pending("late_arrivals") and not all(self.oracle.known(p.name) for p in parents):
             return  # a degraded admission without a never-reported dependency: see the module's docstring
@@ -186,12 +189,16 @@ class CatalogRules(RuleBasedStateMachine):
         expected = self.expected_judgements(consumer, parents, slot, wait_new)
         assert [j.satisfied for j in judged] == [e is not None for e in expected], (judged, expected)
         admission = settle(self.store, AttemptKey(dag_id, gate_id, run_id, -1, attempt), outcome,
-                           downstream_slot=slot, mode="enforce")  # fmt: skip
+                           downstream_slot=slot, mode="warn" if relaxed else "enforce")  # fmt: skip
+        met = [e is not None for e in expected]
+        assert admission.admitted == (all(met) or (fallback and any(met)) or relaxed)
         if not admission.admitted:
-            assert not all(e is not None for e in expected)
             return
-        assert admission.degraded == (not all(e is not None for e in expected))
-        decisions = [e or self.oracle.missing(p.name, p.key, slot) for p, e in zip(parents, expected, strict=True)]
+        assert admission.degraded == (not all(met) and fallback and any(met))
+        bypassed = [Decision(p.key, p.name, None, None, BYPASSED, named=False) for p in parents]
+        if admission.degraded:
+            bypassed = [self.oracle.missing(p.name, p.key, slot) for p in parents]
+        decisions = [e or other for e, other in zip(expected, bypassed, strict=True)]
         self.gate_attempts[(gate_id, run_id)] = attempt
         self.oracle.admit(gate_id, run_id, attempt, decisions)
         self.check_decisions(AttemptKey(dag_id, gate_id, run_id, -1, attempt), decisions)
@@ -306,10 +313,13 @@ class CatalogRules(RuleBasedStateMachine):
 
     def check_decisions(self, attempt: AttemptKey, expected: list[Decision]) -> None:
         names = self.pk_names()
+        rows = self.store.decisions_for(attempt)
         real = [
             (r["dependency"], names.get(r["upstream_task_pk"]), r["upstream_slot"], r["upstream_revision"], r["result"])
-            for r in self.store.decisions_for(attempt)
+            for r in rows
         ]
+        # A bypassed dependency is recorded with whatever its judge named: only its result is checked.
+        real = [(d[0], None, None, None, BYPASSED) if d[4] == BYPASSED else d for d in real]
         wanted = [
             (d.dependency, d.upstream if d.named else None, d.upstream_slot, d.revision, d.result)
             for d in expected

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 SUCCESS = "success"
 SATISFIED = "SATISFIED"
 MISSING = "MISSING"
+BYPASSED = "BYPASSED"
 
 
 @dataclass
@@ -158,7 +159,8 @@ class Oracle:
         self.consumed_attempts.add((consumer, run_id, attempt))
         attempts = self.decisions.get((gate, run_id))
         if attempts:
-            self.uses += [Use(consumer, run_id, attempt, slot, d) for d in attempts[max(attempts)]]
+            latest = attempts[max(attempts)]
+            self.uses += [Use(consumer, run_id, attempt, slot, d) for d in latest if d.result in (SATISFIED, MISSING)]
 
     # -- what readers are told -------------------------------------------------------------------------
     def stale(self) -> set[tuple[str, dt.datetime, str, dt.datetime, int]]:
