@@ -42,7 +42,7 @@ from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.refs import airflow_asset, airflow_task
 from airflow_leastaction.triggers.wire import Cursor
-from tests.helpers.catalog_oracle import BYPASSED, SATISFIED, Decision, Oracle
+from tests.helpers.catalog_oracle import BYPASSED, SATISFIED, Decision, Oracle, same
 
 CRON = "0 0 * * *"
 SLOTS = [dt.datetime(2024, 1, d, tzinfo=dt.UTC) for d in (1, 2)]
@@ -379,17 +379,6 @@ class CatalogRules(RuleBasedStateMachine):
             for s in self.store.stale_consumers()
         }  # fmt: skip
         same(real, self.oracle.stale(), "stale consumers")
-
-
-def same(real, expected, what: str) -> None:
-    """Assert the catalog holds what the oracle expects, saying what differs."""
-    if real != expected:
-        extra = [x for x in real if x not in expected]
-        missing = [x for x in expected if x not in real]
-        raise AssertionError(
-            f"{what}: the catalog has {extra} the model has not; the model has {missing} it has not "
-            f"({len(real)} and {len(expected)} in all)"
-        )
 
 
 def asset_event_of(slot: dt.datetime, run_id: str):

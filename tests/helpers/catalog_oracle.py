@@ -210,3 +210,14 @@ class Oracle:
                     reached.add((u.consumer, u.downstream_slot))
             frontier = reached
         return {name: slots for name, slots in runs.items() if slots}
+
+
+def same(real, expected, what: str) -> None:
+    """Assert the catalog holds what the oracle expects, saying what differs."""
+    if real != expected:
+        extra = [x for x in real if x not in expected]
+        missing = [x for x in expected if x not in real]
+        raise AssertionError(
+            f"{what}: the catalog has {extra} the model has not; the model has {missing} it has not "
+            f"({len(real)} and {len(expected)} in all)"
+        )
