@@ -31,3 +31,16 @@ def test_a_run_degraded_while_its_parent_slot_was_being_repaired_is_stale_only_o
     machine.parent_outcome(DAY1, 1, 1, "success")  # the repair lands: revision 2
     machine.check()
     assert [s["current_revision"] for s in machine.store.stale_consumers()] == [2]
+
+
+def test_a_plan_from_a_parent_that_admitted_a_run_by_its_watermark_reaches_no_slot_it_never_selected(store):
+    steps(
+        store,
+        ("report_from_outside", DAY1, None),
+        ("asset_event", DAY1, 0, 1),
+        ("parent_outcome", SLOTS[1], 0, 1, "success"),  # its records start the day after: the watermark judges
+        ("gate", REPORT.name, DAY1, 0, False, False),
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),
+        ("plan", "feeds.rates", DAY1, 1),
+        ("plan", "orders_export", DAY1, 1),
+    )
