@@ -22,12 +22,12 @@ STAMP := $(VENV)/.installed
 DEMO_HOME := $(CURDIR)/.airflow-demo
 DEMO_PORT ?= 8080
 
-.PHONY: install system-deps constraints postgres lint test test-unit test-integration test-system test-minors dist wheel-test demo demo-run demo-check bench failover docs screenshots clean
+.PHONY: install system-deps constraints postgres lint test test-unit test-integration test-system test-minors soak dist wheel-test demo demo-run demo-check bench failover docs screenshots clean
 
 # The system packages the goals on the command line need, asked for all at once before the virtualenv
 # is made, so that a user without root gets one complete apt-get line.
 SYSTEM_DEPS := venv
-ifneq ($(filter test test-integration test-system test-minors bench failover postgres screenshots system-deps,$(MAKECMDGOALS)),)
+ifneq ($(filter test test-integration test-system test-minors soak bench failover postgres screenshots system-deps,$(MAKECMDGOALS)),)
 SYSTEM_DEPS += postgres
 endif
 ifneq ($(filter test test-system failover system-deps,$(MAKECMDGOALS)),)
@@ -108,6 +108,14 @@ test-minors: postgres
 	  || failed="$$failed $$minor"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "failed on Airflow$$failed"; exit 1; fi
+
+# The model-based test of the catalog (tests/integration/model/) for a long time: SOAK_SECONDS in all, half on
+# SQLite and half on PostgreSQL, in rounds of fresh examples; prints how many ran. A counterexample fails it
+# with the shrunk steps (docs/contributing.md says how to keep it as a regression test).
+SOAK_SECONDS ?= 1800
+soak: install postgres
+	LEASTACTION_SOAK_SECONDS=$(SOAK_SECONDS) LEASTACTION_TEST_PG_URL=$$(scripts/postgres.sh url) $(PYTEST) -s \
+	  -o timeout=$$(( $(SOAK_SECONDS) + 1200 )) tests/integration/model/test_catalog_model.py -k test_soak $(PYTEST_ARGS)
 
 demo: install
 	DEMO_HOME=$(DEMO_HOME) DEMO_PORT=$(DEMO_PORT) scripts/demo.sh

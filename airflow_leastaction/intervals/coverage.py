@@ -124,6 +124,9 @@ def _whole_interval_judgement(identity, task, records, wanted, unfinished, by_wa
     if more > 0:
         listed += f" and {more} more"
     rejected = any(why in REJECTING_STATES for _, why in unfinished)
+    awaited = records.get(unfinished[0][0])
+    if awaited is not None:  # what a degraded run ran without: that record, at the revision it holds now
+        sel.update(upstream_run_pk=awaited.pk, upstream_slot=awaited.slot, upstream_revision=awaited.output_revision)
     return Judgement(
         identity.key,
         False,

@@ -210,12 +210,17 @@ def judge_parent(
     slot_label = f"{format_slot(check.expected_slot, check.granularity, tz)} ({check.granularity})"
     for s in covering:
         if s.state in IN_FLIGHT_STATES:
+            # The record is named with the revision it holds while re-run: a task admitted without it at a
+            # fallback's deadline ran without that revision's successor, not without any output at all.
             return Judgement(
                 dep,
                 False,
                 f"{label}: slot {slot_label} is {s.state} (being re-run); waiting for it to complete",
                 in_flight=True,
                 **base,
+                upstream_run_pk=s.pk,
+                upstream_slot=s.slot,
+                upstream_revision=s.output_revision,
             )
     if covering:
         latest = covering[-1]

@@ -18,6 +18,8 @@ from airflow_leastaction.gate import (
     decide_at_deadline,
     judge_upstream_task,
 )
+from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, judge_parent
 from airflow_leastaction.run_conditions.judging import in_run_pending, with_fallback
 from airflow_leastaction.run_conditions.model import GateSpec
 
@@ -151,3 +153,20 @@ class TestSameRunUpstreamsAtTheDeadline:
     def test_a_condition_met_in_full_admits_at_once_whatever_else_of_the_run_still_runs(self):
         outcome, _ = self.decide(self.spec(1, ANY), self.in_run("success", "running", "running", "running"))
         assert (outcome.verdict, outcome.degraded) == (Verdict.ADMIT, False)
+
+
+class TestMissingWhileRepaired:
+    """A slot being re-run at the deadline still holds its last revision: the task ran without the repair,
+    and is stale only once the repair lands."""
+
+    def test_a_slot_being_repaired_at_the_deadline_is_missing_at_the_revision_it_held(self):
+        feed = TaskIdentity("feed_it", "feeds")
+        task = TaskSnapshot(7, feed, "0 0 * * *", "UTC", "running", SLOT, True, SLOT)
+        judged = judge_parent(feed, task, [SlotSnapshot(71, 7, SLOT, "running", 2)], SLOT)
+        missing = judged.as_missing(SLOT)
+        assert (judged.in_flight, missing.upstream_slot, missing.upstream_run_pk, missing.upstream_revision) == (
+            True,
+            SLOT,
+            71,
+            2,
+        )

@@ -401,3 +401,17 @@ def test_the_last_weekday_slot_before_a_weekend_with_a_clock_change_is_on_the_ho
         timezone="Australia/Lord_Howe",
     )
     assert slots == (dt.datetime(2026, 4, 3, 12, tzinfo=UTC),)
+
+
+class TestMissingWhileRepairedOverTheInterval:
+    def test_a_slot_of_the_interval_being_repaired_at_the_deadline_is_missing_at_the_revision_it_held(self):
+        records = [SlotSnapshot(h + 1, 7, hour(h), "running" if h == 5 else "success", 2) for h in range(24)]
+        tasks, _ = snapshot({hour(h): "success" for h in range(24)})
+        j = judge_whole_interval(HOURLY_LOADS, tasks[HOURLY_LOADS], records, DAY, NEXT_DAY)
+        missing = j.as_missing(DAY)
+        assert (j.satisfied, missing.upstream_slot, missing.upstream_run_pk, missing.upstream_revision) == (
+            False,
+            hour(5),
+            6,
+            2,
+        )

@@ -1,0 +1,46 @@
+"""Counterexamples the catalog model found, kept as plain steps of the machine with every invariant checked
+after each step, on SQLite and PostgreSQL (docs/contributing.md: turning a counterexample into a test)."""
+
+from __future__ import annotations
+
+from tests.helpers.catalog_machine import REPORT, SLOTS, catalog_machine
+
+DAY1 = SLOTS[0]
+
+
+def steps(store, *calls):
+    """Run ``calls`` (a machine method's name and its arguments) on a fresh machine, checking after each."""
+    machine = catalog_machine(store)()
+    for name, *args in calls:
+        getattr(machine, name)(*args)
+        machine.check()
+    return machine
+
+
+def test_a_run_degraded_while_its_parent_slot_was_being_repaired_is_stale_only_once_the_repair_lands(store):
+    machine = steps(
+        store,
+        ("report_from_outside", DAY1, None),
+        ("asset_event", DAY1, 0, 1),
+        ("parent_outcome", DAY1, 0, 1, "success"),  # revision 1
+        ("parent_outcome", DAY1, 1, 1, "running"),  # its repair, in flight at the deadline
+        ("gate", REPORT.name, DAY1, 0, True, False),  # admitted degraded: missing at revision 1
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),
+    )
+    assert machine.store.stale_consumers() == []
+    machine.parent_outcome(DAY1, 1, 1, "success")  # the repair lands: revision 2
+    machine.check()
+    assert [s["current_revision"] for s in machine.store.stale_consumers()] == [2]
+
+
+def test_a_plan_from_a_parent_that_admitted_a_run_by_its_watermark_reaches_no_slot_it_never_selected(store):
+    steps(
+        store,
+        ("report_from_outside", DAY1, None),
+        ("asset_event", DAY1, 0, 1),
+        ("parent_outcome", SLOTS[1], 0, 1, "success"),  # its records start the day after: the watermark judges
+        ("gate", REPORT.name, DAY1, 0, False, False),
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),
+        ("plan", "feeds.rates", DAY1, 1),
+        ("plan", "orders_export", DAY1, 1),
+    )
