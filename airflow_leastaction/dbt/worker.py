@@ -53,6 +53,7 @@ class BatchReport:
     exit_code: int | None = None
     reused: list[str] = field(default_factory=list)  # models that stood on their last build: not built
     reasons: dict[str, str] = field(default_factory=dict)  # unique id -> why it was built or reused
+    message: str | None = None  # what went wrong, when not everything was built (as the batch records it)
 
     @property
     def built(self) -> list[str]:
@@ -241,6 +242,7 @@ class QueueWorker:
             last.exit_code if last else None,
             reused,
             reasons,
+            message,
         )
 
     def _execute(
