@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import threading
 import time
 from pathlib import Path
 
@@ -73,3 +75,21 @@ def land(store, loader: str, at: int) -> None:
 def request(queue, plan, at: int, key: BatchKey = KEY, **kwargs):
     """One request for a plan's models, for the slot of hour ``at``."""
     return queue.enqueue(key, plan.models, plan.selector, slot=hour(at), **kwargs)
+
+
+class ManualClock:
+    """A queue clock (:mod:`airflow_leastaction.dbt.queue_clock`) that moves only when the queue waits on
+    it: a tier's hold never runs out during a slow step of the test, and a drain waiting for held work
+    wakes once it has waited the hold out, however fast or slow the machine is."""
+
+    def __init__(self, at: dt.datetime):
+        self._at, self._lock = at, threading.Lock()
+
+    def now(self) -> dt.datetime:
+        with self._lock:
+            return self._at
+
+    async def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self._at += dt.timedelta(seconds=seconds)
+        await asyncio.sleep(0)
