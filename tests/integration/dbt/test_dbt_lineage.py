@@ -28,12 +28,14 @@ RUN_DRAIN = """
     assert not bag.import_errors, bag.import_errors
     when = dt.datetime(2026, 11, 29, 9, tzinfo=dt.timezone.utc)
     assert bag.get_dag("dbt_ingest_work_orders").test(logical_date=when).state == "success"
-    assert bag.get_dag("dbt_queue_worker").test(logical_date=when).state == "{drain_state}"
+    drains = DagBag("{drains}") if "{drains}" else bag
+    assert drains.get_dag("{drain}").test(logical_date=when).state == "{drain_state}"
 """
 
 
-def drained_batches(dbt_project, sqlite_url, tmp_path, drain_state: str = "success") -> list[dict]:
-    """The example ingest and drain DAGs run, the provider writing events to a file: the batch events."""
+def drained_batches(dbt_project, sqlite_url, tmp_path, drain="dbt_queue_worker", drains="", ends="success") -> list:
+    """The example ingest DAG and a drain DAG (the example's, or one of the file ``drains``) run, the drain
+    ending ``ends``, the provider writing events to a file: the batch events."""
     get_engine(sqlite_url, migrate=True)
     events = tmp_path / "events.jsonl"
     env = {
@@ -42,7 +44,8 @@ def drained_batches(dbt_project, sqlite_url, tmp_path, drain_state: str = "succe
         "FIELD_OPS_DBT_PROJECT_DIR": str(dbt_project),
         "FIELD_OPS_DRAIN_MAX_WAIT_MINUTES": "0",
     }
-    run_python(RUN_DRAIN.format(dags=ROOT / "dags_examples", drain_state=drain_state), env)
+    script = RUN_DRAIN.format(dags=ROOT / "dags_examples", drains=drains, drain=drain, drain_state=ends)
+    run_python(script, env, timeout=1800)  # a bound for a hung run only: it runs dbt several times
     return [e for e in read_events(events) if "leastaction_dbtBatch" in e["run"]["facets"]]
 
 
@@ -69,11 +72,21 @@ def test_each_dbt_batch_is_a_run_event_naming_the_models_it_built(airflow_db, db
 
 
 def test_a_dbt_batch_with_a_failed_model_is_a_fail_event_with_dbts_error(airflow_db, dbt_project, sqlite_url, tmp_path):
-    (dbt_project / "models" / "marts" / "fact_project_labor.sql").write_text("select * from main.no_such_table\n")
-    batches = drained_batches(dbt_project, sqlite_url, tmp_path, drain_state="failed")  # the model failed
+    sql = dbt_project / "models" / "marts" / "fact_project_labor.sql"
+    sql.write_text(sql.read_text().replace("sum(t.hours) as hours", "sum(t.no_such_column) as hours"))
+    # A drain that does not retry its task (the example's waits out a retry delay): it fails, the model failed.
+    batches = drained_batches(
+        dbt_project,
+        sqlite_url,
+        tmp_path,
+        "dq_drain_nothing_held",
+        str(ROOT / "tests" / "dags" / "dbt_queue_cases.py"),
+        ends="failed",
+    )
     failing = [e for e in batches if FACT in e["run"]["facets"]["leastaction_dbtBatch"]["failed"]]
     assert [e["eventType"] for e in failing] == ["FAIL"]
     error = failing[0]["run"]["facets"]["errorMessage"]
     assert error["message"].startswith(f"dbt batch {failing[0]['run']['facets']['leastaction_dbtBatch']['batchId']} ")
-    assert f"failed: {FACT}" in error["message"] and "no_such_table" in error["message"]
+    head, detail = error["message"].split("\n", 1)
+    assert FACT in head.split("; failed: ")[1] and "no_such_column" in detail  # the model, then dbt's error
     assert FACT not in {o["name"] for o in failing[0]["outputs"]}
