@@ -8,9 +8,15 @@ nodes that hold data (tables, incremental models, snapshots).
 
 **Code identity.** A hash of everything besides the inputs' data that decides what a build writes: the
 node's checksum and config; the same of the views, ephemeral models and seeds it reads through; the
-definition of each source it reads; the SQL of every macro any of them calls; and the value of each
-``var()`` and ``env_var()`` they name. A ``var()`` whose name is not a literal makes every var count; an
-``env_var()`` whose name is not a literal leaves the code identity unknown (the node is always built).
+project's ``on-run-start``/``on-run-end`` hooks; the definition of each source it reads; the SQL of every
+macro any of them calls; and the value of each ``var()`` and ``env_var()`` they name, in their SQL, their
+pre- and post-hooks, the config ``dbt_project.yml`` gives them (as written, before dbt renders it) and the
+project hooks. A ``var()`` whose name is not a literal makes every var count; an ``env_var()`` whose name
+is not a literal leaves the code identity unknown (the node is always built).
+
+A checksum that is not a hash of the file's content (dbt records a seed above 1 MiB by its path) stands
+for the file only through :func:`file_checksums`, which hashes the file's bytes; a file that cannot be
+read leaves the code identity unknown.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 from airflow_leastaction.identity import TaskIdentity
 
@@ -36,6 +43,10 @@ _ANY_ENV_VAR = re.compile(r"\benv_var\s*\(")
 _JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
 #: Marks a code identity that reads a var whose name is computed: all vars count.
 ALL = "*"
+#: dbt's checksums that are not a hash of the file's content: a seed above 1 MiB is recorded by its path.
+NOT_CONTENT = frozenset({"path", "none"})
+#: Config keys whose text dbt renders only when it runs the node: a var there is read at build time.
+HOOK_KEYS = ("pre-hook", "post-hook", "pre_hook", "post_hook")
 
 
 @dataclass(frozen=True)
@@ -63,14 +74,24 @@ class ProjectGraph:
 
     :param manifest: the ``manifest.json`` document.
     :param project_vars: ``vars`` of ``dbt_project.yml`` (global names, and per-package mappings).
+    :param file_checksums: node -> a hash of its file's bytes (:func:`file_checksums`), for the nodes whose
+        manifest checksum is not a content hash; without one such a node's code is unknown.
     """
 
-    def __init__(self, manifest: Mapping, project_vars: Mapping | None = None):
+    def __init__(
+        self,
+        manifest: Mapping,
+        project_vars: Mapping | None = None,
+        file_checksums: Mapping[str, str | None] | None = None,
+    ):
         self.nodes: Mapping[str, Mapping] = manifest.get("nodes") or {}
         self.sources: Mapping[str, Mapping] = manifest.get("sources") or {}
         self.macros: Mapping[str, Mapping] = manifest.get("macros") or {}
         self.project_name: str = (manifest.get("metadata") or {}).get("project_name") or ""
         self.project_vars = dict(project_vars or {})
+        self.file_checksums = dict(file_checksums or {})
+        #: on-run-start and on-run-end hooks: they run around every build, so they count for every node.
+        self.project_hooks = sorted(u for u, n in self.nodes.items() if n.get("resource_type") == "operation")
 
     def __contains__(self, unique_id: str) -> bool:
         return unique_id in self.nodes or unique_id in self.sources
@@ -112,8 +133,11 @@ class ProjectGraph:
         """The node's code identity (see the module docstring) under ``variables`` (``--vars`` of the request,
         over the project's vars) and ``env`` (the environment dbt runs with); None when it cannot be known."""
         inputs, through = self._closure(unique_id)
-        own = [unique_id, *through]
-        texts = [str((self.nodes.get(u) or {}).get("raw_code") or "") for u in own]
+        own = [unique_id, *through, *self.project_hooks]
+        definitions = {u: self._definition(u) for u in own}
+        if any(d["checksum"] is None for d in definitions.values()):
+            return None  # a file that dbt did not hash and that could not be hashed here
+        texts = [t for u in own for t in self._code_texts(u)]
         macros = self._macro_closure(own)
         texts += [str(self.macros[m].get("macro_sql") or "") for m in macros]
         package = (self.nodes.get(unique_id) or {}).get("package_name") or self.project_name
@@ -123,7 +147,7 @@ class ProjectGraph:
             return None
         return _digest(
             {
-                "nodes": {u: self._definition(u) for u in own},
+                "nodes": definitions,
                 "sources": {s: self._source_definition(s) for s in inputs if s in self.sources},
                 "macros": {m: _digest(self.macros[m].get("macro_sql") or "") for m in macros},
                 "vars": _named(texts, _VAR, _ANY_VAR, values),
@@ -139,7 +163,19 @@ class ProjectGraph:
 
     def _definition(self, unique_id: str) -> dict:
         node = self.nodes.get(unique_id) or {}
-        return {"checksum": (node.get("checksum") or {}).get("checksum"), "config": node.get("config")}
+        checksum = node.get("checksum") or {}
+        content = checksum.get("checksum") if checksum.get("name") not in NOT_CONTENT else None
+        if node.get("resource_type") == "operation":  # dbt's checksum is of all of dbt_project.yml
+            content = _digest(node.get("raw_code") or "")
+        return {"checksum": content or self.file_checksums.get(unique_id), "config": node.get("config")}
+
+    def _code_texts(self, unique_id: str) -> list[str]:
+        """The texts of a node where a ``var()`` or ``env_var()`` decides its build: its SQL, its hooks, and
+        the config as written (``dbt_project.yml`` config is stored rendered, with the vars of the parse)."""
+        node = self.nodes.get(unique_id) or {}
+        config = node.get("config") or {}
+        hooks = [config.get(k) for k in HOOK_KEYS]
+        return [str(node.get("raw_code") or ""), *_strings([hooks, node.get("unrendered_config") or {}])]
 
     def _source_definition(self, unique_id: str) -> dict:
         source = self.sources[unique_id]
@@ -204,6 +240,40 @@ def _has_freshness(source: Mapping) -> bool:
     freshness = source.get("freshness") or config.get("freshness") or {}
     counted = any((freshness.get(k) or {}).get("count") for k in ("warn_after", "error_after"))
     return bool(loaded) and counted
+
+
+def file_checksums(manifest: Mapping) -> dict[str, str | None]:
+    """A hash of the file's bytes for each node whose manifest checksum is not one (None: unreadable).
+    The one function here that reads files: dbt gives the file as ``root_path`` / ``original_file_path``."""
+    out: dict[str, str | None] = {}
+    for unique_id, node in (manifest.get("nodes") or {}).items():
+        if (node.get("checksum") or {}).get("name") not in NOT_CONTENT:
+            continue
+        root, relative = node.get("root_path"), node.get("original_file_path")
+        out[unique_id] = _file_sha256(Path(root) / relative) if root and relative else None
+    return out
+
+
+def _file_sha256(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return f"file-sha256:{digest.hexdigest()}"
+
+
+def _strings(value) -> list[str]:
+    """Every text inside a config value (strings, and those in lists and mappings)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _named(texts: list[str], literal: re.Pattern, any_use: re.Pattern, values: Mapping) -> dict:

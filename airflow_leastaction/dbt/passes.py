@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.dbt.manifest import ProjectGraph
+from airflow_leastaction.dbt.manifest import ProjectGraph, file_checksums
 from airflow_leastaction.dbt.model_tasks import ModelTasks
 from airflow_leastaction.dbt.policy import ModelOutcome
 from airflow_leastaction.dbt.queue_settle import PassRecord
@@ -67,7 +67,8 @@ class Passes:
         if not (self.options.state_aware or self.options.record_catalog):
             return
         with self.runner.session() as session:
-            graph = ProjectGraph(session.manifest(), self.runner.project_vars())
+            manifest = session.manifest()
+        graph = ProjectGraph(manifest, self.runner.project_vars(), file_checksums(manifest))
         state = InputState(
             self.store.engine,
             graph,

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from sqlalchemy import false, select, update
 from sqlalchemy.engine import Connection, Engine
 
-from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.dbt.policy import ModelOutcome
+from airflow_leastaction.dbt.queue_clock import utcnow
 from airflow_leastaction.dbt.queue_transactions import QueueTransactions
 from airflow_leastaction.dbt.schema import dbt_batch, dbt_queue, dbt_worker_lease
 

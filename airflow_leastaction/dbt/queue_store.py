@@ -18,7 +18,6 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.engine import get_engine, resolve_url
-from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.dbt.planner import PlannedModel
 from airflow_leastaction.dbt.policy import (
     BatchKey,
@@ -28,6 +27,7 @@ from airflow_leastaction.dbt.policy import (
     TierPolicy,
     outcome_after_upsert,
 )
+from airflow_leastaction.dbt.queue_clock import utcnow
 from airflow_leastaction.dbt.queue_reads import QueueReads, summarize
 from airflow_leastaction.dbt.queue_recovery import QueueRecovery, hold_lease
 from airflow_leastaction.dbt.queue_settle import REUSED, PassRecord, settle_rows

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from airflow_leastaction.crash_points import CrashPoint
 from airflow_leastaction.dbt.heartbeat import Heartbeat
 from airflow_leastaction.dbt.passes import Passes, PassOptions, records
 from airflow_leastaction.dbt.policy import (
@@ -36,6 +37,13 @@ from airflow_leastaction.dbt.runner import DbtRunner, DbtSession, Invocation, No
 from airflow_leastaction.exceptions import ConfigurationError, DbtLeaseLostError
 
 log = logging.getLogger(__name__)
+
+# The step boundaries of a batch: each step is its own transaction (or dbt itself); recovery after a
+# kill at any of them requeues what was not settled, and keeps what was.
+AFTER_CLAIM = CrashPoint("dbt_queue.after_claim", "a batch is claimed; dbt has not started")
+AFTER_REUSE = CrashPoint("dbt_queue.after_reuse", "the reused models are settled; dbt has not built the rest")
+AFTER_DBT = CrashPoint("dbt_queue.after_dbt", "dbt has run; nothing it did is settled")
+AFTER_SETTLE = CrashPoint("dbt_queue.after_settle", "the batch is settled; the catalog has not recorded it")
 
 
 def default_owner() -> str:
@@ -53,6 +61,7 @@ class BatchReport:
     exit_code: int | None = None
     reused: list[str] = field(default_factory=list)  # models that stood on their last build: not built
     reasons: dict[str, str] = field(default_factory=dict)  # unique id -> why it was built or reused
+    message: str | None = None  # what went wrong, when not everything was built (as the batch records it)
 
     @property
     def built(self) -> list[str]:
@@ -181,6 +190,7 @@ class QueueWorker:
                 return
             if batch is None:
                 return
+            AFTER_CLAIM()
             beat.batch_id = batch.id
             report.batches.append(self.build(batch, beat))
             beat.batch_id = None
@@ -198,12 +208,15 @@ class QueueWorker:
             with self.runner.session(batch.key.target or None) as session:
                 judged = self.passes.judge(batch, session, steps)
                 reused = self.passes.settle_reused(batch, judged)
+                AFTER_REUSE()
                 todo = [r for r in batch.rows if r.unique_id not in reused]
                 if todo:
                     self.passes.started(todo)
                     results, last = self._execute(session, batch, [r.fqn for r in todo], steps, beat)
+                    AFTER_DBT()
         finally:
             report = self._settle(batch, todo, reused, judged, steps, results, last, beat)
+        AFTER_SETTLE()
         self.passes.settled(batch, {u: ModelOutcome(o) for u, o in report.outcomes.items()}, judged)
         return report
 
@@ -241,6 +254,7 @@ class QueueWorker:
             last.exit_code if last else None,
             reused,
             reasons,
+            message,
         )
 
     def _execute(

@@ -14,7 +14,7 @@ from typing import Any
 
 import attr
 from openlineage.client.event_v2 import Job, OutputDataset, Run, RunEvent, RunState
-from openlineage.client.facet_v2 import RunFacet, parent_run
+from openlineage.client.facet_v2 import RunFacet, error_message_run, parent_run
 
 from airflow_leastaction import __version__
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
@@ -102,9 +102,19 @@ def consumed_entry(row: Mapping) -> dict[str, Any]:
     }
 
 
+#: The OpenLineage run state of a batch, by its status: only a batch that built everything COMPLETEs; a
+#: batch whose worker lost the environment was stopped from outside (ABORT); any other failed.
+BATCH_RUN_STATES = {"success": RunState.COMPLETE, "abandoned": RunState.ABORT}
+
+
+def batch_run_state(status: str) -> RunState:
+    """The run state of a batch that ended ``status`` (an unknown status is a failure, never a success)."""
+    return BATCH_RUN_STATES.get(status, RunState.FAIL)
+
+
 def batch_events(report: Mapping, task_instance, environment: str) -> list[RunEvent]:
-    """One COMPLETE (or FAIL) run event per batch of a drain's ``report``, a child of the drain task's run,
-    its outputs the models it built."""
+    """One run event per batch of a drain's ``report``, a child of the drain task's run (see
+    :func:`batch_event`)."""
     from airflow.providers.openlineage.plugins.macros import lineage_job_name, lineage_job_namespace, lineage_run_id
 
     namespace = lineage_job_namespace()
@@ -113,33 +123,51 @@ def batch_events(report: Mapping, task_instance, environment: str) -> list[RunEv
         job=parent_run.Job(namespace=namespace, name=lineage_job_name(task_instance)),
         producer=PRODUCER,
     )
-    now = dt.datetime.now(dt.UTC).isoformat()
-    events = []
-    for batch in report.get("batches", []):
-        built = sorted(u for u, outcome in batch["outcomes"].items() if outcome == "success")
-        facet = LeastActionDbtBatchRunFacet(
+    job = Job(namespace=namespace, name=f"{lineage_job_name(task_instance)}.dbt_batch")
+    return [batch_event(batch, environment, parent, job) for batch in report.get("batches", [])]
+
+
+def batch_event(batch: Mapping, environment: str, parent: parent_run.ParentRunFacet, job: Job) -> RunEvent:
+    """The run event of one batch: its state (:func:`batch_run_state`), its outputs the models it built, and
+    where it did not build everything, the error facet saying what failed."""
+    built = sorted(u for u, outcome in batch["outcomes"].items() if outcome == "success")
+    failed = sorted(u for u, state in batch["settled"].items() if state == "failed")
+    facets: dict[str, RunFacet] = {
+        "parent": parent,
+        DBT_BATCH_FACET: LeastActionDbtBatchRunFacet(
             environment=environment,
             batchId=str(batch["batch_id"]),
             status=batch["status"],
             built=built,
             reused=sorted(batch.get("reused", [])),  # the queue's reuse, where the batch reports it
-            failed=sorted(u for u, state in batch["settled"].items() if state == "failed"),
+            failed=failed,
             producer=PRODUCER,
+        ),
+    }
+    state = batch_run_state(batch["status"])
+    if state is not RunState.COMPLETE:
+        facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
+            message=_batch_error(batch, failed), programmingLanguage="python", producer=PRODUCER
         )
-        events.append(
-            RunEvent(
-                eventType=RunState.FAIL if batch["status"] == "failed" else RunState.COMPLETE,
-                eventTime=now,
-                run=Run(
-                    runId=str(uuid.uuid5(uuid.NAMESPACE_URL, f"leastaction-dbt-batch:{batch['batch_id']}")),
-                    facets={"parent": parent, DBT_BATCH_FACET: facet},
-                ),
-                job=Job(namespace=namespace, name=f"{lineage_job_name(task_instance)}.dbt_batch"),
-                outputs=[OutputDataset(namespace=f"leastaction-dbt://{environment}", name=u) for u in built],
-                producer=PRODUCER,
-            )
-        )
-    return events
+    return RunEvent(
+        eventType=state,
+        eventTime=dt.datetime.now(dt.UTC).isoformat(),
+        run=Run(runId=str(uuid.uuid5(uuid.NAMESPACE_URL, f"leastaction-dbt-batch:{batch['batch_id']}")), facets=facets),
+        job=job,
+        outputs=[OutputDataset(namespace=f"leastaction-dbt://{environment}", name=u) for u in built],
+        producer=PRODUCER,
+    )
+
+
+def _batch_error(batch: Mapping, failed: list[str]) -> str:
+    unfinished = sorted(u for u, o in batch["outcomes"].items() if o != "success")
+    head = f"dbt batch {batch['batch_id']} {batch['status']}"
+    if failed:
+        head += f"; failed: {', '.join(failed)}"
+    if unfinished:
+        head += f"; not built: {', '.join(unfinished)}"
+    detail = batch.get("message")
+    return f"{head}\n{detail}" if detail else head
 
 
 def emit_batch_events(report: Mapping, task_instance, environment: str) -> int:

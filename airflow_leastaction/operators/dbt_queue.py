@@ -23,6 +23,7 @@ from airflow.sdk import Asset, BaseHook, BaseOperator
 
 from airflow_leastaction.airflow_context import context_slot
 from airflow_leastaction.catalog.store import TaskMeta
+from airflow_leastaction.dbt import queue_clock
 from airflow_leastaction.dbt.demand import submit
 from airflow_leastaction.dbt.passes import PassOptions
 from airflow_leastaction.dbt.planner import DEFAULT_EXCLUDED, Planner, validate_selector
@@ -295,7 +296,7 @@ class DbtDrainOperator(_DbtQueueOperator):
 
     def _round(self, context, earlier: dict | None) -> dict[str, Any]:
         report = combine_rounds(earlier, self._drain(context))
-        wake = self._wake_at(report, found=dt.datetime.now(dt.UTC))
+        wake = self._wake_at(report, found=queue_clock.utcnow())
         if wake is not None:
             from airflow_leastaction.triggers.held_work import HeldWorkTrigger
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_leastaction.dbt import queue_clock
 from airflow_leastaction.triggers.trigger_log import ClassLog
 
 
@@ -35,6 +35,6 @@ class HeldWorkTrigger(ClassLog, BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         wake = dt.datetime.fromisoformat(self.wake_at)
         # Short sleeps, re-reading the clock: a clock that jumps does not make the drain oversleep.
-        while (left := (wake - dt.datetime.now(dt.UTC)).total_seconds()) > 0:
-            await asyncio.sleep(min(left, 30.0))
+        while (left := (wake - queue_clock.utcnow()).total_seconds()) > 0:
+            await queue_clock.sleep(min(left, 30.0))
         yield TriggerEvent(self.carry)

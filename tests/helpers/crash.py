@@ -33,17 +33,19 @@ def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float =
     )
 
 
-def run_until_crash(code: str, point: str, *, nth: int = 1, env: dict[str, str] | None = None) -> None:
+def run_until_crash(
+    code: str, point: str, *, nth: int = 1, env: dict[str, str] | None = None, timeout: float = 300
+) -> None:
     """Run ``code`` with ``point`` armed; it must be killed there (SIGKILL), not finish or fail otherwise."""
-    done = run_python(code, env={**(env or {}), **armed(point, nth=nth)})
+    done = run_python(code, env={**(env or {}), **armed(point, nth=nth)}, timeout=timeout)
     assert done.returncode == -signal.SIGKILL, (
         f"expected the child to die at crash point {point!r}, it exited {done.returncode}\n"
         f"stdout: {done.stdout[-2000:]}\nstderr: {done.stderr[-4000:]}"
     )
 
 
-def run_to_end(code: str, *, env: dict[str, str] | None = None) -> str:
+def run_to_end(code: str, *, env: dict[str, str] | None = None, timeout: float = 300) -> str:
     """Run ``code`` unarmed (the restart); it must exit 0. Returns its standard output."""
-    done = run_python(code, env=env)
+    done = run_python(code, env=env, timeout=timeout)
     assert done.returncode == 0, f"exit {done.returncode}\nstdout: {done.stdout[-2000:]}\nstderr: {done.stderr[-4000:]}"
     return done.stdout

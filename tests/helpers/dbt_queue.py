@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from airflow_leastaction.dbt.policy import BatchKey, Tier, TierPolicy
@@ -37,7 +41,9 @@ def make_worker(queue, runner, **kwargs) -> QueueWorker:
     return QueueWorker(queue, runner, "field_ops", **kwargs)
 
 
-def wait_for(predicate, timeout: float = 90.0, what: str = "condition"):
+def wait_for(predicate, timeout: float = 1200.0, what: str = "condition"):
+    """Poll ``predicate`` until it holds. ``timeout`` only bounds a condition that never comes: a dbt
+    command takes minutes on a loaded machine, and a wait must not fail because the machine is slow."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -73,3 +79,45 @@ def land(store, loader: str, at: int) -> None:
 def request(queue, plan, at: int, key: BatchKey = KEY, **kwargs):
     """One request for a plan's models, for the slot of hour ``at``."""
     return queue.enqueue(key, plan.models, plan.selector, slot=hour(at), **kwargs)
+
+
+class ManualClock:
+    """A queue clock (:mod:`airflow_leastaction.dbt.queue_clock`) that moves only when the queue waits on
+    it: a tier's hold never runs out during a slow step of the test, and a drain waiting for held work
+    wakes once it has waited the hold out, however fast or slow the machine is."""
+
+    def __init__(self, at: dt.datetime):
+        self._at, self._lock = at, threading.Lock()
+
+    def now(self) -> dt.datetime:
+        with self._lock:
+            return self._at
+
+    async def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self._at += dt.timedelta(seconds=seconds)
+        await asyncio.sleep(0)
+
+
+@contextmanager
+def request_while_building(queue, plan) -> Iterator[list]:
+    """While the block runs: once a model of the queue is being built, one request for ``plan`` arrives
+    (its merge outcomes are appended to the list yielded). It waits on the build, not on a clock: it gives
+    up only when the block has ended."""
+    during: list = []
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            if any(r["status"] == "running" for r in queue.active_rows("field_ops")):
+                during.append(queue.enqueue(KEY, plan.models, plan.selector).by_outcome())
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield during
+    finally:
+        done.set()
+        thread.join()

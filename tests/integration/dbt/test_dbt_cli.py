@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 
 import pytest
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.cli import main
-from tests.helpers.dbt_queue import DBT_ENV, SELECTOR_A, names
+from tests.helpers.dbt_queue import DBT_ENV, SELECTOR_A, names, wait_for
 
 pytestmark = pytest.mark.dbt
 
@@ -122,10 +121,7 @@ class TestQueueCommand:
             )
         )  # fmt: skip
         drain.start()
-        deadline = time.monotonic() + 90
-        while not any(r["status"] == "running" for r in queue.active_rows("ops")):
-            assert time.monotonic() < deadline, "the batch never started"
-            time.sleep(0.05)
+        wait_for(lambda: any(r["status"] == "running" for r in queue.active_rows("ops")), what="the batch to start")
         code, _ = cli("queue", "enqueue", SELECTOR_A, "--project-dir", cli.project, "--environment", "ops")
         drain.join()
         assert code == 0 and result == [3]

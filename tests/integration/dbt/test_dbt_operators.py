@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
-import threading
-import time
 
 import pytest
 from sqlalchemy import insert, select, update
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import utcnow
-from airflow_leastaction.dbt.policy import BatchKey, TierPolicy
+from airflow_leastaction.dbt import queue_clock
+from airflow_leastaction.dbt.policy import TierPolicy
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.operators import DbtDrainOperator, DbtEnqueueOperator, dbt_queue_asset
 from airflow_leastaction.operators.dbt_owner import same_task_prefix
-from tests.helpers.dbt_queue import DBT_ENV, ROOT, names
+from tests.helpers.dbt_queue import DBT_ENV, ROOT, ManualClock, names, request_while_building
 
 pytestmark = pytest.mark.dbt
 WHEN = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
@@ -123,12 +122,15 @@ class TestHeldWork:
         queue = QueueStore(get_engine(sqlite_url))
         standard = sorted(r["unique_id"] for r in queue.active_rows("field_ops") if r["tier"] == "standard")
         assert standard, "the example project's marts are expected in the standard tier (5 minutes)"
-        # Built 3.5 minutes ago: the default tiers hold them back for 90 more seconds, past the first round
-        # of the drain (its dbt parse and its first build, 10-30 s on a busy machine).
-        built_at = utcnow() - dt.timedelta(minutes=3, seconds=30)
+        # Built 3.5 minutes ago on the queue's clock: the default tiers hold them back 90 more seconds of
+        # it. The clock stands still while the first round runs, however long its dbt steps take, and moves
+        # only while the drain waits: the hold ends in the wait, never during the first round.
+        clock = ManualClock(utcnow())
+        built_at = clock.now() - dt.timedelta(minutes=3, seconds=30)
         seed_history(sqlite_url, standard, built_at)
 
-        run = worker.test(logical_date=WHEN)
+        with queue_clock.using(clock):
+            run = worker.test(logical_date=WHEN)
         assert run.state == "success"
         report = xcom("dbt_queue_worker", "drain_dbt_queue")
         assert report["rounds"] == 2  # drained, waited deferred, drained again
@@ -163,21 +165,11 @@ class TestHeldWork:
         history = "model.field_ops.agg_labor_history"
         assert [r["tier"] for r in queue.active_rows("field_ops") if r["unique_id"] == history] == ["historical"]
 
-        during: list = []
-
-        def new_data_lands_while_the_models_are_built():
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if any(r["status"] == "running" for r in queue.active_rows("field_ops")):
-                    plan = plans["A"]
-                    during.append(queue.enqueue(BatchKey("field_ops"), plan.models, plan.selector).by_outcome())
-                    return
-                time.sleep(0.05)
-
-        thread = threading.Thread(target=new_data_lands_while_the_models_are_built, daemon=True)
-        thread.start()
-        run = drain.test(logical_date=WHEN)
-        thread.join(timeout=5)
+        with (
+            request_while_building(queue, plans["A"]) as during,  # new data lands while the models are built
+            queue_clock.using(ManualClock(utcnow())),  # the hold cannot run out during the first round
+        ):
+            run = drain.test(logical_date=WHEN)
         assert run.state == "success"
         assert during and history in during[0]["already_running"]  # a follow-up owed to the drain's build
 
@@ -208,21 +200,8 @@ class TestFailure:
         assert not cases.import_errors, cases.import_errors
         assert example_dags.get_dag("dbt_ingest_work_orders").test(logical_date=WHEN).state == "success"
         queue = QueueStore(get_engine(sqlite_url))
-        during: list = []
-
-        def new_data_lands_while_the_models_are_built():
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if any(r["status"] == "running" for r in queue.active_rows("field_ops")):
-                    plan = plans["A"]
-                    during.append(queue.enqueue(BatchKey("field_ops"), plan.models, plan.selector).by_outcome())
-                    return
-                time.sleep(0.05)
-
-        thread = threading.Thread(target=new_data_lands_while_the_models_are_built, daemon=True)
-        thread.start()
-        run = cases.get_dag("dq_drain_nothing_held").test(logical_date=WHEN)
-        thread.join(timeout=5)
+        with request_while_building(queue, plans["A"]) as during:  # new data lands while the models are built
+            run = cases.get_dag("dq_drain_nothing_held").test(logical_date=WHEN)
         fact = "model.field_ops.fact_project_labor"
         assert during and fact in during[0]["already_running"]
         assert run.state == "failed"

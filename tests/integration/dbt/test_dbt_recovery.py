@@ -5,6 +5,7 @@ does not wait on its lock for ever)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -20,10 +21,11 @@ import pytest
 from sqlalchemy import select
 
 from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.dbt import queue_clock
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.dbt.queue_transactions import FROZEN_AFTER_MS
 from airflow_leastaction.dbt.schema import dbt_worker_lease
-from tests.helpers.dbt_queue import KEY, make_worker, names, running, seconds, wait_for
+from tests.helpers.dbt_queue import KEY, ManualClock, make_worker, names, running, seconds, wait_for
 from tests.helpers.paths import ROOT
 
 pytestmark = [pytest.mark.dbt, pytest.mark.postgres]
@@ -33,6 +35,7 @@ import datetime as dt, sys
 sys.path.insert(0, sys.argv[4])
 from tests.helpers.dbt_queue import DBT_ENV, NO_WAIT
 from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.dbt import queue_clock
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.dbt.worker import QueueWorker
@@ -47,6 +50,7 @@ from contextlib import contextmanager
 sys.path.insert(0, sys.argv[4])
 from tests.helpers.dbt_queue import DBT_ENV, NO_WAIT
 from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.dbt import queue_clock
 from airflow_leastaction.dbt.queue_store import QueueStore
 from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.dbt.worker import QueueWorker
@@ -77,6 +81,7 @@ FROZEN_WRITER = """
 import datetime as dt, pathlib, sys
 sys.path.insert(0, sys.argv[3])
 from airflow_leastaction.catalog.engine import get_engine
+from airflow_leastaction.dbt import queue_clock
 from airflow_leastaction.dbt.queue_recovery import hold_lease
 from airflow_leastaction.dbt.queue_store import QueueStore
 url, grace, markers = sys.argv[1], float(sys.argv[2]), pathlib.Path(sys.argv[4])
@@ -109,6 +114,12 @@ def stopped_at(marker: Path, script: str, *args: str, **popen) -> Iterator[subpr
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGCONT)
             proc.kill()
+
+
+def last_heartbeat(queue: QueueStore):
+    with queue.engine.connect() as conn:
+        lease = dbt_worker_lease.c
+        return conn.execute(select(lease.heartbeat_at).where(lease.environment == "field_ops")).scalar_one()
 
 
 def stopped(pid: int) -> bool:
@@ -151,17 +162,18 @@ class TestRecovery:
         finally:
             if doomed.poll() is None:
                 doomed.kill()
-        killed_at = time.monotonic()
         # dbt dies with its worker: it must not keep holding the warehouse's write lock.
         wait_for(lambda: not any(alive(p) for p in dbt), timeout=10, what="dbt to die with its worker")
         assert names(running(queue)) == names(m.unique_id for m in plans["A"].models)
 
+        # The rescuer's clock starts at the dead worker's last heartbeat, whenever the test gets there.
+        clock = ManualClock(last_heartbeat(queue))
         rescuer = make_worker(queue, runner, owner="rescuer", grace=seconds(GRACE))
-        early = rescuer.drain()
-        assert not early.owned and early.batches == []  # within grace: the dead worker still owns it
-
-        time.sleep(max(0.0, GRACE + 0.5 - (time.monotonic() - killed_at)))
-        report = rescuer.drain()
+        with queue_clock.using(clock):
+            early = rescuer.drain()
+            assert not early.owned and early.batches == []  # within grace: the dead worker still owns it
+            asyncio.run(clock.sleep(GRACE + 0.5))
+            report = rescuer.drain()
         assert report.owned
         assert names(report.requeued) == names(m.unique_id for m in plans["A"].models)
         assert names(report.batches[0].built) == names(m.unique_id for m in plans["A"].models)
@@ -223,7 +235,8 @@ class TestLeaseSafety:
                 daemon=True,
             )
             takeover.start()
-            takeover.join(timeout=10 * FROZEN_AFTER_MS / 1000)
+            # A bound far past the server's FROZEN_AFTER_MS: only a takeover that waits for ever fails.
+            takeover.join(timeout=120 + FROZEN_AFTER_MS / 1000)
             waited = time.monotonic() - started
             assert taken == [True], f"the takeover still waits on the stopped writer's lock after {waited:.0f}s"
             os.kill(frozen.pid, signal.SIGCONT)

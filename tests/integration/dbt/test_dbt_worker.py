@@ -12,9 +12,10 @@ import pytest
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import utcnow
+from airflow_leastaction.dbt import queue_clock
 from airflow_leastaction.dbt.policy import TierPolicy
 from airflow_leastaction.dbt.queue_store import QueueStore
-from tests.helpers.dbt_queue import KEY, make_worker, names, running, seconds, wait_for
+from tests.helpers.dbt_queue import KEY, ManualClock, make_worker, names, running, seconds, wait_for
 
 pytestmark = pytest.mark.dbt
 
@@ -101,10 +102,11 @@ class TestFollowUp:
         reports = []
         drain = make_worker(sqlite_queue, runner, policy=TierPolicy())
         thread = threading.Thread(target=lambda: reports.append(drain.drain()))
-        thread.start()
-        wait_for(lambda: running(sqlite_queue), what="the first batch to start")
-        enqueue(sqlite_queue, plans["A"])  # new data lands while the models are being built
-        thread.join()
+        with queue_clock.using(ManualClock(utcnow())):  # no tier's hold runs out during a slow build
+            thread.start()
+            wait_for(lambda: running(sqlite_queue), what="the first batch to start")
+            enqueue(sqlite_queue, plans["A"])  # new data lands while the models are being built
+            thread.join()
         (report,) = reports
         fast = names(m.unique_id for m in plans["A"].models if m.tier == "fast")
         held = names(m.unique_id for m in plans["A"].models if m.tier != "fast")
