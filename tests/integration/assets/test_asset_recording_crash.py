@@ -17,7 +17,10 @@ from airflow_leastaction.version_compat import ASSET_EVENT_LISTENER
 from tests.helpers.airflow_minors import needs
 from tests.helpers.crash import run_to_end, run_until_crash
 
-pytestmark = needs(ASSET_EVENT_LISTENER, "the on_asset_event_emitted listener hook (Airflow 3.2)")
+pytestmark = [
+    needs(ASSET_EVENT_LISTENER, "the on_asset_event_emitted listener hook (Airflow 3.2)"),
+    pytest.mark.crash_points,
+]
 
 DAY = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
 PRICES = "asc_daily_prices"

@@ -279,6 +279,7 @@ def replay_child(url: str, spool_path: Path, stop_at: int = 0) -> str:
     return f"URL = {url!r}\nSPOOL = {str(spool_path)!r}\nSTOP_AT = {stop_at}\n" + REPLAY_CHILD
 
 
+@pytest.mark.crash_points
 class TestAReplayKilledAtEachStep:
     @pytest.mark.parametrize("point, nth, stop_at", KILLS, ids=[f"{p}:{n}" for p, n, _ in KILLS])
     def test_every_outcome_is_applied_exactly_once_after_a_kill_and_a_restarted_replay(

@@ -13,7 +13,7 @@ from airflow_leastaction.dbt.queue_store import QueueStore
 from tests.helpers.crash import run_to_end, run_until_crash
 from tests.helpers.dbt_queue import LOADERS, hour, land, make_worker, names, request
 
-pytestmark = [pytest.mark.dbt, pytest.mark.postgres]
+pytestmark = [pytest.mark.dbt, pytest.mark.postgres, pytest.mark.crash_points]
 FACT = "model.field_ops.fact_project_labor"
 DRAIN = """
 import datetime as dt, json

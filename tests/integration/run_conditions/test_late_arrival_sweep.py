@@ -96,6 +96,7 @@ def test_every_step_of_the_rerun_has_a_crash_point():
 
 @pytest.mark.parametrize("restart", ["the report retried", "the rerun-late sweep"])
 @pytest.mark.parametrize("point", POINTS)
+@pytest.mark.crash_points
 def test_killed_at_any_step_the_rerun_happens_exactly_once(degraded, api, point, restart):
     store, url = degraded
     report = REPORT.format(url=url, slot=DAY.isoformat())
