@@ -419,7 +419,7 @@ COVERAGE_CASES = [
             False,
             True,
             f"orders_hourly: 1 of {SPAN} not complete (whole interval): 2026-11-28 05:00 (failed)",
-            "2026-11-28 23:00",
+            "2026-11-28 05:00",  # the record it waits for: what a degraded run would run without
         ),
         id="a failed slot inside the interval rejects",
     ),
@@ -434,7 +434,7 @@ COVERAGE_CASES = [
             False,
             False,
             f"orders_hourly: 1 of {SPAN} not complete (whole interval): 2026-11-28 05:00 (running)",
-            "2026-11-28 23:00",
+            "2026-11-28 05:00",  # the record it waits for: what a degraded run would run without
         ),
         id="a running record (a repair in flight) does not complete its slot",
     ),
@@ -449,7 +449,7 @@ COVERAGE_CASES = [
             False,
             False,
             f"orders_hourly: 1 of {SPAN} not complete (whole interval): 2026-11-28 05:00 (skipped)",
-            "2026-11-28 23:00",
+            "2026-11-28 05:00",  # the record it waits for: what a degraded run would run without
         ),
         id="a skipped record does not complete its slot",
     ),
