@@ -42,9 +42,12 @@ class Transactions:
         SQLite either, so each statement reads the latest committed state on its own (as under
         PostgreSQL's READ COMMITTED) and a tick sends its queries and nothing else."""
         with self.engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                conn.info["sqlite_begin"] = None
+            if conn.dialect.name != "sqlite":
+                yield conn
+                return
+            conn.info["sqlite_begin"] = None
             try:
                 yield conn
             finally:  # the info outlives this checkout: never leave the choice to the connection's next user
-                conn.info.pop("sqlite_begin", None)
+                if not conn.invalidated:  # a lost connection's info is cleared with it (and asking raises)
+                    conn.info.pop("sqlite_begin", None)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import select
+import pytest
+from sqlalchemy import select, text
+from sqlalchemy.exc import OperationalError
 
 from airflow_leastaction.catalog.changes import changed_tasks
+from airflow_leastaction.catalog.engine import get_engine, is_outage
 from airflow_leastaction.catalog.retention import prune
 from airflow_leastaction.catalog.schema import change_counter, task
-from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
+from airflow_leastaction.catalog.store import AttemptKey, CatalogStore, TaskMeta
 from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
 
@@ -84,3 +87,13 @@ def test_the_change_query_returns_only_the_counter_when_nothing_changed(store):
         named, _ = changed_tasks(conn, [task.c.id, task.c.name], high, [RAW.name])
     assert (again, still) == ([], high)
     assert [r.name for r in named] == [RAW.name]
+
+
+@pytest.mark.postgres
+def test_a_poll_whose_connection_is_lost_mid_read_raises_the_outage_not_a_pending_rollback(pg_url):
+    store = CatalogStore(get_engine(pg_url, migrate=True))  # the server ends the read's connection
+    with pytest.raises(OperationalError) as raised, store.poll_read() as conn:  # the context's exit runs too
+        conn.execute(text("SELECT pg_terminate_backend(pg_backend_pid())"))
+    assert is_outage(raised.value)
+    with store.poll_read() as conn:  # the pool hands out a working connection next
+        assert conn.execute(text("SELECT 1")).scalar() == 1
