@@ -125,7 +125,9 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
             while True:
                 try:
                     task, records = (await sub.next_change())[identity]
-                except Exception as exc:  # the catalog is down: keep waiting
+                except Exception as exc:
+                    if not is_outage(exc):  # a bug or a broken schema: waiting cannot cure it
+                        raise
                     self._say_unreachable(exc)
                     continue
                 self._say_reachable()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
+import pytest
 from sqlalchemy import select
 
 from airflow_leastaction.catalog.bridges import AssetBridges
@@ -15,6 +16,7 @@ from airflow_leastaction.catalog.schema import identity_clause, task, task_run
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.catalog_asset import CatalogAssetTrigger
+from airflow_leastaction.triggers.poll_group import PollGroup
 from airflow_leastaction.triggers.wire import Cursor
 
 PARIS = TaskMeta(cron="0 0 * * *", timezone="Europe/Paris", source="external")
@@ -159,3 +161,17 @@ async def test_a_restarted_watcher_resumes_after_the_cursor_the_catalog_holds(ca
     assert await again.none_within(0.5)
     await again.close()
     assert (published["slot"], resumed["slot"]) == (midnight(20).isoformat(), midnight(21).isoformat())
+
+
+async def test_a_watcher_whose_poll_hits_a_bug_fails_with_the_error_instead_of_waiting(catalog, monkeypatch):
+    events = Events(watcher())
+    first = asyncio.ensure_future(events.next())
+    await registered(catalog)
+
+    def broken(self, store, since, names):
+        raise KeyError("slot_key")
+
+    monkeypatch.setattr(PollGroup, "_changes", broken)
+    await asyncio.to_thread(catalog.record_success, FEED, midnight(17), meta=PARIS, run_id="r17")
+    with pytest.raises(KeyError, match="slot_key"):
+        await first
