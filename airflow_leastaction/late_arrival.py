@@ -56,11 +56,15 @@ def sweep(
     """Re-run every degraded run due: those the completions ``arrivals`` ((task pk, slot)) or the successes
     of ``consumers`` made due, every due one with ``everything``, and those an earlier claimant left (its
     lease expired). Returns what was done, one line per re-run; never raises: a re-run that cannot be made
-    is recorded ``failed`` with the reason, and ``stale`` still lists the run."""
+    is recorded ``failed`` with the reason, and ``stale`` still lists the run. A sweep with nothing to look
+    at (the common case: no re-run waits on what was recorded, no claim expired) costs one query."""
     BEFORE_SWEEP()
     now = dt.datetime.now(dt.UTC)
+    arrivals, consumers = list(arrivals), list(consumers)
     due: dict[int, DueRerun] = {}
     try:
+        if not store.late_arrivals_to_sweep(now, arrivals, consumers, everything):
+            return []
         for task_pk, slot in arrivals:
             due.update((d.id, d) for d in store.due_late_arrivals(task_pk, slot))
         for consumer in consumers:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from airflow_leastaction.airflow_api import AirflowApi
 from airflow_leastaction.exceptions import DependencyCycleError, PlanApplyError
-from airflow_leastaction.intervals.slots import slots_in
+from airflow_leastaction.intervals.interval_slots import slots_in
 from airflow_leastaction.rerun_plan import WHERE, PlannedTask, RerunPlan, backfill_ranges
 from airflow_leastaction.run_conditions.waves import Node, waves
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from bench.bench_ui import database, fill
+from bench.ui_catalog import database, fill
 
 FIRST = "0002_dbt_queue"
 #: A gate's read of its parent: the task by name, then its newest slot record.

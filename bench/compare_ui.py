@@ -146,7 +146,8 @@ def time_in_turn(ports: dict[str, int], paths: list[tuple[str, str]], repeat: in
 
 
 def run_backend(backend: str, versions: list[tuple[str, str]], args) -> dict:
-    from bench.bench_ui import database, fill, pages
+    from bench.bench_ui import pages
+    from bench.ui_catalog import database, fill
 
     keep: list = []
     try:

@@ -59,25 +59,34 @@ class LateArrivals:
         """Waiting re-runs due now: those whose run ran without slot ``slot`` of task ``task_pk`` (it just
         completed), or whose consumer ``consumer`` just succeeded; due when every dependency their run
         ran without has arrived."""
-        la, c = late_arrival.c, consumption.c
-        ran_without = [
-            c.dag_id == la.dag_id,
-            c.run_id == la.run_id,
-            c.result == DecisionResult.MISSING.value,
-            exists().where(gate_decision.c.id == c.decision_id, gate_decision.c.task_id == la.gate_task_id),
-        ]
-        if task_pk is not None:
-            # The task it named, or its identity when it named none (it had never reported).
-            identity = select(identity_text(task)).where(task.c.id == task_pk).scalar_subquery()
-            named = or_(
-                c.upstream_task_pk == task_pk, and_(c.upstream_task_pk.is_(None), c.upstream_identity == identity)
-            )
-            touched = exists().where(*ran_without, named, c.upstream_slot == slot)
-        else:
-            touched = and_(la.dag_id == consumer.dag_id, la.run_id == consumer.run_id, exists().where(*ran_without))
+        la, touched = late_arrival.c, _touched(task_pk, slot, consumer)
         with self.engine.connect() as conn:
             rows = conn.execute(select(late_arrival).where(la.state == WAITING, touched)).mappings().all()
             return [_due(r) for r in rows if _all_arrived(conn, r)]
+
+    def late_arrivals_to_sweep(
+        self,
+        now: dt.datetime,
+        arrivals: Sequence[tuple[int, dt.datetime]] = (),
+        consumers: Sequence[AttemptKey] = (),
+        everything: bool = False,
+    ) -> bool:
+        """Whether a sweep has a re-run to look at: a waiting one that the completions ``arrivals`` ((task pk,
+        slot)) or the successes of ``consumers`` touch (any waiting one with ``everything``), or a claim whose
+        lease expired by ``now``. One query, each of its terms on the state index: most completions touch
+        none, and every other read of the sweep is left out then. A term of its own for each completion and
+        each success, so that PostgreSQL looks up a consumer's run by its key, not through every consumption
+        record an OR of them would hash."""
+        la = late_arrival.c
+        touched = [_touched(task_pk, slot) for task_pk, slot in arrivals]
+        touched += [_touched(consumer=consumer) for consumer in consumers]
+        candidates = [exists().where(la.state == REQUESTED, _expired(now))]
+        if everything:
+            candidates.append(exists().where(la.state == WAITING))
+        else:
+            candidates += [exists().where(la.state == WAITING, term) for term in touched]
+        with self.engine.connect() as conn:
+            return bool(conn.execute(select(or_(*candidates))).scalar())
 
     def due_late_arrivals_anywhere(self) -> list[DueRerun]:
         """Every waiting re-run that is due, whatever arrived last: what a full sweep takes."""
@@ -88,9 +97,8 @@ class LateArrivals:
     def abandoned_late_arrivals(self, now: dt.datetime) -> list[DueRerun]:
         """Claimed re-runs whose claim expired (its claimant died or hung): any sweep takes them back."""
         la = late_arrival.c
-        expired = or_(la.lease_until.is_(None), la.lease_until < now)
         with self.engine.connect() as conn:
-            rows = conn.execute(select(late_arrival).where(la.state == REQUESTED, expired)).mappings().all()
+            rows = conn.execute(select(late_arrival).where(la.state == REQUESTED, _expired(now))).mappings().all()
             return [_due(r) for r in rows]
 
     def claim_late_arrival(self, rerun_id: int, now: dt.datetime | None = None, lease: dt.timedelta = LEASE) -> bool:
@@ -98,9 +106,7 @@ class LateArrivals:
         expired. True for exactly one claimant."""
         now = now or dt.datetime.now(dt.UTC)
         la = late_arrival.c
-        free = or_(
-            la.state == WAITING, and_(la.state == REQUESTED, or_(la.lease_until.is_(None), la.lease_until < now))
-        )
+        free = or_(la.state == WAITING, and_(la.state == REQUESTED, _expired(now)))
         with self.transactions.write() as conn:
             done = conn.execute(
                 update(late_arrival)
@@ -139,6 +145,29 @@ class LateArrivals:
             query = query.where(la.run_id.in_(list(run_ids)))
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def _touched(task_pk: int | None = None, slot: dt.datetime | None = None, consumer: AttemptKey | None = None):
+    """A late-arrival row's run ran without slot ``slot`` of task ``task_pk``, or it is ``consumer``'s run
+    and ran without something."""
+    la, c = late_arrival.c, consumption.c
+    ran_without = [
+        c.dag_id == la.dag_id,
+        c.run_id == la.run_id,
+        c.result == DecisionResult.MISSING.value,
+        exists().where(gate_decision.c.id == c.decision_id, gate_decision.c.task_id == la.gate_task_id),
+    ]
+    if task_pk is not None:
+        # The task it named, or its identity when it named none (it had never reported).
+        identity = select(identity_text(task)).where(task.c.id == task_pk).scalar_subquery()
+        named = or_(c.upstream_task_pk == task_pk, and_(c.upstream_task_pk.is_(None), c.upstream_identity == identity))
+        return exists().where(*ran_without, named, c.upstream_slot == slot)
+    return and_(la.dag_id == consumer.dag_id, la.run_id == consumer.run_id, exists().where(*ran_without))
+
+
+def _expired(now: dt.datetime):
+    """A claim whose lease ran out by ``now`` (or that has none): its claimant is taken for dead."""
+    return or_(late_arrival.c.lease_until.is_(None), late_arrival.c.lease_until < now)
 
 
 def _due(row) -> DueRerun:

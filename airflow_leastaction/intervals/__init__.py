@@ -1,6 +1,7 @@
 """The interval-dependency model: a child waits for the parent intervals that cover its own. Pure logic.
 
 - :mod:`~airflow_leastaction.intervals.slots`: cron schedules, granularities, the slot covering an instant.
+- :mod:`~airflow_leastaction.intervals.interval_slots`: every slot of a cron inside an interval.
 - :mod:`~airflow_leastaction.intervals.run_slot`: the slot of a DAG run (data interval, else logical date...).
 - :mod:`~airflow_leastaction.intervals.judging`: judging one parent from a catalog snapshot.
 - :mod:`~airflow_leastaction.intervals.coverage`: ``coverage="interval"``, every parent slot in the interval.
@@ -30,9 +31,8 @@ _MOVED = {
         "parent_interval_satisfied",
         "slot_window",
         "format_slot",
-        "slots_in",
     )
-}
+} | {"slots_in": "airflow_leastaction.intervals.interval_slots"}
 
 
 def __getattr__(name: str):

@@ -16,8 +16,9 @@ from dataclasses import replace
 from airflow_leastaction.exceptions import InvalidCoverageError
 from airflow_leastaction.gate import Judgement
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.intervals.interval_slots import slots_in
 from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, _slots_of, judge_parent, schedule_error
-from airflow_leastaction.intervals.slots import format_slot, resolve_timezone, slots_in
+from airflow_leastaction.intervals.slots import format_slot, resolve_timezone
 from airflow_leastaction.states import IN_FLIGHT_STATES, REJECTING_STATES
 
 #: How a child judges a parent. ``slot``: the parent slot covering the child's interval start is done (the

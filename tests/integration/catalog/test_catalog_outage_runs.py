@@ -17,7 +17,7 @@ from airflow_leastaction.catalog.outcomes import SPOOL_SUFFIX
 from airflow_leastaction.catalog.schema import gate_decision, task, task_run
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.triggers.poller import CatalogPoller
-from tests.helpers.conditions import when
+from tests.helpers.conditions import run_acting_when
 from tests.helpers.own_postgres import OwnPostgres
 
 pytestmark = pytest.mark.postgres
@@ -53,10 +53,7 @@ def test_a_run_waits_through_a_catalog_outage_and_succeeds_when_it_returns(
         server.start()
         report_completion("pis_raw", "other-team", SLOT, cron="0 0 * * *", store=CatalogStore(get_engine(url)))
 
-    recovered = when(sensor_polls_fail, recover)
-    run = run_dag("pis_outage", SLOT)
-    recovered.join(5)
-    assert not recovered.is_alive()
+    run = run_acting_when(lambda: run_dag("pis_outage", SLOT), sensor_polls_fail, recover)
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert run.state == "success", states
 
@@ -153,10 +150,7 @@ def test_a_native_condition_waits_for_the_catalog_before_its_task_runs(
         ran_during_outage.append((tmp_path / "markers" / "child").exists())
         server.start()
 
-    recovered = when(lambda: spooled(spool, "child"), recover)
-    run = run_dag("rc_native_outage", SLOT)
-    recovered.join(5)
-    assert not recovered.is_alive()
+    run = run_acting_when(lambda: run_dag("rc_native_outage", SLOT), lambda: spooled(spool, "child"), recover)
     assert ran_during_outage == [False]  # the task's own code waited for its admission to be recorded
     assert {ti.task_id: ti.state for ti in run.get_task_instances()}["child"] == "success"
     assert native_decisions(url) == [("child", "task:up", "SATISFIED")]

@@ -24,7 +24,7 @@ from airflow_leastaction.catalog.engine import dispose_all, get_engine
 from airflow_leastaction.catalog.outcomes import SPOOL_SUFFIX
 from airflow_leastaction.catalog.schema import task, task_run
 from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
-from tests.helpers.conditions import when
+from tests.helpers.conditions import run_acting_when
 from tests.helpers.crash import ROOT
 from tests.helpers.secrets_backends import HELD, RemoteStoreBackend, configured
 
@@ -110,10 +110,7 @@ def test_a_run_spools_and_waits_while_the_secrets_backend_fails_and_uses_the_cat
         remote_store.unlink()
         report_completion("pis_raw", "other-team", SLOT, cron="0 0 * * *", store=CatalogStore(get_engine(catalog_url)))
 
-    recovered = when(outcomes_spooled_and_gates_refused, store_answers)
-    run = run_dag("pis_outage", SLOT)
-    recovered.join(5)
-    assert not recovered.is_alive()
+    run = run_acting_when(lambda: run_dag("pis_outage", SLOT), outcomes_spooled_and_gates_refused, store_answers)
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     # The sensor and the gate waited through the failed look-ups (the parent is only reported once the
     # store answers): neither admitted nor failed meanwhile.

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from airflow_leastaction.exceptions import InvalidCoverageError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import MAX_LISTED_SLOTS, check_coverage, judge_whole_interval
+from airflow_leastaction.intervals.interval_slots import slots_in
 from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot
 from airflow_leastaction.intervals.parents import judge_parents
-from airflow_leastaction.intervals.slots import format_slot, slots_in
+from airflow_leastaction.intervals.slots import format_slot
 from airflow_leastaction.states import REJECTING_STATES
 from tests.helpers.cron_grammar import ZONES as PROPERTY_ZONES
 from tests.helpers.cron_grammar import anchors, parent_slots

@@ -13,7 +13,8 @@ import datetime as dt
 
 import pytest
 
-from airflow_leastaction.intervals.slots import expected_slot, slots_in
+from airflow_leastaction.intervals.interval_slots import slots_in
+from airflow_leastaction.intervals.slots import expected_slot
 
 UTC = dt.UTC
 CRONS = [
