@@ -155,7 +155,11 @@ def _touched(task_pk: int | None = None, slot: dt.datetime | None = None, consum
         c.dag_id == la.dag_id,
         c.run_id == la.run_id,
         c.result == DecisionResult.MISSING.value,
-        exists().where(gate_decision.c.id == c.decision_id, gate_decision.c.task_id == la.gate_task_id),
+        # Its gate's decision: tied to the consumption record and the late-arrival row of the enclosing queries
+        # (SQLAlchemy correlates one level up by itself, and would match any late-arrival row's gate).
+        exists()
+        .where(gate_decision.c.id == c.decision_id, gate_decision.c.task_id == la.gate_task_id)
+        .correlate(late_arrival, consumption),
     ]
     if task_pk is not None:
         # The task it named, or its identity when it named none (it had never reported).
