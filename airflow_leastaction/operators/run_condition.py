@@ -367,20 +367,3 @@ class RunConditionGate(_Waiting):
             timezone=self._timezone(),
             run_started=run_started.isoformat() if run_started is not None else None,
         )
-
-
-def __getattr__(name: str):
-    # ``RunOutcome`` moved to :mod:`airflow_leastaction.operators.run_outcome`; this path still works.
-    if name == "RunOutcome":
-        import warnings
-
-        from airflow_leastaction.operators.run_outcome import RunOutcome
-
-        warnings.warn(
-            "airflow_leastaction.operators.run_condition.RunOutcome moved to "
-            "airflow_leastaction.operators.run_outcome.RunOutcome",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return RunOutcome
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

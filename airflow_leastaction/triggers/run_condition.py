@@ -374,13 +374,3 @@ async def _airflow_states(dag_id: str, run_id: str) -> dict:
         return await run_states(dag_id, run_id)
     except Exception as exc:
         raise RunStatesUnreadableError(f"Airflow cannot tell the run's task states: {exc}") from exc
-
-
-def __getattr__(name: str):
-    # ``RunOutcomeTrigger`` lives in :mod:`airflow_leastaction.triggers.run_outcome`. Trigger rows written
-    # before it moved name this path, and Airflow imports a trigger by the path in its row: keep resolving it.
-    if name == "RunOutcomeTrigger":
-        from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
-
-        return RunOutcomeTrigger
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
