@@ -11,6 +11,9 @@ from functools import cached_property
 #: Airflow through its reports, the asset bridge (an asset's events), the dbt model queue (a model's builds).
 TASK_SOURCES = ("airflow", "external", "asset", "dbt")
 
+#: The longest name the catalog keeps for a task (the width of the columns that hold one).
+NAME_WIDTH = 250
+
 #: An identity as :meth:`TaskIdentity.__str__` writes it.
 _WRITTEN = re.compile(r"(?P<project>[^/]+)/(?P<name>[^@\[]+)(?:@(?P<account>[^\[]+))?(?:\[(?P<partition>[^\]]*)\])?")
 

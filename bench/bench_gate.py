@@ -31,7 +31,7 @@ SLOT = dt.datetime(2026, 11, 28, tzinfo=UTC)
 
 # -- engine -------------------------------------------------------------------------------------------
 def engine_rate(k: int, seconds: float = 1.0) -> dict:
-    from airflow_leastaction.gate import ALL
+    from airflow_leastaction.gating.engine import ALL
     from airflow_leastaction.run_conditions.judging import RunView, evaluate
     from airflow_leastaction.run_conditions.model import Dependency, GateSpec
     from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
@@ -67,7 +67,7 @@ def write_cost(backend: str, deps: int, attempts: int) -> dict:
 
     from airflow_leastaction.catalog.engine import dispose_all, get_engine
     from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
-    from airflow_leastaction.gate import DependencyType, Judgement
+    from airflow_leastaction.gating.engine import DependencyType, Judgement
     from airflow_leastaction.identity import TaskIdentity
 
     url, drop = catalog(backend)

@@ -96,7 +96,7 @@ def _writer(url: str, seed_: int, interval: float, go, stop, out) -> None:
     from airflow_leastaction.catalog.audit import AttemptKey
     from airflow_leastaction.catalog.engine import get_engine
     from airflow_leastaction.catalog.store import CatalogStore
-    from airflow_leastaction.gate import Judgement
+    from airflow_leastaction.gating.engine import Judgement
 
     store = CatalogStore(get_engine(url))
     judgements = [Judgement(f"task:up_{i}", True, "upstream succeeded") for i in range(3)]

@@ -116,7 +116,7 @@ async def per_trigger_polling(parents, child, url):
     trigger: every tick, one snapshot of its own parents (2 statements) in a worker thread, then judge."""
     from airflow_leastaction.catalog.engine import get_engine
     from airflow_leastaction.catalog.store import CatalogStore
-    from airflow_leastaction.gate import ALL, Verdict, decide
+    from airflow_leastaction.gating.engine import ALL, Verdict, decide
     from airflow_leastaction.intervals.parents import judge_parents
 
     store = CatalogStore(get_engine(url))

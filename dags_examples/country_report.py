@@ -17,9 +17,8 @@ import time
 
 from airflow.sdk import DAG, task
 
-from airflow_leastaction.fallback import Fallback
 from airflow_leastaction.rows import report_rows_written
-from airflow_leastaction.run_conditions import run_condition, success
+from airflow_leastaction.run_conditions import Fallback, run_condition, success
 from airflow_leastaction.timetables import IntervalCronTimetable
 
 START = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)

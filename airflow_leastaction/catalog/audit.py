@@ -32,7 +32,7 @@ from airflow_leastaction.catalog.schema import (
 )
 from airflow_leastaction.catalog.staleness import consumed_slot, is_stale
 from airflow_leastaction.catalog.transactions import Transactions
-from airflow_leastaction.gate import CONSUMED_RESULTS, DecisionResult, Judgement
+from airflow_leastaction.gating.engine import CONSUMED_RESULTS, DecisionResult, Judgement
 
 #: A degraded run's re-run on late arrival, until its missing dependencies arrived (see
 #: :mod:`~airflow_leastaction.catalog.late_arrivals`).
@@ -81,7 +81,7 @@ class AuditRecords:
         ``bypass_reason`` (a relaxed gate admitting anyway) records each *unsatisfied* dependency
         BYPASSED with that reason; a satisfied one is SATISFIED all the same, and is consumed.
         ``degraded`` (admitted at a fallback's deadline) records each unsatisfied dependency MISSING, naming
-        the slot it waited for (:meth:`~airflow_leastaction.gate.Judgement.as_missing`); with ``rerun``, in
+        the slot it waited for (:meth:`~airflow_leastaction.gating.engine.Judgement.as_missing`); with ``rerun``, in
         the same transaction, the run is to re-run once they arrive (``la_late_arrival``, one row per run
         and gate: a run admitted degraded again keeps it). The attempt's summary (``la_gate_attempt``: how
         many decisions, how many met, bypassed or missing, when) counts them in the same transaction.

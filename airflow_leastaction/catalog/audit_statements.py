@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.bound_rows import bound_rows
 from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_decision
-from airflow_leastaction.gate import CONSUMED_RESULTS, DecisionResult, Judgement
+from airflow_leastaction.gating.engine import CONSUMED_RESULTS, DecisionResult, Judgement
 from airflow_leastaction.identity import TaskIdentity, airflow_task_name
 
 

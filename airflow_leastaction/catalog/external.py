@@ -89,7 +89,7 @@ def report_completion(
     )
     # A degraded run that ran without this slot may be due to re-run (on_late_arrival="rerun"); a report
     # retried after its process died before this sweep finds it all the same.
-    from airflow_leastaction.late_arrival import after_completion
+    from airflow_leastaction.reruns.late_arrival import after_completion
 
     after_completion(store, task_pk=outcome.task_pk, slot=slot)
     return outcome

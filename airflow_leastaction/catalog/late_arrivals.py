@@ -25,7 +25,7 @@ from airflow_leastaction.catalog.audit import WAITING, AttemptKey
 from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task, task_run
 from airflow_leastaction.catalog.staleness import consumed_slot, identity_text, is_stale
 from airflow_leastaction.catalog.transactions import Transactions
-from airflow_leastaction.gate import DecisionResult
+from airflow_leastaction.gating.engine import DecisionResult
 
 REQUESTED, RERUN, FAILED = "requested", "rerun", "failed"
 #: How long a claim holds by default: past it, the claimant is taken for dead. Longer than a clear takes

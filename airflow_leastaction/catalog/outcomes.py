@@ -255,9 +255,9 @@ def deliver(event: SlotEvent, store_factory=CatalogStore) -> SlotOutcome | None:
 
 def _sweep_late_arrivals(store: CatalogStore, how) -> None:
     """A recorded success may make a degraded run due to re-run (``on_late_arrival="rerun"``): ``how``
-    (given :mod:`~airflow_leastaction.late_arrival`) sweeps for it. Imported here, not at the top: the
+    (given :mod:`~airflow_leastaction.reruns.late_arrival`) sweeps for it. Imported here, not at the top: the
     re-run asks Airflow's API, which the catalog's modules do not import."""
-    from airflow_leastaction import late_arrival
+    from airflow_leastaction.reruns import late_arrival
 
     how(late_arrival)
 

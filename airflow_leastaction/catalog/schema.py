@@ -21,14 +21,15 @@ from sqlalchemy import (
 )
 
 from airflow_leastaction.catalog.metadata import NAMING, BigId, UtcDateTime, metadata  # noqa: F401  (re-exported)
-from airflow_leastaction.gate import DecisionResult  # noqa: F401  (re-exported)
+from airflow_leastaction.gating.engine import DecisionResult  # noqa: F401  (re-exported)
+from airflow_leastaction.identity import NAME_WIDTH
 
 task = Table(
     "la_task",
     metadata,
     Column("id", BigId, primary_key=True, autoincrement=True),
     # Identity: what a child names when it declares a parent.
-    Column("name", String(250), nullable=False),
+    Column("name", String(NAME_WIDTH), nullable=False),
     Column("project", String(250), nullable=False),
     Column("account", String(250), nullable=False, default=""),
     Column("partition", String(250), nullable=False, default=""),
@@ -58,7 +59,7 @@ task = Table(
 task_parent = Table(
     "la_task_parent",
     metadata,
-    Column("parent_name", String(250), primary_key=True),
+    Column("parent_name", String(NAME_WIDTH), primary_key=True),
     Column("task_pk", BigId, ForeignKey("la_task.id", ondelete="CASCADE"), primary_key=True),
     Index("ix_la_task_parent_task_pk", "task_pk"),  # a new declaration replaces the task's rows
 )
@@ -107,7 +108,7 @@ asset_bridge = Table(
     Column("asset_name", String(1500), nullable=False),
     Column("asset_uri", String(1500), nullable=False),
     # The catalog task published, by identity (it may not be in the catalog yet).
-    Column("name", String(250), nullable=False),
+    Column("name", String(NAME_WIDTH), nullable=False),
     Column("project", String(250), nullable=False),
     Column("account", String(250), nullable=False, default=""),
     Column("partition", String(250), nullable=False, default=""),

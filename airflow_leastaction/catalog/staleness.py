@@ -8,7 +8,7 @@ from sqlalchemy import and_, func, literal, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from airflow_leastaction.catalog.schema import consumption, task, task_run
-from airflow_leastaction.gate import DecisionResult
+from airflow_leastaction.gating.engine import DecisionResult
 
 
 def consumed_slot(record) -> ColumnElement:

@@ -14,7 +14,7 @@ from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.cli.arguments import Checked, Count, Directory, Identity, Name, Slot
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity, normalize_cron, resolve_timezone
-from airflow_leastaction.late_arrival import sweep
+from airflow_leastaction.reruns.late_arrival import sweep
 
 
 def _identity_args(parser, what: str) -> None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import sys
 
-from airflow_leastaction.catalog.plan_reads import make_plan, published_revisions
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.cli.arguments import CONN_ID_LENGTH, Identity, Name, Slot
+from airflow_leastaction.reruns.plan_reads import make_plan, published_revisions
 
 
 def register(sub) -> None:
@@ -43,8 +43,8 @@ def _plan(args) -> int:
         return 0
     print(plan.format(), file=sys.stderr if args.json else sys.stdout)
     if args.apply:
-        from airflow_leastaction.airflow_api import AirflowApi
-        from airflow_leastaction.rerun_apply import apply_plan
+        from airflow_leastaction.airflow_seam.api import AirflowApi
+        from airflow_leastaction.reruns.apply import apply_plan
 
         store = CatalogStore(conn_id=args.conn_id)
         made = apply_plan(

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from airflow_leastaction.dbt.policy import TierPolicy, exclusions_key
-from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.exceptions import DbtInvocationError, DbtPlanningError
+
+if TYPE_CHECKING:  # the planner asks the runner it is given; the queue store reads its plans without dbt
+    from airflow_leastaction.dbt.runner import DbtRunner
 
 DEFAULT_EXCLUDED = ("view",)
 

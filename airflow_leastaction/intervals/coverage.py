@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from airflow_leastaction.exceptions import InvalidCoverageError
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.interval_slots import slots_in
 from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, _slots_of, judge_parent, schedule_error

@@ -15,7 +15,7 @@ from itertools import chain
 from typing import NamedTuple
 
 from airflow_leastaction.exceptions import InvalidCronError, InvalidTimezoneError
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import (
     check_parent_interval,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import judge_whole_interval
 from airflow_leastaction.intervals.judging import SlotIndex, SlotSnapshot, TaskSnapshot, judge_parent

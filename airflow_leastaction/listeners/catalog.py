@@ -14,10 +14,11 @@ import logging
 
 from airflow.listeners import hookimpl
 
+from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.intervals.run_slot import run_slot
-from airflow_leastaction.refs import airflow_task, schedule_meta
+from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.rows import reported_rows
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ Task listener hooks fire in the task runner, so a task the scheduler skips (trig
 or marks ``upstream_failed`` leaves no slot record, and a cross-DAG child would wait for it as "has not
 run yet". When a run ends (``on_dag_run_success`` / ``on_dag_run_failed``, fired by the scheduler, by
 ``dag.test()`` and by the API server when a run's state is set by hand) every task's final state is
-reconciled with the catalog (:mod:`airflow_leastaction.run_end`). A mapped task is also recorded as a
+reconciled with the catalog (:mod:`airflow_leastaction.airflow_seam.run_end`). A mapped task is also recorded as a
 whole under its unmapped name: running while any map index runs, and finished as soon as its last map
 index ends on a worker (succeeds, fails for good or is skipped), else at run end.
 """
@@ -15,6 +15,7 @@ import logging
 
 from airflow.listeners import hookimpl
 
+from airflow_leastaction.airflow_seam.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
 from airflow_leastaction.catalog.outcomes import deliver
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.listeners.catalog import (
@@ -26,7 +27,6 @@ from airflow_leastaction.listeners.catalog import (
     task_event,
 )
 from airflow_leastaction.refs import airflow_task
-from airflow_leastaction.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
 from airflow_leastaction.states import NOT_STARTED_STATES, UNFINISHED_STATES
 
 log = logging.getLogger(__name__)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_leastaction.admission import recorded_admission
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import RunConditionError
+from airflow_leastaction.gating.admission import recorded_admission
 from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID, RunConditionGate
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
 from airflow_leastaction.version_compat import AirflowSkipException

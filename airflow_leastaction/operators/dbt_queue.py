@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow.sdk import Asset, BaseHook, BaseOperator
 
-from airflow_leastaction.airflow_context import context_slot
+from airflow_leastaction.airflow_seam.context import context_slot
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.dbt import queue_clock
 from airflow_leastaction.dbt.demand import submit

@@ -10,24 +10,26 @@ from typing import Any
 from airflow.sdk import TriggerRule
 from airflow.triggers.base import StartTriggerArgs
 
-from airflow_leastaction.admission import gate_mode, settle
-from airflow_leastaction.airflow_context import (
+from airflow_leastaction.airflow_seam.context import (
     attempt_key,
     context_interval_end,
     context_run_started,
     context_slot,
     resolve_poll_interval,
 )
+from airflow_leastaction.airflow_seam.run_tasks import task_states, triggers_run_inline
+from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import MissingDataIntervalError
-from airflow_leastaction.fallback import Fallback, check_fallback
-from airflow_leastaction.gate import GateOutcome, RunCondition, Verdict, check_condition
+from airflow_leastaction.gating.admission import gate_mode, settle
+from airflow_leastaction.gating.engine import GateOutcome, RunCondition, Verdict, check_condition
+from airflow_leastaction.gating.fallback import Fallback, check_fallback
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.operators.waiting import _Waiting, utcnow
-from airflow_leastaction.refs import airflow_task, schedule_meta
+from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.run_conditions.judging import (
     RunView,
     evaluate,
@@ -39,7 +41,6 @@ from airflow_leastaction.run_conditions.judging import (
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 from airflow_leastaction.run_conditions.waves import check_type, check_upstreams
-from airflow_leastaction.run_tasks import task_states, triggers_run_inline
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
 from airflow_leastaction.version_compat import (
@@ -105,7 +106,7 @@ class RunConditionGate(_Waiting):
     :param run_gate: the DAG's run gate (set by
         :func:`~airflow_leastaction.run_conditions.dag_run_condition`): nothing is judged before it
         admitted the run.
-    :param fallback: :class:`~airflow_leastaction.fallback.Fallback` (or its dict): at its deadline, on
+    :param fallback: :class:`~airflow_leastaction.gating.fallback.Fallback` (or its dict): at its deadline, on
         the DAG's local clock, admit the task *degraded* when at least ``require`` dependencies are
         satisfied (the others recorded MISSING), else skip it. Until then a dependency on another DAG
         that is not satisfied is waited for. Checked at parse time against ``max_wait``.
@@ -367,20 +368,3 @@ class RunConditionGate(_Waiting):
             timezone=self._timezone(),
             run_started=run_started.isoformat() if run_started is not None else None,
         )
-
-
-def __getattr__(name: str):
-    # ``RunOutcome`` moved to :mod:`airflow_leastaction.operators.run_outcome`; this path still works.
-    if name == "RunOutcome":
-        import warnings
-
-        from airflow_leastaction.operators.run_outcome import RunOutcome
-
-        warnings.warn(
-            "airflow_leastaction.operators.run_condition.RunOutcome moved to "
-            "airflow_leastaction.operators.run_outcome.RunOutcome",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return RunOutcome
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

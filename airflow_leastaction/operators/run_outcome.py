@@ -7,10 +7,10 @@ from typing import Any
 from airflow.sdk import TriggerRule
 from airflow.triggers.base import StartTriggerArgs
 
-from airflow_leastaction.airflow_context import resolve_poll_interval
+from airflow_leastaction.airflow_seam.context import resolve_poll_interval
+from airflow_leastaction.airflow_seam.run_tasks import task_states, triggers_run_inline
 from airflow_leastaction.operators.waiting import _Waiting
 from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summarize
-from airflow_leastaction.run_tasks import task_states, triggers_run_inline
 from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
 from airflow_leastaction.version_compat import AirflowFailException, starts_in_triggerer

@@ -7,7 +7,7 @@ import datetime as dt
 
 from airflow.sdk import BaseOperator
 
-from airflow_leastaction.run_tasks import WAITING_TASK_TYPES, run_structure
+from airflow_leastaction.airflow_seam.run_tasks import WAITING_TASK_TYPES, run_structure
 from airflow_leastaction.version_compat import AirflowRescheduleException
 
 

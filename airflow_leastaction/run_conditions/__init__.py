@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_leastaction.exceptions import ConfigurationError, InvalidFallbackError
-from airflow_leastaction.fallback import Fallback
-from airflow_leastaction.gate import ALL, ANY, DependencyType, RunCondition, check_condition
+from airflow_leastaction.gating.engine import ALL, ANY, DependencyType, RunCondition, check_condition
+from airflow_leastaction.gating.fallback import Fallback
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, GateSpec
@@ -125,7 +125,7 @@ def run_condition(
         task (ALL or ANY of SUCCESS, ALL of ALWAYS, on tasks of this DAG only; see
         :mod:`~airflow_leastaction.run_conditions.native`): it starts as soon as Airflow's own rule would,
         and records its decisions when it starts.
-    :param fallback: :class:`~airflow_leastaction.fallback.Fallback`: at its deadline, run the task
+    :param fallback: :class:`~airflow_leastaction.gating.fallback.Fallback`: at its deadline, run the task
         *degraded* with at least ``require`` dependencies satisfied, recording the others MISSING (not
         with ``native``).
     :param gate_kwargs: passed to :class:`~airflow_leastaction.operators.run_condition.RunConditionGate`
@@ -239,7 +239,7 @@ def dag_run_condition(
         a bare identity means SUCCESS.
     :param when: ``ALL``, ``ANY`` or ``N``.
     :param count: with ``N``: how many dependencies must be satisfied.
-    :param fallback: :class:`~airflow_leastaction.fallback.Fallback`: at its deadline, admit the run
+    :param fallback: :class:`~airflow_leastaction.gating.fallback.Fallback`: at its deadline, admit the run
         *degraded* with at least ``require`` dependencies satisfied (the others recorded MISSING).
     :param gate_kwargs: passed to the run gate (``max_wait``, ``max_looks``, ``poll_interval``,
         ``catalog_conn_id``, ``deferrable``...).

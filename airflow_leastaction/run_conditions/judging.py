@@ -10,8 +10,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from airflow_leastaction.fallback import awaits_own_run
-from airflow_leastaction.gate import (
+from airflow_leastaction.gating.engine import (
     DependencyType,
     GateOutcome,
     Judgement,
@@ -21,6 +20,7 @@ from airflow_leastaction.gate import (
     judge_upstream_task,
     run_settled,
 )
+from airflow_leastaction.gating.fallback import awaits_own_run
 from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord, judge_latest_run
@@ -255,7 +255,7 @@ def with_fallback(
     like any other (MISSING when ``require`` others are there), but the gate is never skipped before its
     run's tasks have ended: below ``require`` it waits with their judgements as they are (not final), so
     the gate sees its run pending and gives the run's other tasks their turn. A run that started after its
-    deadline (:func:`~airflow_leastaction.fallback.awaits_own_run`) waits for its own tasks to end before
+    deadline (:func:`~airflow_leastaction.gating.fallback.awaits_own_run`) waits for its own tasks to end before
     the deadline's rule applies: the same decisions in whatever order its tasks ran."""
     if now >= deadline and awaits_own_run(deadline, run_started) and any(not j.final for j in in_run):
         outcome = decide(spec.condition, in_run + elsewhere)

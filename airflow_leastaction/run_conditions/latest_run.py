@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from airflow_leastaction.gate import DependencyType, Judgement, missing_data
+from airflow_leastaction.gating.engine import DependencyType, Judgement, missing_data
 from airflow_leastaction.states import IN_FLIGHT_STATES, REJECTING_STATES
 
 __all__ = ["RunRecord", "LatestRuns", "is_fresh", "judge_finished_run", "judge_latest_run"]

@@ -6,8 +6,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.fallback import Fallback, fallback_deadline
-from airflow_leastaction.gate import ALL, DependencyType, RunCondition
+from airflow_leastaction.gating.engine import ALL, DependencyType, RunCondition
+from airflow_leastaction.gating.fallback import Fallback, fallback_deadline
 from airflow_leastaction.identity import TaskIdentity
 
 #: The task id of a DAG's run gate: it judges the DAG's dependencies on other pipelines once per run, and

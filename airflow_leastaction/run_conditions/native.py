@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.gate import ALL, ANY, DependencyType, GateOutcome, Verdict
+from airflow_leastaction.gating.engine import ALL, ANY, DependencyType, GateOutcome, Verdict
 from airflow_leastaction.run_conditions.model import GateSpec
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class NativeAdmission:
             self.previous(context)
 
     def _admit(self, context) -> None:
-        from airflow_leastaction.admission import gate_mode
+        from airflow_leastaction.gating.admission import gate_mode
         from airflow_leastaction.version_compat import AirflowFailException, AirflowSkipException
 
         mode, said = gate_mode(), None
@@ -146,15 +146,15 @@ class NativeAdmission:
         )
 
     def _settle(self, context, mode: str) -> tuple[GateOutcome | None, Any]:
-        from airflow_leastaction.admission import settle
-        from airflow_leastaction.airflow_context import attempt_key
+        from airflow_leastaction.airflow_seam.context import attempt_key
+        from airflow_leastaction.airflow_seam.run_tasks import run_structure, task_states
         from airflow_leastaction.catalog.store import CatalogStore
-        from airflow_leastaction.gate import decide
+        from airflow_leastaction.gating.admission import settle
+        from airflow_leastaction.gating.engine import decide
         from airflow_leastaction.intervals.run_slot import noted
         from airflow_leastaction.operators.run_condition import _judged_at
         from airflow_leastaction.refs import airflow_task
         from airflow_leastaction.run_conditions.judging import RunView, judge_in_run
-        from airflow_leastaction.run_tasks import run_structure, task_states
 
         ti = context["ti"]
         dag_id, run_id = ti.dag_id, ti.run_id
@@ -187,7 +187,7 @@ def make_native(dag, operator, spec: GateSpec, *, run_gate: bool, options: dict[
     """Wire ``operator`` to its same-run dependencies under the condition's trigger rule (returned)."""
     from airflow.sdk import TriggerRule
 
-    from airflow_leastaction.airflow_context import resolve_poll_interval
+    from airflow_leastaction.airflow_seam.context import resolve_poll_interval
 
     unknown = sorted(set(options) - NATIVE_OPTIONS)
     if unknown:

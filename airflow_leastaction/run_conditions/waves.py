@@ -19,7 +19,7 @@ from airflow_leastaction.exceptions import (
     UnknownDependencyTypeError,
     UnknownTaskError,
 )
-from airflow_leastaction.gate import DependencyType
+from airflow_leastaction.gating.engine import DependencyType
 
 
 @dataclass(frozen=True)

@@ -9,26 +9,26 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator
 from airflow.triggers.base import StartTriggerArgs
 
-from airflow_leastaction.admission import gate_mode, settle
-from airflow_leastaction.airflow_context import attempt_key, resolve_poll_interval
-from airflow_leastaction.catalog.audit import RerunOnArrival
-from airflow_leastaction.catalog.engine import is_outage
-from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.child_interval import (
+from airflow_leastaction.airflow_seam.child_interval import (
     DEADLINE_BACKSTOP,
     child_interval_end,
     child_slot,
     consumed_revisions,
     declare,
 )
+from airflow_leastaction.airflow_seam.context import attempt_key, resolve_poll_interval
+from airflow_leastaction.airflow_seam.schedule import schedule_meta
+from airflow_leastaction.catalog.audit import RerunOnArrival
+from airflow_leastaction.catalog.engine import is_outage
+from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, ParentFailedError
-from airflow_leastaction.fallback import Fallback, check_fallback, decide_all_with_fallback, fallback_deadline
-from airflow_leastaction.gate import DependencyType, GateOutcome, Judgement
+from airflow_leastaction.gating.admission import gate_mode, settle
+from airflow_leastaction.gating.engine import DependencyType, GateOutcome, Judgement
+from airflow_leastaction.gating.fallback import Fallback, check_fallback, decide_all_with_fallback, fallback_deadline
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
-from airflow_leastaction.refs import schedule_meta
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.wire import encode_consumed
@@ -94,7 +94,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         on a worker, which defers and decides when the trigger fires. ``dag.test()`` always runs the
         worker path. A timeout of a task with retries, and relaxed gates (``[leastaction] gates``), are
         finished on a worker.
-    :param fallback: :class:`~airflow_leastaction.fallback.Fallback`: from its deadline (on the DAG's local
+    :param fallback: :class:`~airflow_leastaction.gating.fallback.Fallback`: from its deadline (on the DAG's local
         clock) the task is admitted *degraded* once at least ``require`` parents are satisfied, the others
         recorded MISSING; until then, and below ``require``, it waits as without one (until ``timeout``).
         Checked at parse time against ``timeout``.

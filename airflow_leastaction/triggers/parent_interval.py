@@ -11,20 +11,20 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSuccessEvent, TriggerEvent
 from asgiref.sync import sync_to_async
 
-from airflow_leastaction.admission import gate_mode
-from airflow_leastaction.airflow_context import attempt_key, trigger_context
-from airflow_leastaction.catalog.audit import RerunOnArrival
-from airflow_leastaction.catalog.engine import is_outage
-from airflow_leastaction.child_interval import (
+from airflow_leastaction.airflow_seam.child_interval import (
     child_interval_end,
     child_slot,
     consumed_revisions,
     declare,
     triggerer_deadline,
 )
+from airflow_leastaction.airflow_seam.context import attempt_key, trigger_context
+from airflow_leastaction.catalog.audit import RerunOnArrival
+from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.fallback import Fallback, decide_all_with_fallback, fallback_deadline
-from airflow_leastaction.gate import Verdict
+from airflow_leastaction.gating.admission import gate_mode
+from airflow_leastaction.gating.engine import Verdict
+from airflow_leastaction.gating.fallback import Fallback, decide_all_with_fallback, fallback_deadline
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents

@@ -12,19 +12,20 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TaskSkippedEvent, TriggerEvent
 from asgiref.sync import sync_to_async
 
-from airflow_leastaction.admission import gate_mode
-from airflow_leastaction.airflow_context import (
+from airflow_leastaction.airflow_seam.context import (
     attempt_key,
     context_interval_end,
     context_run_started,
     context_slot,
     trigger_context,
 )
+from airflow_leastaction.airflow_seam.run_tasks import run_states, run_structure
 from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.exceptions import RunStatesUnreadableError
-from airflow_leastaction.fallback import Fallback
-from airflow_leastaction.gate import RunCondition, Verdict
+from airflow_leastaction.gating.admission import gate_mode
+from airflow_leastaction.gating.engine import RunCondition, Verdict
+from airflow_leastaction.gating.fallback import Fallback
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.run_conditions.judging import (
@@ -37,7 +38,6 @@ from airflow_leastaction.run_conditions.judging import (
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
-from airflow_leastaction.run_tasks import run_states, run_structure
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poll_group import readable_catalog_url
 from airflow_leastaction.triggers.poller import CatalogPoller
@@ -102,7 +102,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         tick of the shared poll, so it is met within one poll interval, with no read of its own.
     :param timezone: the DAG's timezone, on whose clock the fallback's deadline is read.
     :param run_started: ISO-8601 time the run started (with a fallback): a run that started after its
-        deadline waits for its own tasks (:func:`~airflow_leastaction.fallback.awaits_own_run`).
+        deadline waits for its own tasks (:func:`~airflow_leastaction.gating.fallback.awaits_own_run`).
     """
 
     def __init__(
@@ -374,13 +374,3 @@ async def _airflow_states(dag_id: str, run_id: str) -> dict:
         return await run_states(dag_id, run_id)
     except Exception as exc:
         raise RunStatesUnreadableError(f"Airflow cannot tell the run's task states: {exc}") from exc
-
-
-def __getattr__(name: str):
-    # ``RunOutcomeTrigger`` lives in :mod:`airflow_leastaction.triggers.run_outcome`. Trigger rows written
-    # before it moved name this path, and Airflow imports a trigger by the path in its row: keep resolving it.
-    if name == "RunOutcomeTrigger":
-        from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
-
-        return RunOutcomeTrigger
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,8 +8,8 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSuccessEvent, TriggerEvent
 
+from airflow_leastaction.airflow_seam.run_tasks import run_states
 from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summarize
-from airflow_leastaction.run_tasks import run_states
 from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.trigger_log import ClassLog

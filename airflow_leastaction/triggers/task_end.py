@@ -12,11 +12,11 @@ import datetime as dt
 from airflow.triggers.base import BaseTaskEndEvent, TaskSkippedEvent, TaskSuccessEvent
 from asgiref.sync import sync_to_async
 
-from airflow_leastaction.admission import Admission, settle
 from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.gate import GateOutcome
+from airflow_leastaction.gating.admission import Admission, settle
+from airflow_leastaction.gating.engine import GateOutcome
 
 
 def store_at(url: str) -> CatalogStore:
@@ -34,7 +34,7 @@ async def settle_from_trigger(
     mode: str,
     rerun: RerunOnArrival | None = None,
 ) -> Admission:
-    """:func:`~airflow_leastaction.admission.settle` for ``attempt``, from the triggerer."""
+    """:func:`~airflow_leastaction.gating.admission.settle` for ``attempt``, from the triggerer."""
 
     def run() -> Admission:
         # Once: a trigger run again after its triggerer restarted keeps the decisions it recorded before.

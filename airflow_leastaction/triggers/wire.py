@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from airflow_leastaction.gate import Verdict
+from airflow_leastaction.gating.engine import Verdict
 
 #: ParentIntervalTrigger: every parent interval is satisfied.
 ADMITTED = "admitted"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from airflow_leastaction.gate import ALL, RunCondition
+from airflow_leastaction.gating.engine import ALL, RunCondition
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency
 from airflow_leastaction.run_conditions.native import TRIGGER_RULES

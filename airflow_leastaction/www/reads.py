@@ -17,7 +17,7 @@ from airflow_leastaction.catalog.bridges import Bridge, bridges_of
 from airflow_leastaction.catalog.declared_parents import parse_parents
 from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task, task_run
 from airflow_leastaction.catalog.staleness import consumed_slot, is_stale
-from airflow_leastaction.gate import DecisionResult
+from airflow_leastaction.gating.engine import DecisionResult
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity
 from airflow_leastaction.www.attempt_reads import attempt_keys, first_decisions, row_dicts, summaries

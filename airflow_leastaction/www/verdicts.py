@@ -1,7 +1,7 @@
 """The verdict of one gate attempt: its condition, how many dependencies were met, and what came of it. Pure.
 
 A gate records its decisions (one row per dependency) when it admits or skips, never while it waits
-(:mod:`airflow_leastaction.admission`). So an attempt with decisions was decided: admitted when enough
+(:mod:`airflow_leastaction.gating.admission`). So an attempt with decisions was decided: admitted when enough
 were met for its condition (or the gates were relaxed: BYPASSED rows), admitted degraded at its fallback's
 deadline when some are MISSING (only such an admission records them), skipped otherwise. An attempt
 without decisions is waiting, or was never judged, as Airflow's own record of the task instance says.
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from airflow_leastaction.catalog.audit import AttemptKey
-from airflow_leastaction.gate import DecisionResult
+from airflow_leastaction.gating.engine import DecisionResult
 from airflow_leastaction.states import ALIVE_STATES
 from airflow_leastaction.www.declared import Gate
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from airflow.sdk import DAG, task
 
-from airflow_leastaction.fallback import Fallback
+from airflow_leastaction.gating.fallback import Fallback
 from airflow_leastaction.refs import external_task
 from airflow_leastaction.run_conditions import dag_run_condition, run_condition, success
 from airflow_leastaction.sensors import ParentIntervalSensor

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from sqlalchemy import select
 
-from airflow_leastaction.admission import settle
+from airflow_leastaction.airflow_seam.child_interval import consumed_revisions
 from airflow_leastaction.assets import recording
 from airflow_leastaction.assets.recording import ProducingTry, asset_schedule
 from airflow_leastaction.assets.recording import record as record_asset_event
@@ -34,16 +34,16 @@ from airflow_leastaction.catalog.bridges import completions_by_pk
 from airflow_leastaction.catalog.external import report_completion
 from airflow_leastaction.catalog.metadata import metadata
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
-from airflow_leastaction.catalog.plan_reads import make_plan
 from airflow_leastaction.catalog.schema import change_counter, consumption, task, task_run
 from airflow_leastaction.catalog.store import TaskMeta
-from airflow_leastaction.child_interval import consumed_revisions
-from airflow_leastaction.fallback import decide_all_with_fallback
-from airflow_leastaction.gate import ALL, decide
+from airflow_leastaction.gating.admission import settle
+from airflow_leastaction.gating.engine import ALL, decide
+from airflow_leastaction.gating.fallback import decide_all_with_fallback
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.refs import airflow_asset, airflow_task
+from airflow_leastaction.reruns.plan_reads import make_plan
 from airflow_leastaction.triggers.wire import Cursor
 from tests.helpers.catalog_oracle import BYPASSED, SATISFIED, Decision, Oracle, same
 

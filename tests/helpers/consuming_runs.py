@@ -8,7 +8,7 @@ import datetime as dt
 
 from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.catalog.store import TaskMeta
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 
 DAILY = "0 0 * * *"
 

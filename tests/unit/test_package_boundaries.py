@@ -1,4 +1,5 @@
-"""The package's boundaries: pure modules import nothing from Airflow, and no module imports itself back.
+"""The package's boundaries: pure modules import nothing from Airflow, no module imports itself back, and
+no module imports from a layer above its own (docs/architecture.md draws the layers).
 
 A module is *pure* when its docstring says so, the house convention: a sentence starting with "Pure"
 ("Pure logic.", "Pure: ...") or the words "no Airflow" / "nor Airflow" ("Pure, no Airflow import").
@@ -280,3 +281,127 @@ if TYPE_CHECKING:
 def test_no_import_cycle_closes_through_an_import_inside_a_function():
     cycle = find_cycle(import_graph(_every_import))
     assert cycle is None, "import cycle (counting imports inside functions): " + " -> ".join(cycle)
+
+
+# -- layers -------------------------------------------------------------------------------------------------
+# docs/architecture.md draws them. A module may import its own layer and the layers below it, never one
+# above. Imports for type checkers only (``if TYPE_CHECKING:``) do not count: they run nowhere.
+KERNEL, RULES, STORE, SEAM, COMPONENTS, SURFACE = range(6)
+LAYER_NAMES = ("kernel", "rules", "store", "seam", "components", "surface")
+
+#: Each package's layer, and the modules of a package that spans layers. The most specific name wins.
+#: The package root has no default: a new top-level module, or a new package, must be given a layer here.
+LAYERS = {
+    # The shared kernel: what every layer may use.
+    f"{PACKAGE}.identity": KERNEL,
+    f"{PACKAGE}.states": KERNEL,
+    f"{PACKAGE}.exceptions": KERNEL,
+    f"{PACKAGE}.config": KERNEL,
+    f"{PACKAGE}.version_compat": KERNEL,
+    f"{PACKAGE}.crash_points": KERNEL,
+    # Pure judges: the rules of each model, and the names DAG code gives catalog tasks.
+    f"{PACKAGE}.refs": RULES,
+    f"{PACKAGE}.gating": RULES,
+    f"{PACKAGE}.intervals": RULES,
+    f"{PACKAGE}.run_conditions": RULES,
+    f"{PACKAGE}.reruns.plan": RULES,
+    f"{PACKAGE}.dbt.policy": RULES,
+    f"{PACKAGE}.dbt.request_key": RULES,
+    f"{PACKAGE}.dbt.reuse": RULES,
+    f"{PACKAGE}.dbt.manifest": RULES,
+    f"{PACKAGE}.dbt.planner": RULES,  # asks the runner it is given; imports it for type checkers only
+    f"{PACKAGE}.triggers.wire": RULES,  # the vocabulary between a task, its trigger and an asset's state
+    f"{PACKAGE}.assets.keys": RULES,
+    # The stores: the catalog's, the dbt queue's, and the named operations features run through them.
+    f"{PACKAGE}.catalog": STORE,
+    f"{PACKAGE}.dbt": STORE,
+    f"{PACKAGE}.gating.admission": STORE,
+    f"{PACKAGE}.reruns.plan_reads": STORE,
+    # The seams: where the provider meets Airflow, and the one module that invokes dbt.
+    f"{PACKAGE}.airflow_seam": SEAM,
+    f"{PACKAGE}.rows": SEAM,
+    f"{PACKAGE}.dbt.runner": SEAM,
+    # Airflow's components, and the features that act through Airflow.
+    PACKAGE: COMPONENTS,  # the provider's entry point for Airflow (provider info) and report_completion
+    f"{PACKAGE}.run_conditions.__init__": COMPONENTS,  # the declaration helpers build the gate operators
+    f"{PACKAGE}.run_conditions.native": COMPONENTS,  # the pre-execute hook of a native run condition
+    f"{PACKAGE}.catalog.outcomes": COMPONENTS,  # a recorded completion sweeps for late arrivals
+    f"{PACKAGE}.catalog.external": COMPONENTS,  # report_completion: the same writer path, from outside
+    f"{PACKAGE}.reruns": COMPONENTS,
+    f"{PACKAGE}.dbt.demand": STORE,
+    f"{PACKAGE}.dbt.passes": COMPONENTS,
+    f"{PACKAGE}.dbt.worker": COMPONENTS,
+    f"{PACKAGE}.dbt.heartbeat": COMPONENTS,
+    f"{PACKAGE}.triggers": COMPONENTS,
+    f"{PACKAGE}.operators": COMPONENTS,
+    f"{PACKAGE}.sensors": COMPONENTS,
+    f"{PACKAGE}.listeners": COMPONENTS,
+    f"{PACKAGE}.timetables": COMPONENTS,
+    f"{PACKAGE}.assets": COMPONENTS,
+    f"{PACKAGE}.lineage": COMPONENTS,
+    f"{PACKAGE}.hooks": COMPONENTS,
+    # What people use: the UI inside Airflow, the plugin that registers it, the command line.
+    f"{PACKAGE}.www": SURFACE,
+    f"{PACKAGE}.plugins": SURFACE,
+    f"{PACKAGE}.cli": SURFACE,
+}
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of ``module``: its own entry, else its package's (a package's ``__init__`` is the package
+    itself unless ``<package>.__init__`` has an entry), else None. The package root is no default."""
+    if is_package(module) and f"{module}.__init__" in LAYERS:
+        return LAYERS[f"{module}.__init__"]
+    if module in LAYERS:
+        return LAYERS[module]
+    parts = module.split(".")
+    for end in range(len(parts) - 1, 1, -1):
+        if ".".join(parts[:end]) in LAYERS:
+            return LAYERS[".".join(parts[:end])]
+    return None
+
+
+def upward_imports(modules: dict[str, ast.Module]) -> list[str]:
+    """Every import of a module from a higher layer than its own, as ``importer (layer) -> imported (layer),
+    line N``; imports inside functions count, those for type checkers do not."""
+    found = []
+    for name, tree in sorted(modules.items()):
+        for node in _every_import(tree.body):
+            for target in _imported(name, node):
+                if target in MODULES and target != name and layer_of(target) > layer_of(name):
+                    found.append(
+                        f"{name} ({LAYER_NAMES[layer_of(name)]}) -> {target} "
+                        f"({LAYER_NAMES[layer_of(target)]}), line {node.lineno}"
+                    )
+    return found
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in MODULES if layer_of(m) is None] == [], "give each of these modules a layer in LAYERS"
+
+
+def test_every_layer_entry_names_a_module_or_a_package():
+    stale = [n for n in LAYERS if n not in MODULES and n.removesuffix(".__init__") not in MODULES]
+    assert stale == [], f"LAYERS names what the package no longer has: {stale}"
+
+
+def test_the_layer_check_finds_an_upward_import_also_inside_a_function_but_not_for_type_checkers():
+    kernel, store, ui = f"{PACKAGE}.identity", f"{PACKAGE}.catalog.store", f"{PACKAGE}.www.app"
+    source = f"""
+import {store}
+def later():
+    from {PACKAGE}.www import app
+if TYPE_CHECKING:
+    from {PACKAGE}.cli import main
+"""
+    assert (layer_of(kernel), layer_of(store), layer_of(ui)) == (KERNEL, STORE, SURFACE)
+    assert upward_imports({kernel: ast.parse(source)}) == [
+        f"{kernel} (kernel) -> {store} (store), line 2",
+        f"{kernel} (kernel) -> {ui} (surface), line 4",
+    ]
+    assert upward_imports({ui: ast.parse(f"import {kernel}")}) == []
+
+
+def test_no_module_imports_from_a_higher_layer():
+    found = upward_imports(MODULES)
+    assert found == [], "imports from a higher layer (see docs/architecture.md):\n" + "\n".join(found)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
-from airflow_leastaction.gate import DecisionResult
+from airflow_leastaction.gating.engine import DecisionResult
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS

@@ -9,9 +9,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse
 
-from airflow_leastaction.catalog.plan_reads import make_plan
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import PlanApplyError, PlanError
+from airflow_leastaction.reruns.plan_reads import make_plan
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS
 from airflow_leastaction.www.params import blank
 from airflow_leastaction.www.queries import DagScope

@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 
 from airflow_leastaction.catalog.schema import consumption
 from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
-from airflow_leastaction.gate import DependencyType, Judgement
+from airflow_leastaction.gating.engine import DependencyType, Judgement
 from airflow_leastaction.identity import TaskIdentity
 from tests.helpers.run_conditions import day
 from tests.helpers.statement_count import StatementCounter

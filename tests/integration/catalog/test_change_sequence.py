@@ -14,7 +14,7 @@ from airflow_leastaction.catalog.engine import get_engine, is_outage
 from airflow_leastaction.catalog.retention import prune
 from airflow_leastaction.catalog.schema import change_counter, task
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore, TaskMeta
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from airflow_leastaction.identity import TaskIdentity
 
 UTC = dt.UTC

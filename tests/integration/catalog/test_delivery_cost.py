@@ -10,7 +10,7 @@ import pytest
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
-from airflow_leastaction.gate import ALL, DependencyType, Judgement, decide_at_deadline
+from airflow_leastaction.gating.engine import ALL, DependencyType, Judgement, decide_at_deadline
 from airflow_leastaction.identity import TaskIdentity
 from tests.helpers.statement_count import StatementCounter
 

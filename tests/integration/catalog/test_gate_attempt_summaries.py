@@ -16,7 +16,7 @@ from airflow_leastaction.catalog.migrate import downgrade, upgrade
 from airflow_leastaction.catalog.retention import prune
 from airflow_leastaction.catalog.schema import gate_attempt, gate_decision
 from airflow_leastaction.catalog.store import AttemptKey
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from tests.helpers.run_conditions import attempt_summaries
 
 UTC = dt.UTC

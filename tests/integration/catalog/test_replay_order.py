@@ -15,7 +15,7 @@ from airflow_leastaction.catalog.outcomes import SlotEvent, apply, spool
 from airflow_leastaction.catalog.schema import consumption
 from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
 from airflow_leastaction.cli import main as cli
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.parents import judge_parents
 

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from airflow_leastaction.catalog.schema import consumption, gate_decision, task_run
 from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.parents import judge_parents
 

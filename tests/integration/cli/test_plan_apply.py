@@ -12,12 +12,12 @@ import shlex
 import pytest
 
 from airflow_leastaction.catalog.external import report_completion
-from airflow_leastaction.catalog.plan_reads import make_plan, published_revisions
 from airflow_leastaction.cli import main as cli
 from airflow_leastaction.exceptions import PlanApplyError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import airflow_task
-from airflow_leastaction.rerun_apply import apply_plan
+from airflow_leastaction.reruns.apply import apply_plan
+from airflow_leastaction.reruns.plan_reads import make_plan, published_revisions
 from tests.helpers.backfill_api import BackfillApiStandIn
 from tests.helpers.cli_output import own_lines
 from tests.helpers.consuming_runs import run

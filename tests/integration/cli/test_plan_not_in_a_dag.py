@@ -10,13 +10,13 @@ import json
 
 import pytest
 
-from airflow_leastaction.catalog.plan_reads import make_plan, published_revisions
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.cli import main as cli
 from airflow_leastaction.dbt.model_tasks import DBT_SOURCE, build_run_id
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import airflow_task
-from airflow_leastaction.rerun_apply import apply_plan
+from airflow_leastaction.reruns.apply import apply_plan
+from airflow_leastaction.reruns.plan_reads import make_plan, published_revisions
 from tests.helpers.backfill_api import BackfillApiStandIn
 from tests.helpers.consuming_runs import DAILY, run
 

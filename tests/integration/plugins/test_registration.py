@@ -75,7 +75,7 @@ def test_airflow_lists_every_trigger_of_the_provider_and_the_reference_documents
 def test_airflow_config_list_shows_every_option_the_provider_reads():
     # An option the provider reads but does not declare is missing from `airflow config list`: an operator
     # cannot see it, nor its default.
-    from airflow_leastaction.airflow_api import DEFAULT_API_CONN_ID
+    from airflow_leastaction.airflow_seam.api import DEFAULT_API_CONN_ID
 
     out = subprocess.run(
         [

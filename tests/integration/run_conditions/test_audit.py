@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from airflow_leastaction.catalog.schema import consumption
 from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
 from airflow_leastaction.cli import main
-from airflow_leastaction.gate import DependencyType, Judgement
+from airflow_leastaction.gating.engine import DependencyType, Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import airflow_task
 from tests.helpers.run_conditions import consumed, day, decisions, states

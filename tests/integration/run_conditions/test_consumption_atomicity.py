@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from airflow_leastaction.catalog.schema import task_run
 from airflow_leastaction.catalog.store import AttemptKey
-from airflow_leastaction.gate import DependencyType, Judgement
+from airflow_leastaction.gating.engine import DependencyType, Judgement
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import airflow_task
 from tests.helpers.run_conditions import consumed, day

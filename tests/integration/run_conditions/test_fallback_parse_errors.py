@@ -13,7 +13,7 @@ import datetime as dt
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG
 
-from airflow_leastaction.fallback import Fallback
+from airflow_leastaction.gating.fallback import Fallback
 from airflow_leastaction.refs import external_task
 from airflow_leastaction.run_conditions import run_condition, success
 from airflow_leastaction.sensors import ParentIntervalSensor

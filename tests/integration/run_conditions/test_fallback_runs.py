@@ -210,7 +210,7 @@ def test_a_gate_judged_again_after_a_restart_keeps_the_decisions_it_recorded(cat
     import asyncio
 
     from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
-    from airflow_leastaction.gate import ALL, Judgement, decide_at_deadline
+    from airflow_leastaction.gating.engine import ALL, Judgement, decide_at_deadline
     from airflow_leastaction.triggers.task_end import settle_from_trigger
 
     url = str(catalog.engine.url.render_as_string(hide_password=False))

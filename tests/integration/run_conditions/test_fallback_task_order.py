@@ -11,8 +11,8 @@ import itertools
 
 import pytest
 
-from airflow_leastaction.fallback import Fallback
-from airflow_leastaction.gate import GateOutcome, Verdict
+from airflow_leastaction.gating.engine import GateOutcome, Verdict
+from airflow_leastaction.gating.fallback import Fallback
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.judging import RunView, evaluate
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec

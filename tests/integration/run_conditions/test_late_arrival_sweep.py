@@ -16,7 +16,7 @@ from airflow_leastaction.catalog.outcomes import SlotEvent, deliver, replay, spo
 from airflow_leastaction.catalog.schema import late_arrival
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.crash_points import declared
-from airflow_leastaction.gate import ALL, Judgement, decide_at_deadline
+from airflow_leastaction.gating.engine import ALL, Judgement, decide_at_deadline
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import airflow_task
 from tests.helpers.airflow_api_stand_in import AirflowApiStandIn
@@ -89,7 +89,7 @@ def state(store) -> str:
 
 
 def test_every_step_of_the_rerun_has_a_crash_point():
-    import airflow_leastaction.late_arrival  # noqa: F401 (declares them)
+    import airflow_leastaction.reruns.late_arrival  # noqa: F401 (declares them)
 
     assert sorted(declared("late_arrival.")) == sorted(POINTS)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 
 from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from airflow_leastaction.refs import airflow_dag, airflow_task
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
 from tests.dags.rc_pipeline_cases import OTHER

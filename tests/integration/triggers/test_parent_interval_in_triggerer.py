@@ -17,11 +17,11 @@ from airflow.sdk import DAG
 from airflow.triggers.base import TaskFailedEvent, TaskSuccessEvent
 from sqlalchemy import select
 
-from airflow_leastaction.airflow_context import trigger_context
+from airflow_leastaction.airflow_seam.child_interval import DEADLINE_BACKSTOP
+from airflow_leastaction.airflow_seam.context import trigger_context
 from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.catalog.schema import consumption
 from airflow_leastaction.catalog.store import TaskMeta
-from airflow_leastaction.child_interval import DEADLINE_BACKSTOP
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.sensors import ParentIntervalSensor, external_task
 from airflow_leastaction.timetables import IntervalCronTimetable

@@ -11,7 +11,7 @@ import pytest
 
 from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
 from airflow_leastaction.catalog.store import TaskMeta
-from airflow_leastaction.gate import ALL, Judgement, decide_at_deadline
+from airflow_leastaction.gating.engine import ALL, Judgement, decide_at_deadline
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import airflow_task
 

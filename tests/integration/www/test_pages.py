@@ -11,7 +11,7 @@ import pytest
 
 from airflow_leastaction.catalog.store import AttemptKey, TaskMeta
 from airflow_leastaction.cli import main
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from airflow_leastaction.identity import TaskIdentity
 from tests.helpers import www_scenario as scenario
 from tests.helpers.www_scenario import CRM, HOSTILE, LOAD, REPORT, ROLLUP

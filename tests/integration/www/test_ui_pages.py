@@ -10,7 +10,7 @@ import pendulum
 import pytest
 
 from airflow_leastaction.catalog.store import AttemptKey
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from tests.helpers import www_scenario as scenario
 
 P = "/leastaction"

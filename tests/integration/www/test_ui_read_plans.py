@@ -10,7 +10,7 @@ from sqlalchemy import event, text
 
 from airflow_leastaction.catalog.schema import consumption
 from airflow_leastaction.catalog.store import AttemptKey
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from airflow_leastaction.www.queries import ConsumptionFilter, DecisionFilter
 from airflow_leastaction.www.reads import CatalogReads
 

@@ -11,7 +11,7 @@ import pytest
 
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import AttemptKey
-from airflow_leastaction.gate import Judgement
+from airflow_leastaction.gating.engine import Judgement
 from tests.helpers.statement_count import StatementCounter
 
 P = "/leastaction"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from airflow.sdk import DAG, task
 
-from airflow_leastaction.fallback import Fallback
+from airflow_leastaction.gating.fallback import Fallback
 from airflow_leastaction.run_conditions import run_condition, success
 from airflow_leastaction.sensors import ParentIntervalSensor, airflow_task
 from airflow_leastaction.timetables import IntervalCronTimetable

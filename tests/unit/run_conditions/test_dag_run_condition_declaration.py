@@ -12,7 +12,7 @@ from airflow_leastaction.exceptions import (
     SelfDependencyError,
     UnknownDependencyTypeError,
 )
-from airflow_leastaction.gate import ANY, Verdict
+from airflow_leastaction.gating.engine import ANY, Verdict
 from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.run_conditions import dag_run_condition, depends_on, run_condition, success
 from airflow_leastaction.run_conditions.judging import RunView, held_by_run_gate

@@ -13,7 +13,7 @@ import datetime as dt
 import pytest
 
 from airflow_leastaction.exceptions import InvalidCountError
-from airflow_leastaction.gate import DependencyType, RunCondition, Verdict, check_condition
+from airflow_leastaction.gating.engine import DependencyType, RunCondition, Verdict, check_condition
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.judging import RunView, evaluate
 from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_leastaction.exceptions import InvalidFallbackError
-from airflow_leastaction.fallback import Fallback
+from airflow_leastaction.gating.fallback import Fallback
 from airflow_leastaction.refs import external_task
 from airflow_leastaction.run_conditions import dag_run_condition, failure, run_condition, success
 from airflow_leastaction.sensors import ParentIntervalSensor

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from airflow_leastaction.gate import DependencyType
+from airflow_leastaction.gating.engine import DependencyType
 from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord, is_fresh, judge_latest_run
 
 UTC = dt.UTC

@@ -8,10 +8,10 @@ import pytest
 from airflow.models.trigger import Trigger
 from airflow.sdk import DAG, task
 
+from airflow_leastaction.airflow_seam.run_tasks import run_structure
 from airflow_leastaction.exceptions import RunConditionError
 from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.run_conditions import dag_run_condition, failure, run_condition, success
-from airflow_leastaction.run_tasks import run_structure
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
 from airflow_leastaction.version_compat import TRIGGERER_STARTS_TASKS
 

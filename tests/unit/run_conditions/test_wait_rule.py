@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.gate import ALL, Verdict
+from airflow_leastaction.gating.engine import ALL, Verdict
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.judging import RunView, evaluate
 from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_leastaction.exceptions import DependencyCycleError
-from airflow_leastaction.gate import run_settled
+from airflow_leastaction.gating.engine import run_settled
 from airflow_leastaction.run_conditions.waves import (
     Node,
     check_upstreams,

@@ -8,7 +8,7 @@ import pytest
 from airflow.sdk import DAG, task
 
 from airflow_leastaction.exceptions import ConfigurationError, InvalidCoverageError
-from airflow_leastaction.gate import ALL, Verdict
+from airflow_leastaction.gating.engine import ALL, Verdict
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot
 from airflow_leastaction.refs import external_task

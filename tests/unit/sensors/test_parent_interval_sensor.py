@@ -101,7 +101,7 @@ class TestStartInTheTriggerer:
         assert kwargs["timeout"] == 600.0 and kwargs["parents"][0]["coverage"] == "slot"
 
     def test_the_triggerer_declares_the_parents_with_the_schedule_a_worker_reads(self):
-        from airflow_leastaction.refs import schedule_meta
+        from airflow_leastaction.airflow_seam.schedule import schedule_meta
 
         task = self.sensor_in_a_dag()
         assert schedule_meta(task.dag, "work") == schedule_meta(self.dag, "work")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 
-from airflow_leastaction.child_interval import DEADLINE_BACKSTOP, triggerer_deadline
+from airflow_leastaction.airflow_seam.child_interval import DEADLINE_BACKSTOP, triggerer_deadline
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 

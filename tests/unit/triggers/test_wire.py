@@ -2,7 +2,7 @@
 
 import datetime as dt
 
-from airflow_leastaction.gate import Verdict
+from airflow_leastaction.gating.engine import Verdict
 from airflow_leastaction.triggers import wire
 
 

@@ -7,7 +7,7 @@ import datetime as dt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_leastaction.gate import RunCondition
+from airflow_leastaction.gating.engine import RunCondition
 from airflow_leastaction.run_conditions.model import Dependency
 from airflow_leastaction.www.declared import Gate
 from airflow_leastaction.www.verdicts import Tally, TaskInstanceFacts, group_attempts, verdict

@@ -3,7 +3,7 @@
 ``Fallback(at=..., require=N)`` on a run condition, a DAG's run condition or a ``ParentIntervalSensor``:
 until the deadline the gate waits as it always does; at the deadline, if at least ``require`` of its
 dependencies are satisfied, the task is admitted *degraded* (the others are recorded MISSING, see
-:func:`~airflow_leastaction.gate.decide_at_deadline`). This module holds the declaration, its checks,
+:func:`~airflow_leastaction.gating.engine.decide_at_deadline`). This module holds the declaration, its checks,
 and the one rule of when the deadline is.
 
 The deadline is read on the DAG's local clock, daylight-saving changes included:
@@ -25,7 +25,15 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from airflow_leastaction.exceptions import InvalidFallbackError
-from airflow_leastaction.gate import ALL, DependencyType, GateOutcome, Judgement, Verdict, decide, decide_at_deadline
+from airflow_leastaction.gating.engine import (
+    ALL,
+    DependencyType,
+    GateOutcome,
+    Judgement,
+    Verdict,
+    decide,
+    decide_at_deadline,
+)
 
 #: What a degraded task does when its missing dependencies arrive: nothing (None, listed stale) or
 #: ``"rerun"`` (its run is cleared and re-run once through Airflow's API).

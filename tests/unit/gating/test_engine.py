@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_leastaction.gate import (
+from airflow_leastaction.gating.engine import (
     ALL,
     ANY,
     DependencyType,

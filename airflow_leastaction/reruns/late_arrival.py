@@ -8,7 +8,7 @@ an earlier claimant left: every writer path sweeps for what it recorded (a liste
 delivery, a spool replay, a report from outside Airflow, the same report retried), and ``airflow-leastaction
 catalog rerun-late`` sweeps everything. Each due re-run is claimed with a lease (one claimant; a claim that
 outlived its lease is taken back) and cleared through Airflow's API
-(:mod:`~airflow_leastaction.airflow_api`): the gate judges again and admits in full, the task runs again and
+(:mod:`~airflow_leastaction.airflow_seam.api`): the gate judges again and admits in full, the task runs again and
 consumes what arrived. The run's ``queued_at`` is kept before the clear is asked, and Airflow changes it on
 every clear: a claimant taking over sees whether the clear it would ask was made already, so the run is
 cleared once whatever process dies where. The row keeps the outcome.
@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Iterable
 
-from airflow_leastaction.airflow_api import AirflowApi
+from airflow_leastaction.airflow_seam.api import AirflowApi
 from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.catalog.late_arrivals import FAILED, LEASE, RERUN, DueRerun
 from airflow_leastaction.catalog.store import CatalogStore

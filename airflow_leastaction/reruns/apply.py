@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from airflow_leastaction.airflow_api import AirflowApi
+from airflow_leastaction.airflow_seam.api import AirflowApi
 from airflow_leastaction.exceptions import DependencyCycleError, PlanApplyError
 from airflow_leastaction.intervals.interval_slots import slots_in
-from airflow_leastaction.rerun_plan import WHERE, PlannedTask, RerunPlan, backfill_ranges
+from airflow_leastaction.reruns.plan import WHERE, PlannedTask, RerunPlan, backfill_ranges
 from airflow_leastaction.run_conditions.waves import Node, waves
 
 #: Seconds between two looks at a running backfill or at an outside task's revisions.

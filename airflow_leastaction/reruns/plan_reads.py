@@ -1,4 +1,4 @@
-"""What a re-run plan reads of the catalog (see :mod:`airflow_leastaction.rerun_plan`): the task asked
+"""What a re-run plan reads of the catalog (see :mod:`airflow_leastaction.reruns.plan`): the task asked
 about and its slots in a range, who consumed a frontier of runs, and the tasks of the plan; and the plan
 of what a person typed (the command line and the UI ask the same way, :func:`make_plan`).
 
@@ -22,7 +22,7 @@ from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import PlanError
 from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
 from airflow_leastaction.intervals.slots import END_OF_SLOTS, expected_slot, slot_in_range
-from airflow_leastaction.rerun_plan import Consumed, PlannedTask, RerunPlan, plan_rerun
+from airflow_leastaction.reruns.plan import Consumed, PlannedTask, RerunPlan, plan_rerun
 
 #: How far after a re-run parent slot a child outside Airflow is looked for: its slots covered by it.
 CHILD_HORIZON = dt.timedelta(days=400)

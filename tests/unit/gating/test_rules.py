@@ -3,7 +3,7 @@
 import pytest
 
 from airflow_leastaction.exceptions import CountWithoutNError, InvalidCountError, RunConditionError
-from airflow_leastaction.gate import RunCondition, check_condition, missing_data
+from airflow_leastaction.gating.engine import RunCondition, check_condition, missing_data
 
 
 @pytest.mark.parametrize(

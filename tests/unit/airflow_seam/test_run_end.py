@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from airflow_leastaction.airflow_seam.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
 from airflow_leastaction.run_conditions.latest_run import RunRecord
-from airflow_leastaction.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
 
 STATES = [None, "scheduled", "running", "up_for_retry", "success", "failed", "skipped", "upstream_failed", "removed"]
 SLOT = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)

@@ -18,7 +18,7 @@ from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.gate import (
+from airflow_leastaction.gating.engine import (
     DecisionResult,
     DependencyType,
     GateOutcome,

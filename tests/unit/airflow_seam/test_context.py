@@ -3,7 +3,7 @@
 import datetime as dt
 from types import SimpleNamespace
 
-from airflow_leastaction.airflow_context import (
+from airflow_leastaction.airflow_seam.context import (
     attempt_key,
     context_interval_end,
     context_slot,

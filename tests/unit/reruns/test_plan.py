@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from airflow_leastaction.cli import build_parser
 from airflow_leastaction.exceptions import PlanApplyError
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.rerun_plan import Consumed, PlannedTask, backfill_ranges, plan_rerun
+from airflow_leastaction.reruns.plan import Consumed, PlannedTask, backfill_ranges, plan_rerun
 
 UTC = dt.UTC
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from airflow_leastaction.airflow_context import context_interval_end, context_slot
+from airflow_leastaction.airflow_seam.context import context_interval_end, context_slot
+from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import ConfigurationError, MissingDataIntervalError
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.run_slot import RunSlot, explicit_slot
-from airflow_leastaction.refs import airflow_task, schedule_meta
+from airflow_leastaction.refs import airflow_task
 
 #: How long after the sensor's own deadline Airflow's trigger timeout fails the task, should the trigger
 #: not have ended it (a triggerer gone): the trigger fires first, with the reasons.

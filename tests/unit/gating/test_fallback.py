@@ -18,8 +18,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from airflow_leastaction.exceptions import InvalidFallbackError
-from airflow_leastaction.fallback import Fallback, check_fallback, fallback_deadline
-from airflow_leastaction.gate import DependencyType
+from airflow_leastaction.gating.engine import DependencyType
+from airflow_leastaction.gating.fallback import Fallback, check_fallback, fallback_deadline
 
 UTC = dt.UTC
 #: Zones whose clocks change on whole minutes (every zone since 1980 does), north and south, half hours.

@@ -7,8 +7,7 @@ import datetime as dt
 
 import pytest
 
-from airflow_leastaction.fallback import Fallback
-from airflow_leastaction.gate import (
+from airflow_leastaction.gating.engine import (
     ALL,
     ANY,
     DependencyType,
@@ -18,6 +17,7 @@ from airflow_leastaction.gate import (
     decide_at_deadline,
     judge_upstream_task,
 )
+from airflow_leastaction.gating.fallback import Fallback
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.judging import SlotSnapshot, TaskSnapshot, judge_parent
 from airflow_leastaction.run_conditions.judging import in_run_pending, with_fallback
