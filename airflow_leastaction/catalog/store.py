@@ -213,7 +213,7 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
                 # A late replay: the slot keeps its newer outcome and publishes nothing, but what this
                 # attempt consumed is still a fact of its success.
                 if consumer is not None and not self._consumed_by(conn, consumer):
-                    self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
+                    self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own, late=True)
                 return SlotOutcome(task_pk, current.id, current.state, current.output_revision, False)
             if current is None:
                 revision = 1
