@@ -172,8 +172,9 @@ class AuditRecords:
         with self.engine.connect() as conn:
             return conn.execute(query, params).mappings().all()
 
-    def _consumed_by(self, conn: Connection, who: AttemptKey) -> bool:
-        """Has the attempt ``who`` already recorded consumption (a replayed success must not repeat it)?"""
+    def _consumed_by(self, conn: Connection, who: AttemptKey, slot) -> bool:
+        """Has the attempt ``who`` of ``slot`` already recorded consumption (a replayed success must not repeat
+        it)? The slot keeps the lookup to the consumer index's range of that slot."""
         c = consumption.c
         return (
             conn.execute(
@@ -181,6 +182,7 @@ class AuditRecords:
                 .where(
                     c.dag_id == who.dag_id,
                     c.task_id == who.task_id,
+                    c.downstream_slot == slot,
                     c.run_id == who.run_id,
                     c.map_index == who.map_index,
                     c.attempt == who.attempt,

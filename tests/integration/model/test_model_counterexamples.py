@@ -6,6 +6,12 @@ from __future__ import annotations
 from tests.helpers.catalog_machine import REPORT, SLOTS, catalog_machine
 
 DAY1 = SLOTS[0]
+#: The report's three parents complete day 1 (the rates at revision 1), each through its own writer.
+PARENTS_COMPLETE = (
+    ("report_from_outside", DAY1, None),
+    ("asset_event", DAY1, 0, 1),
+    ("parent_outcome", DAY1, 0, 1, "success"),
+)
 
 
 def steps(store, *calls):
@@ -43,4 +49,18 @@ def test_a_plan_from_a_parent_that_admitted_a_run_by_its_watermark_reaches_no_sl
         ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),
         ("plan", "feeds.rates", DAY1, 1),
         ("plan", "orders_export", DAY1, 1),
+    )
+
+
+def test_a_success_applied_again_after_outcomes_reported_out_of_order_consumes_once(store):
+    steps(
+        store,
+        *PARENTS_COMPLETE,
+        ("consumer_outcome", REPORT.name, DAY1, 0, 2, "running"),  # a later try, stamped by a slower clock
+        ("consumer_outcome", REPORT.name, DAY1, 1, 1, "running"),  # a manual run of the same slot
+        ("gate", REPORT.name, DAY1, 0, False, False),
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),
+        ("replay", 1),  # the later try again: it wins over the success by its try number
+        ("replay", 2),  # the manual run's start again: it wins by its time
+        ("replay", 3),  # the success again, newer by its time: applied again, consumed once
     )
