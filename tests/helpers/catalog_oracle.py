@@ -16,8 +16,9 @@ Each rule comes from the docs:
 - On success an attempt consumes the SATISFIED and MISSING decisions of its gate's latest attempt in the
   same run, once (docs/catalog.md "Consumption records").
 - Stale: the upstream slot a consumption selected now has a higher revision, and the same consumer (DAG,
-  task, downstream slot) has not consumed that revision or a later one since (catalog/staleness.py); "the
-  slot's completion makes the task stale by the same rule as a repair ("ran without X")".
+  task, downstream slot) has not consumed that revision or a later one since (catalog/staleness.py), a
+  MISSING record at the revision its slot had then included; "the slot's completion makes the task stale
+  by the same rule as a repair ("ran without X")".
 - A re-run plan is every consumer run reached from the root's slots through consumption records,
   transitively (docs/operations.md, re-run plans).
 """
@@ -173,13 +174,15 @@ class Oracle:
             current = self.revision(d.upstream, d.upstream_slot)
             if (d.upstream, d.upstream_slot) not in self.records or (d.revision or 0) >= current:
                 continue
+            # "Stale when the *highest* revision of that slot it has consumed is older than the slot's
+            # current revision" (docs/run-conditions.md), a MISSING record's being "the revision that slot
+            # had then" (docs/catalog.md): a run degraded while the slot ran again has caught up with it.
             caught_up = any(
                 v.consumer == u.consumer
                 and v.downstream_slot == u.downstream_slot
                 and v.decision.dependency == d.dependency
                 and v.decision.upstream == d.upstream
                 and v.decision.upstream_slot == d.upstream_slot
-                and v.decision.result == SATISFIED
                 and (v.decision.revision or 0) >= current
                 for v in self.uses
             )

@@ -39,6 +39,23 @@ def test_a_run_degraded_while_its_parent_slot_was_being_repaired_is_stale_only_o
     assert [s["current_revision"] for s in machine.store.stale_consumers()] == [2]
 
 
+def test_a_run_degraded_while_its_consumed_parent_slot_runs_again_is_stale_again_only_once_that_run_lands(store):
+    machine = steps(
+        store,
+        *PARENTS_COMPLETE,
+        ("gate", REPORT.name, DAY1, 0, False, False),
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),  # consumed revision 1
+        ("parent_outcome", DAY1, 1, 1, "success"),  # a manual run: revision 2, the report is stale
+        ("parent_outcome", DAY1, 1, 2, "running"),  # the parent's slot runs again
+        ("gate", REPORT.name, DAY1, 1, True, False),  # the report's re-run, degraded: missing at revision 2
+        ("succeed_admitted", "build__gate", "manual__2024-01-01", 1),
+    )
+    assert machine.store.stale_consumers() == []
+    machine.parent_outcome(DAY1, 1, 2, "success")  # revision 3
+    machine.check()
+    assert [s["current_revision"] for s in machine.store.stale_consumers()] == [3]
+
+
 def test_a_plan_from_a_parent_that_admitted_a_run_by_its_watermark_reaches_no_slot_it_never_selected(store):
     steps(
         store,
