@@ -3,6 +3,9 @@ after each step, on SQLite and PostgreSQL (docs/contributing.md: turning a count
 
 from __future__ import annotations
 
+from sqlalchemy import select
+
+from airflow_leastaction.catalog.schema import consumption
 from tests.helpers.catalog_machine import REPORT, SLOTS, catalog_machine
 
 DAY1 = SLOTS[0]
@@ -67,6 +70,20 @@ def test_a_plan_from_a_parent_that_admitted_a_run_by_its_watermark_reaches_no_sl
         ("plan", "feeds.rates", DAY1, 1),
         ("plan", "orders_export", DAY1, 1),
     )
+
+
+def test_a_replayed_success_of_a_run_that_bypassed_every_parent_is_not_credited_with_its_reruns_admission(store):
+    machine = steps(
+        store,
+        ("gate", REPORT.name, DAY1, 0, False, False, True),  # gates = warn: every parent bypassed
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),  # consumes nothing
+        ("report_from_outside", DAY1, None),
+        ("gate", REPORT.name, DAY1, 0, False, False, True),  # the run cleared: the export is satisfied now
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 2),  # consumes the export
+        ("replay", 0),  # the first try's success again, late (a spool replayed twice)
+    )
+    with machine.store.engine.connect() as conn:
+        assert conn.execute(select(consumption.c.attempt)).scalars().all() == [2]  # the second try's only
 
 
 def test_a_success_applied_again_after_outcomes_reported_out_of_order_consumes_once(store):
