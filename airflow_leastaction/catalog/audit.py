@@ -24,6 +24,7 @@ from airflow_leastaction.catalog.audit_statements import (
 )
 from airflow_leastaction.catalog.schema import (
     consumption,
+    gate_attempt,
     gate_decision,
     late_arrival,
     task,
@@ -109,6 +110,7 @@ class AuditRecords:
         now,
         gate_task_ids: Sequence[str] = (),
         consume_own: bool = True,
+        late: bool = False,
     ) -> int:
         """Turn admission decisions into consumption records for the attempt ``who`` that succeeded.
 
@@ -116,8 +118,15 @@ class AuditRecords:
         ``consume_own=False``) and, for each gate task directly upstream of
         it in the same run (a ``ParentIntervalSensor``, a run-condition gate), the SATISFIED decisions of
         that gate's latest attempt.
+
+        ``late``: the success is older than its slot's outcome (a replay, perhaps again). A gate that
+        admitted the run with every dependency bypassed is then no source: ``who`` may have run on that
+        admission, which left nothing to consume and so no record that it was consumed, and its gate's
+        latest attempt may be a later admission (the run cleared), which ``who`` never ran on.
         """
         gates = list(dict.fromkeys(gate_task_ids))
+        if late and gates:
+            gates = [gate for gate in gates if gate not in self._bypassing_gates(conn, who, gates)]
         if not consume_own and not gates:
             return 0
         params = {
@@ -134,6 +143,14 @@ class AuditRecords:
         params.update({f"c_gate_{i}": gate for i, gate in enumerate(gates)})
         # INSERT ... SELECT: the decisions never travel through Python, one statement whatever their number.
         return conn.execute(consumption_statement(conn.dialect, consume_own, len(gates)), params).rowcount
+
+    def _bypassing_gates(self, conn: Connection, who: AttemptKey, gates: Sequence[str]) -> set[str]:
+        """Those of ``gates`` that admitted ``who``'s run at least once with every dependency BYPASSED."""
+        a = gate_attempt.c
+        query = select(a.task_id).where(
+            a.dag_id == who.dag_id, a.run_id == who.run_id, a.map_index == who.map_index, a.task_id.in_(list(gates))
+        )
+        return set(conn.execute(query.where(a.bypassed == a.decisions)).scalars())
 
     def admitting_decisions(self, who: AttemptKey, gate_task_ids: Sequence[str] = ()) -> list:
         """The SATISFIED decisions the attempt ``who`` consumes when it succeeds (its own and those of the
@@ -155,8 +172,9 @@ class AuditRecords:
         with self.engine.connect() as conn:
             return conn.execute(query, params).mappings().all()
 
-    def _consumed_by(self, conn: Connection, who: AttemptKey) -> bool:
-        """Has the attempt ``who`` already recorded consumption (a replayed success must not repeat it)?"""
+    def _consumed_by(self, conn: Connection, who: AttemptKey, slot) -> bool:
+        """Has the attempt ``who`` of ``slot`` already recorded consumption (a replayed success must not repeat
+        it)? The slot keeps the lookup to the consumer index's range of that slot."""
         c = consumption.c
         return (
             conn.execute(
@@ -164,6 +182,7 @@ class AuditRecords:
                 .where(
                     c.dag_id == who.dag_id,
                     c.task_id == who.task_id,
+                    c.downstream_slot == slot,
                     c.run_id == who.run_id,
                     c.map_index == who.map_index,
                     c.attempt == who.attempt,

@@ -212,8 +212,8 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
             if older_than_held(current, run_id, attempt, now):
                 # A late replay: the slot keeps its newer outcome and publishes nothing, but what this
                 # attempt consumed is still a fact of its success.
-                if consumer is not None and not self._consumed_by(conn, consumer):
-                    self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
+                if consumer is not None and not self._consumed_by(conn, consumer, slot):
+                    self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own, late=True)
                 return SlotOutcome(task_pk, current.id, current.state, current.output_revision, False)
             if current is None:
                 revision = 1
@@ -256,7 +256,9 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
             update_task_state(
                 conn, task_pk, run_pk, now, {"state": "success"}, always={"prev_interval_start": forward_only(slot)}
             )
-            if consumer is not None:
+            # Consumed once: the same success applied again as the newest outcome (its slot held, since, outcomes
+            # older than it, reported by workers whose clocks disagree) consumes nothing more.
+            if consumer is not None and (current is None or not self._consumed_by(conn, consumer, slot)):
                 self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
             return SlotOutcome(task_pk, run_pk, "success", revision, True)
 

@@ -14,10 +14,13 @@ Each rule comes from the docs:
   each unsatisfied dependency is MISSING, "naming the slot it waited for at the revision that slot had
   then (0: it had not completed)" (docs/run-conditions.md, fallbacks; docs/catalog.md "Consumption records").
 - On success an attempt consumes the SATISFIED and MISSING decisions of its gate's latest attempt in the
-  same run, once (docs/catalog.md "Consumption records").
+  same run, once (docs/catalog.md "Consumption records"); never a BYPASSED one, and a success applied late
+  nothing of a gate that admitted its run with every dependency bypassed (docs/run-conditions.md, relaxed
+  gates).
 - Stale: the upstream slot a consumption selected now has a higher revision, and the same consumer (DAG,
-  task, downstream slot) has not consumed that revision or a later one since (catalog/staleness.py); "the
-  slot's completion makes the task stale by the same rule as a repair ("ran without X")".
+  task, downstream slot) has not consumed that revision or a later one since (catalog/staleness.py), a
+  MISSING record at the revision its slot had then included; "the slot's completion makes the task stale
+  by the same rule as a repair ("ran without X")".
 - A re-run plan is every consumer run reached from the root's slots through consumption records,
   transitively (docs/operations.md, re-run plans).
 """
@@ -85,7 +88,6 @@ class Oracle:
     #: Per (gate task name, run id), per attempt: the decisions that attempt recorded.
     decisions: dict[tuple[str, str], dict[int, list[Decision]]] = field(default_factory=dict)
     uses: list[Use] = field(default_factory=list)
-    consumed_attempts: set[tuple[str, str, int]] = field(default_factory=set)
     #: Every (task, slot, revision) a completion published.
     published: set[tuple[str, dt.datetime, int]] = field(default_factory=set)
 
@@ -152,12 +154,19 @@ class Oracle:
     def admitted(self, gate: str, run_id: str) -> bool:
         return bool(self.decisions.get((gate, run_id)))
 
-    def consume(self, consumer: str, gate: str, run_id: str, attempt: int, slot: dt.datetime) -> None:
-        """A successful attempt consumes its gate's latest attempt in the same run, once."""
-        if (consumer, run_id, attempt) in self.consumed_attempts:
+    def consume(self, consumer: str, gate: str, run_id: str, attempt: int, slot: dt.datetime, late: bool) -> None:
+        """A successful attempt consumes its gate's latest attempt in the same run, once. The catalog knows
+        an attempt consumed by its consumption records, as it knows a completion by the one its slot holds:
+        an attempt admitted with every dependency bypassed has none, so its success applied again as its
+        slot's newest outcome (after older outcomes from clocks that disagree) consumes what the gate's
+        latest attempt holds then. ``late``: the success is older than its slot's outcome."""
+        if any((u.consumer, u.run_id, u.attempt) == (consumer, run_id, attempt) for u in self.uses):
             return
-        self.consumed_attempts.add((consumer, run_id, attempt))
-        attempts = self.decisions.get((gate, run_id))
+        attempts = self.decisions.get((gate, run_id), {})
+        # docs/run-conditions.md, relaxed gates: "A success that reaches the catalog late ... consumes
+        # nothing from a gate that admitted its run with every dependency bypassed".
+        if late and any(all(d.result == BYPASSED for d in decisions) for decisions in attempts.values()):
+            return
         if attempts:
             latest = attempts[max(attempts)]
             self.uses += [Use(consumer, run_id, attempt, slot, d) for d in latest if d.result in (SATISFIED, MISSING)]
@@ -173,13 +182,15 @@ class Oracle:
             current = self.revision(d.upstream, d.upstream_slot)
             if (d.upstream, d.upstream_slot) not in self.records or (d.revision or 0) >= current:
                 continue
+            # "Stale when the *highest* revision of that slot it has consumed is older than the slot's
+            # current revision" (docs/run-conditions.md), a MISSING record's being "the revision that slot
+            # had then" (docs/catalog.md): a run degraded while the slot ran again has caught up with it.
             caught_up = any(
                 v.consumer == u.consumer
                 and v.downstream_slot == u.downstream_slot
                 and v.decision.dependency == d.dependency
                 and v.decision.upstream == d.upstream
                 and v.decision.upstream_slot == d.upstream_slot
-                and v.decision.result == SATISFIED
                 and (v.decision.revision or 0) >= current
                 for v in self.uses
             )

@@ -94,6 +94,24 @@ class TestLateOutcomesAreNotApplied:
         assert [tuple(r) for r in rows] == [("t", 1)]
         assert slot_row(store).state == "running"
 
+    def test_a_late_success_takes_nothing_of_a_gate_that_bypassed_every_dependency_of_its_run(self, store):
+        """The first try may have run on the bypassing admission: it is not credited with the later one's."""
+        store.register_task(RAW, DAILY)
+        gate = [AttemptKey("d", "t__gate", "r", -1, n) for n in (1, 2)]
+        store.record_decisions(
+            gate[0], [Judgement("catalog:x", False, "no")], downstream_slot=SLOT, bypass_reason="warn"
+        )
+        store.record_decisions(gate[1], [Judgement("catalog:x", True, "ok")], downstream_slot=SLOT)  # the run cleared
+        apply(store, event("running", 2, 10, run_id="r"))
+        late = event("success", 1, 5, run_id="r", consumer=AttemptKey("d", "t", "r", -1, 1), gate_task_ids=["t__gate"])
+        apply(store, late)
+        with store.engine.connect() as conn:
+            assert conn.execute(select(consumption.c.id)).all() == []
+        new = event("success", 2, 20, run_id="r", consumer=AttemptKey("d", "t", "r", -1, 2), gate_task_ids=["t__gate"])
+        assert apply(store, new).applied
+        with store.engine.connect() as conn:
+            assert conn.execute(select(consumption.c.attempt)).scalars().all() == [2]  # the new try took it
+
 
 class TestTwoSpoolDirectoriesReplayedOutOfOrder:
     def test_the_older_machines_spool_replayed_last_changes_nothing(self, store, catalog_url, use_catalog, tmp_path):

@@ -3,9 +3,18 @@ after each step, on SQLite and PostgreSQL (docs/contributing.md: turning a count
 
 from __future__ import annotations
 
+from sqlalchemy import select
+
+from airflow_leastaction.catalog.schema import consumption
 from tests.helpers.catalog_machine import REPORT, SLOTS, catalog_machine
 
 DAY1 = SLOTS[0]
+#: The report's three parents complete day 1 (the rates at revision 1), each through its own writer.
+PARENTS_COMPLETE = (
+    ("report_from_outside", DAY1, None),
+    ("asset_event", DAY1, 0, 1),
+    ("parent_outcome", DAY1, 0, 1, "success"),
+)
 
 
 def steps(store, *calls):
@@ -33,6 +42,23 @@ def test_a_run_degraded_while_its_parent_slot_was_being_repaired_is_stale_only_o
     assert [s["current_revision"] for s in machine.store.stale_consumers()] == [2]
 
 
+def test_a_run_degraded_while_its_consumed_parent_slot_runs_again_is_stale_again_only_once_that_run_lands(store):
+    machine = steps(
+        store,
+        *PARENTS_COMPLETE,
+        ("gate", REPORT.name, DAY1, 0, False, False),
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),  # consumed revision 1
+        ("parent_outcome", DAY1, 1, 1, "success"),  # a manual run: revision 2, the report is stale
+        ("parent_outcome", DAY1, 1, 2, "running"),  # the parent's slot runs again
+        ("gate", REPORT.name, DAY1, 1, True, False),  # the report's re-run, degraded: missing at revision 2
+        ("succeed_admitted", "build__gate", "manual__2024-01-01", 1),
+    )
+    assert machine.store.stale_consumers() == []
+    machine.parent_outcome(DAY1, 1, 2, "success")  # revision 3
+    machine.check()
+    assert [s["current_revision"] for s in machine.store.stale_consumers()] == [3]
+
+
 def test_a_plan_from_a_parent_that_admitted_a_run_by_its_watermark_reaches_no_slot_it_never_selected(store):
     steps(
         store,
@@ -43,4 +69,32 @@ def test_a_plan_from_a_parent_that_admitted_a_run_by_its_watermark_reaches_no_sl
         ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),
         ("plan", "feeds.rates", DAY1, 1),
         ("plan", "orders_export", DAY1, 1),
+    )
+
+
+def test_a_replayed_success_of_a_run_that_bypassed_every_parent_is_not_credited_with_its_reruns_admission(store):
+    machine = steps(
+        store,
+        ("gate", REPORT.name, DAY1, 0, False, False, True),  # gates = warn: every parent bypassed
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),  # consumes nothing
+        ("report_from_outside", DAY1, None),
+        ("gate", REPORT.name, DAY1, 0, False, False, True),  # the run cleared: the export is satisfied now
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 2),  # consumes the export
+        ("replay", 0),  # the first try's success again, late (a spool replayed twice)
+    )
+    with machine.store.engine.connect() as conn:
+        assert conn.execute(select(consumption.c.attempt)).scalars().all() == [2]  # the second try's only
+
+
+def test_a_success_applied_again_after_outcomes_reported_out_of_order_consumes_once(store):
+    steps(
+        store,
+        *PARENTS_COMPLETE,
+        ("consumer_outcome", REPORT.name, DAY1, 0, 2, "running"),  # a later try, stamped by a slower clock
+        ("consumer_outcome", REPORT.name, DAY1, 1, 1, "running"),  # a manual run of the same slot
+        ("gate", REPORT.name, DAY1, 0, False, False),
+        ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),
+        ("replay", 1),  # the later try again: it wins over the success by its try number
+        ("replay", 2),  # the manual run's start again: it wins by its time
+        ("replay", 3),  # the success again, newer by its time: applied again, consumed once
     )
