@@ -89,10 +89,9 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
         url = await aresolve_url(self.catalog_conn_id)
         cursor = await self._resume(url, identity)
         self.log.info("publishing %s to asset %r from change %d", identity, self.asset_name, cursor.seq)
-        poller = CatalogPoller.shared(url, self.poll_interval, read="completions")
         first = dt.datetime.fromisoformat(self.from_slot) if self.from_slot else None
         while True:
-            task, pending = await self._next_completions(poller, identity, cursor, first)
+            task, pending = await self._next_completions(url, identity, cursor, first)
             tz = self.timezone or (task.timezone if task is not None else "UTC")
             for done in pending:
                 cursor = Cursor(done.seq, done.slot)
@@ -118,8 +117,11 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
                 if not ASSET_EVENT_LISTENER:  # nothing sees the commit: move the catalog's cursor here
                     await asyncio.to_thread(self._advance, url, cursor, done.revision)
 
-    async def _next_completions(self, poller: CatalogPoller, identity: TaskIdentity, cursor: Cursor, first):
-        """The task's row and its completed slots past ``cursor`` (from ``first`` on), once there are any."""
+    async def _next_completions(self, url: str, identity: TaskIdentity, cursor: Cursor, first):
+        """The task's row and its completed slots past ``cursor`` (from ``first`` on), once there are any.
+        The shared poller is asked for each wait: the loop of the last one ends while the watcher is held at
+        its event, when nothing else reads completions."""
+        poller = CatalogPoller.shared(url, self.poll_interval, read="completions")
         sub = poller.join([(identity, cursor.seq)])
         try:
             while True:

@@ -191,7 +191,10 @@ class CatalogPoller:
 
     def join(self, requests: list[Request]) -> Subscription:
         """Subscribe to ``requests``: read in full on the next tick, then woken as :class:`Subscription` says.
-        Every ``join`` needs its :meth:`leave`."""
+        Every ``join`` needs its :meth:`leave`. A poller whose loop ended (nobody was subscribed) takes no
+        one: a subscriber would wait for ever on a loop that polls for others; ask :meth:`shared` again."""
+        if self._group.channels.get(self.read) is not self:
+            raise RuntimeError(f"{self.read} poller ended with nobody subscribed: join CatalogPoller.shared() anew")
         view, by_key, canonical = self._view, self._by_key, self._canonical
         # The subscriber's distinct requests, each the poller's one object for it, naming its task by the
         # poller's one identity object: a waiting trigger holds no copy of its own.

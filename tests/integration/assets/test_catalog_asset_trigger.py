@@ -17,6 +17,7 @@ from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.catalog_asset import CatalogAssetTrigger
 from airflow_leastaction.triggers.poll_group import PollGroup
+from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.wire import Cursor
 
 PARIS = TaskMeta(cron="0 0 * * *", timezone="Europe/Paris", source="external")
@@ -133,6 +134,22 @@ async def test_only_completions_are_published_and_a_completed_slot_run_again_is_
     repair = await events.next()
     await events.close()
     assert (repair["slot"], repair["revision"], repair["repair"], repair["run_id"]) == (slot.isoformat(), 2, True, "r3")
+
+
+async def test_a_watcher_resumed_after_its_poll_loop_ended_still_publishes(catalog):
+    events = Events(watcher())
+    first = asyncio.ensure_future(events.next())
+    await registered(catalog)
+    await asyncio.to_thread(catalog.record_success, FEED, midnight(18), meta=PARIS, run_id="r18")
+    assert (await first)["slot"] == midnight(18).isoformat()
+    # The triggerer holds the watcher at its event until Airflow takes it: nothing waits on the poll loop
+    # meanwhile, and the loop ends. The watcher then subscribes again on its next step.
+    loop = id(asyncio.get_running_loop())
+    while any(key[0] == loop and key[-1] == "completions" for key in CatalogPoller._shared):
+        await asyncio.sleep(0.01)
+    await asyncio.to_thread(catalog.record_success, FEED, midnight(19), meta=PARIS, run_id="r19")
+    assert (await events.next())["slot"] == midnight(19).isoformat()
+    await events.close()
 
 
 async def test_from_slot_also_publishes_the_completed_history_from_that_slot_on(catalog):
