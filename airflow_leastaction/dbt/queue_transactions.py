@@ -22,8 +22,9 @@ RETRIES = 5
 #: (a stopped process, a paused machine): PostgreSQL ends its session (``idle_in_transaction_session_timeout``),
 #: its writes roll back, and the locks it held (the environment's lease, a batch's rows) go to whoever waits
 #: for them, so a takeover after the grace period never waits on it for ever. A queue transaction sends its
-#: statements back to back, far under this.
-FROZEN_AFTER_MS = 5000
+#: statements back to back, far under this; half a minute leaves room for a process starved of CPU (5 s
+#: ended a worker's claim with both cores of a machine busy), and delays a takeover by that much at most.
+FROZEN_AFTER_MS = 30_000
 T = TypeVar("T")
 #: One writer at a time per SQLite file within a process: threads queue on a lock instead of polling
 #: SQLite's busy handler (which sleeps up to 100 ms between tries).
