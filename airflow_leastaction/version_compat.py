@@ -30,6 +30,7 @@ __all__ = [
     "airflow_version",
     "dag_bag_class",
     "dag_serializer_class",
+    "custom_secrets_backend",
     "latest_serialized_dags",
     "say_once",
     "starts_in_triggerer",
@@ -121,6 +122,16 @@ def dag_serializer_class() -> type:
     else:
         from airflow.serialization.serialized_objects import SerializedDAG as DagSerialization
     return DagSerialization
+
+
+def custom_secrets_backend(worker_mode: bool):
+    """The ``[secrets] backend`` (``worker_mode``: ``[workers] secrets_backend``) class, built, or None:
+    ``airflow.sdk.configuration`` from 3.2, ``airflow.configuration`` on 3.1. Imported when asked."""
+    if AIRFLOW_V_3_2_PLUS:
+        from airflow.sdk.configuration import get_custom_secret_backend
+    else:
+        from airflow.configuration import get_custom_secret_backend  # type: ignore[no-redef]
+    return get_custom_secret_backend(worker_mode)
 
 
 def latest_serialized_dags(dag_ids: list[str]):

@@ -50,14 +50,15 @@ def _backends(conn_id: str) -> list:
     """The backends Airflow asks in this process, then the configured custom backends it may not ask here
     (a worker's look-up goes through the API server, whose ``[secrets] backend`` it does not see)."""
     try:
-        from airflow.sdk.configuration import get_custom_secret_backend
         from airflow.sdk.definitions.connection import Connection
         from airflow.sdk.execution_time.supervisor import ensure_secrets_backend_loaded
+
+        from airflow_leastaction.version_compat import custom_secrets_backend
 
         backends = list(ensure_secrets_backend_loaded())
         kinds = {type(b) for b in backends}
         for worker_mode in (False, True):
-            custom = get_custom_secret_backend(worker_mode)
+            custom = custom_secrets_backend(worker_mode)
             if custom is not None and type(custom) not in kinds:
                 custom._set_connection_class(Connection)
                 backends.append(custom)

@@ -12,7 +12,10 @@ import json
 import os
 from pathlib import Path
 
-from airflow.sdk.bases.secrets_backend import BaseSecretsBackend
+try:
+    from airflow.sdk.bases.secrets_backend import BaseSecretsBackend
+except ImportError:  # Airflow 3.1 keeps it in the core
+    from airflow.secrets.base_secrets import BaseSecretsBackend
 
 CLASS_PATH = "tests.helpers.secrets_backends.RemoteStoreBackend"
 DOWN_FILE = "LEASTACTION_TEST_SECRETS_DOWN"
