@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from airflow.listeners.types import AssetEvent
+import pytest
 from sqlalchemy import select
 
 from airflow_leastaction.assets.recording import record
@@ -16,6 +16,11 @@ from airflow_leastaction.version_compat import ASSET_EVENT_LISTENER
 from tests.helpers.airflow_minors import needs
 from tests.helpers.airflow_tries import clear_and_rerun
 from tests.helpers.run_conditions import states
+
+# The asset-event listener and its event type: Airflow 3.2 on.
+AssetEvent = pytest.importorskip(
+    "airflow.listeners.types", reason="no asset-event listener before Airflow 3.2"
+).AssetEvent
 
 pytestmark = needs(ASSET_EVENT_LISTENER, "the on_asset_event_emitted listener hook (Airflow 3.2)")
 
