@@ -19,6 +19,8 @@ from airflow_leastaction.dbt.schema import dbt_queue, dbt_request_event
 from airflow_leastaction.exceptions import DbtLeaseLostError
 from tests.helpers.dbt_queue import NO_WAIT, names, seconds
 
+pytestmark = pytest.mark.no_airflow
+
 KEY = BatchKey("prod")
 T0 = dt.datetime(2026, 11, 29, 8, 0, tzinfo=dt.UTC)
 

@@ -17,7 +17,7 @@ from airflow_leastaction.dbt.policy import TierPolicy
 from airflow_leastaction.dbt.queue_store import QueueStore
 from tests.helpers.dbt_queue import KEY, ManualClock, make_worker, names, running, seconds, wait_for
 
-pytestmark = pytest.mark.dbt
+pytestmark = [pytest.mark.dbt, pytest.mark.no_airflow]
 
 
 @pytest.fixture

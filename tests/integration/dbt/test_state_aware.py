@@ -17,7 +17,7 @@ from airflow_leastaction.dbt.schema import dbt_queue
 from airflow_leastaction.exceptions import DbtInvocationError
 from tests.helpers.dbt_queue import KEY, LOADERS, land, make_worker, names, request
 
-pytestmark = pytest.mark.dbt
+pytestmark = [pytest.mark.dbt, pytest.mark.no_airflow]
 EVERY_MODEL = [
     "agg_labor_history",
     "dim_project",

@@ -12,7 +12,7 @@ from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.identity import TaskIdentity
 from tests.helpers import dbt_day
 
-pytestmark = [pytest.mark.dbt, pytest.mark.slow]
+pytestmark = [pytest.mark.dbt, pytest.mark.slow, pytest.mark.no_airflow]
 
 
 def test_no_model_is_built_whose_inputs_were_unchanged_and_none_skipped_whose_inputs_changed(catalog_url, tmp_path):

@@ -14,7 +14,7 @@ from airflow_leastaction.dbt.request_key import request_key
 from airflow_leastaction.dbt.runner import DbtRunner
 from tests.helpers.dbt_queue import make_worker
 
-pytestmark = pytest.mark.dbt
+pytestmark = [pytest.mark.dbt, pytest.mark.no_airflow]
 PROFILE = "{name}:\n  target: dev\n  outputs:\n    dev: {{type: duckdb, path: {name}.duckdb, threads: 1}}\n"
 SEED_ROWS = 110_000  # about 1.2 MiB: above dbt's 1 MiB, where a seed's checksum is its path
 

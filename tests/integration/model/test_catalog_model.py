@@ -17,6 +17,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from tests.helpers.catalog_machine import catalog_machine
 
+pytestmark = pytest.mark.no_airflow
+
 BOUNDED = settings(
     max_examples=int(os.environ.get("LEASTACTION_MODEL_EXAMPLES", "25")),
     stateful_step_count=30,

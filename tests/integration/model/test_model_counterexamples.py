@@ -3,10 +3,13 @@ after each step, on SQLite and PostgreSQL (docs/contributing.md: turning a count
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from airflow_leastaction.catalog.schema import consumption
 from tests.helpers.catalog_machine import REPORT, SLOTS, catalog_machine
+
+pytestmark = pytest.mark.no_airflow
 
 DAY1 = SLOTS[0]
 #: The report's three parents complete day 1 (the rates at revision 1), each through its own writer.
