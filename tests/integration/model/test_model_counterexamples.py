@@ -101,3 +101,15 @@ def test_a_success_applied_again_after_outcomes_reported_out_of_order_consumes_o
         ("replay", 2),  # the manual run's start again: it wins by its time
         ("replay", 3),  # the success again, newer by its time: applied again, consumed once
     )
+
+
+def test_a_machine_stepped_by_hand_leaves_airflows_try_reader_as_it_was(store):
+    """A machine stepped by hand is never torn down: if it kept Airflow's try reader swapped for its own, every
+    later asset event of the process would be keyed by the machine's tries, and a re-run's event taken for
+    the first one (the real re-run tests, run after these in one process, recorded no repair)."""
+    from airflow_leastaction.assets import recording
+
+    real = recording.read_producing_try
+    machine = steps(store, *PARENTS_COMPLETE, ("asset_event_after_clear", DAY1, 0))
+    assert recording.read_producing_try is real
+    assert machine.producer_tries == {"scheduled__2024-01-01": 2}
