@@ -312,6 +312,7 @@ LAYERS = {
     f"{PACKAGE}.dbt.planner": RULES,  # asks the runner it is given; imports it for type checkers only
     f"{PACKAGE}.triggers.wire": RULES,  # the vocabulary between a task, its trigger and an asset's state
     f"{PACKAGE}.assets.keys": RULES,
+    f"{PACKAGE}.expectations": RULES,  # the expected-time rule; its reads are the store's
     # The stores: the catalog's, the dbt queue's, and the named operations features run through them.
     f"{PACKAGE}.catalog": STORE,
     f"{PACKAGE}.dbt": STORE,

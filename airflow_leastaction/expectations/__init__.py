@@ -1,0 +1,11 @@
+"""Expected times: when will a catalog task's slot be done, and which parent decides it.
+
+- :mod:`~airflow_leastaction.expectations.estimate`: the rule, pure logic, no Airflow import.
+- :mod:`~airflow_leastaction.expectations.reads`: builds the graph's nodes from the catalog, one read per kind.
+
+The package root re-exports only the pure rule, so importing it pulls in no database nor Airflow.
+"""
+
+from airflow_leastaction.expectations.estimate import MIN_RUNS, WINDOW, Expectation, Node, expect
+
+__all__ = ["MIN_RUNS", "WINDOW", "Expectation", "Node", "expect"]

@@ -1,0 +1,274 @@
+"""Expected completion times of catalog tasks: when will this slot be done, and what does it wait on?
+
+Pure logic, no Airflow import, no database. The store builds one :class:`Node` per (task, slot) of the
+catalog graph that matters (see :mod:`airflow_leastaction.expectations.reads`); :func:`expect` reads them
+all in one memoised pass.
+
+* A success is complete: its median and p90 are its ``finished_at``.
+* Its own estimate: a running slot completes at ``started_at`` + the median (p90) of its recent
+  durations; a slot not started at ``slot`` + the median (p90) of its recent offsets
+  (``finished_at - slot``). Never before ``now``.
+* While it waits on parents (not started, and its ``mode`` not yet met by complete parents), it cannot
+  start before its *deciding* parent completes: ALL the latest parent, ANY the earliest, N the N-th
+  earliest (complete parents first, then by median, then p90, then key; a parent without an estimate
+  counts as completing last). From the parents it completes at the deciding parent's median + its median
+  duration (p90: the parent's p90 + its p90 duration). A ``cap`` (a fallback's deadline) bounds that
+  start: the parent's time or the cap, whichever is earlier.
+* The estimate is the later of the two; when the parents' is later they decide, and the critical path is
+  the deciding parent followed by that parent's own critical path.
+* No estimate: fewer than :data:`MIN_RUNS` runs; a deciding parent without an estimate (a key missing
+  from the nodes is one) and no cap; a node waiting on parents in a cycle.
+
+Percentiles are by nearest rank: the p-quantile of ``n`` sorted values is ``sorted[ceil(p*n) - 1]``.
+Reasons state times in UTC; the surfaces word them in a task's own timezone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+MIN_RUNS = 5  # fewer successful runs in the history window: "no estimate: N runs"
+WINDOW = 30  # the most recent successful runs used
+MEDIAN = Fraction(1, 2)
+P90 = Fraction(9, 10)
+_ZERO = dt.timedelta(0)
+_NEVER = dt.datetime.max.replace(tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One (task, slot) of the catalog graph, with its record and its history."""
+
+    key: str  # unique: f"{task}@{slot.isoformat()}"
+    task: str  # the catalog task's display name
+    slot: dt.datetime  # aware UTC, interval start
+    state: str | None  # this slot's record: None (none), "running", "success", "failed", ...
+    started_at: dt.datetime | None = None
+    finished_at: dt.datetime | None = None
+    offsets: tuple[dt.timedelta, ...] = ()  # history: finished_at - slot of recent successes
+    durations: tuple[dt.timedelta, ...] = ()  # history: finished_at - started_at of those runs
+    skewed: int = 0  # history runs left out: completed before their slot (clock skew)
+    parents: tuple[str, ...] = ()  # keys of the parent nodes this slot waits on
+    mode: str | int = "ALL"  # "ALL", "ANY", or N (int): how many parents must complete
+    cap: dt.datetime | None = None  # a fallback's deadline: it is admitted by then at the latest
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """When a node is expected to be complete, and why."""
+
+    key: str
+    task: str
+    slot: dt.datetime
+    status: str  # "complete" | "running" | "waiting" | "no_estimate"
+    median: dt.datetime | None  # expected completion (complete: its finished_at)
+    p90: dt.datetime | None
+    critical_path: tuple[str, ...]  # the not-yet-complete parent that decides it, then its own, ...
+    reason: str  # one sentence a person reads
+    runs: int  # successful runs the estimate used
+    skewed: int  # runs left out for clock skew
+
+
+def nearest_rank(values: tuple[dt.timedelta, ...], p: Fraction) -> dt.timedelta:
+    """The p-quantile of ``values`` by nearest rank; zero for no values."""
+    return _ranked(sorted(values), p)
+
+
+def _ranked(ordered: list[dt.timedelta], p: Fraction) -> dt.timedelta:
+    if not ordered:
+        return _ZERO
+    rank = -(-p.numerator * len(ordered) // p.denominator)  # ceil(p * n), in integers
+    return ordered[max(rank, 1) - 1]
+
+
+def median_and_p90(values: tuple[dt.timedelta, ...]) -> tuple[dt.timedelta, dt.timedelta]:
+    ordered = sorted(values)
+    return _ranked(ordered, MEDIAN), _ranked(ordered, P90)
+
+
+def task_of_key(key: str) -> str:
+    """The task name of a node key (``task@slot``)."""
+    return key.rpartition("@")[0] or key
+
+
+def clock(moment: dt.datetime) -> str:
+    utc = moment.astimezone(dt.UTC)
+    return f"{utc.hour:02d}:{utc.minute:02d}"
+
+
+def runs_wording(runs: int) -> str:
+    return f"{runs} run" if runs == 1 else f"{runs} runs"
+
+
+def is_running(node: Node) -> bool:
+    return node.state == "running" and node.started_at is not None
+
+
+def waits_on_parents(node: Node) -> bool:
+    """Whether the node may consult its parents: not complete, not started, with an estimate of its own."""
+    return node.state != "success" and not is_running(node) and len(node.offsets) >= MIN_RUNS and bool(node.parents)
+
+
+def needed(node: Node) -> int:
+    """How many parents must complete before the node may start (a node without parents waits on none)."""
+    if not node.parents:
+        return 0
+    if node.mode == "ANY":
+        return 1
+    if isinstance(node.mode, int) and not isinstance(node.mode, bool):
+        return max(node.mode, 0)
+    return len(node.parents)
+
+
+def parent_order(key: str, found: Expectation | None):
+    """Sort key of parents: complete first, then estimated, then without an estimate; by time, then key."""
+    if found is None or found.median is None:
+        return (2, _NEVER, _NEVER, key)
+    return (0 if found.status == "complete" else 1, found.median, found.p90, key)
+
+
+def parent_state_words(node: Node | None, found: Expectation | None) -> str:
+    if node is None or found is None:
+        return "not in the catalog"
+    usual = node.slot + nearest_rank(node.offsets, MEDIAN) if node.offsets else None
+    state = f"running since {clock(node.started_at)}" if is_running(node) else (node.state or "not started")
+    return f"usually done {clock(usual)}, {state}" if usual else state
+
+
+class _Pass:
+    """One memoised pass over the nodes: cycles first (Tarjan, iterative), then each node once."""
+
+    def __init__(self, nodes: Mapping[str, Node], now: dt.datetime) -> None:
+        self.nodes = nodes
+        self.now = now
+        self.done: dict[str, Expectation] = {}
+        self.edges_of: dict[str, tuple[str, ...]] = {}
+
+    def edges(self, key: str) -> tuple[str, ...]:
+        found = self.edges_of.get(key)
+        if found is None:
+            node = self.nodes[key]
+            found = tuple(p for p in node.parents if p in self.nodes) if waits_on_parents(node) else ()
+            self.edges_of[key] = found
+        return found
+
+    def components(self) -> list[list[str]]:
+        """Strongly connected components, each after every component it reaches (parents first)."""
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        stack: list[str] = []
+        on_stack: set[str] = set()
+        found: list[list[str]] = []
+        for root in self.nodes:
+            if root in index:
+                continue
+            work = [(root, iter(self.edges(root)))]
+            index[root] = low[root] = len(index)
+            stack.append(root)
+            on_stack.add(root)
+            while work:
+                key, parents = work[-1]
+                parent = next(parents, None)
+                if parent is None:
+                    work.pop()
+                    if work:
+                        low[work[-1][0]] = min(low[work[-1][0]], low[key])
+                    if low[key] == index[key]:
+                        component = []
+                        while True:
+                            member = stack.pop()
+                            on_stack.discard(member)
+                            component.append(member)
+                            if member == key:
+                                break
+                        found.append(component)
+                elif parent not in index:
+                    index[parent] = low[parent] = len(index)
+                    stack.append(parent)
+                    on_stack.add(parent)
+                    work.append((parent, iter(self.edges(parent))))
+                elif parent in on_stack:
+                    low[key] = min(low[key], index[parent])
+        return found
+
+    def run(self) -> dict[str, Expectation]:
+        for component in self.components():
+            cyclic = len(component) > 1 or component[0] in self.edges(component[0])
+            for key in component:
+                self.done[key] = self.cycle(self.nodes[key]) if cyclic else self.one(self.nodes[key])
+        return self.done
+
+    def make(self, node: Node, status: str, median, p90, path=(), reason="") -> Expectation:
+        return Expectation(
+            key=node.key,
+            task=node.task,
+            slot=node.slot,
+            status=status,
+            median=median,
+            p90=p90,
+            critical_path=tuple(path),
+            reason=reason,
+            runs=len(node.offsets),
+            skewed=node.skewed,
+        )
+
+    def cycle(self, node: Node) -> Expectation:
+        return self.make(node, "no_estimate", None, None, reason="no estimate: cycle")
+
+    def one(self, node: Node) -> Expectation:
+        if node.state == "success":
+            at = node.finished_at or node.started_at or node.slot
+            return self.make(node, "complete", at, at, reason=f"done at {clock(at)}")
+        runs = len(node.offsets)
+        if runs < MIN_RUNS:
+            skew = f" ({node.skewed} left out for clock skew)" if node.skewed else ""
+            return self.make(node, "no_estimate", None, None, reason=f"no estimate: {runs_wording(runs)}{skew}")
+        med_duration, p90_duration = median_and_p90(node.durations)
+        if is_running(node):
+            median = max(node.started_at + med_duration, self.now)
+            p90 = max(node.started_at + p90_duration, self.now)
+            return self.make(node, "running", median, p90, reason=f"running since {clock(node.started_at)}")
+        med_offset, p90_offset = median_and_p90(node.offsets)
+        usual = node.slot + med_offset
+        median, p90 = max(usual, self.now), max(node.slot + p90_offset, self.now)
+        own = f"usually done {clock(usual)}, {node.state or 'not started'}"
+        need = needed(node)
+        if need == 0:
+            return self.make(node, "waiting", median, p90, reason=own)
+        if need > len(node.parents):
+            words = f"no estimate: waits on {need} parents, has {len(node.parents)}"
+            return self.make(node, "no_estimate", None, None, reason=words)
+        ranked = sorted(node.parents, key=lambda k: parent_order(k, self.done.get(k)))
+        deciding = ranked[need - 1]
+        parent = self.done.get(deciding)
+        if parent is not None and parent.status == "complete":
+            return self.make(node, "waiting", median, p90, reason=own)
+        waiting_on = f"waiting on {task_of_key(deciding)}"
+        if parent is None or parent.median is None:
+            if node.cap is None:
+                detail = parent.reason if parent is not None else "not in the catalog"
+                return self.make(node, "no_estimate", None, None, reason=f"no estimate: {waiting_on} ({detail})")
+            start_median = start_p90 = node.cap
+        else:
+            start_median, start_p90 = (
+                min(parent.median, node.cap or parent.median),
+                min(parent.p90, node.cap or parent.p90),
+            )
+        from_median, from_p90 = start_median + med_duration, start_p90 + p90_duration
+        if from_median <= median:
+            return self.make(node, "waiting", median, max(p90, from_p90), reason=own)
+        p90 = max(p90, from_p90)
+        if parent is not None and parent.median is not None and start_median == parent.median:
+            words = f"{waiting_on} ({parent_state_words(self.nodes.get(deciding), parent)})"
+            return self.make(node, "waiting", from_median, p90, (deciding, *parent.critical_path), words)
+        return self.make(
+            node, "waiting", from_median, p90, reason=f"{waiting_on}; its fallback admits it at {clock(node.cap)}"
+        )
+
+
+def expect(nodes: Mapping[str, Node], now: dt.datetime) -> dict[str, Expectation]:
+    """The expectation of every node, by key (see the module's docstring for the rule)."""
+    return _Pass(nodes, now).run()
