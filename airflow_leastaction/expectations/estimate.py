@@ -20,7 +20,8 @@ all in one memoised pass.
   from the nodes is one) and no cap; a node waiting on parents in a cycle.
 
 Percentiles are by nearest rank: the p-quantile of ``n`` sorted values is ``sorted[ceil(p*n) - 1]``.
-Reasons state times in UTC; the surfaces word them in a task's own timezone.
+Reasons state times of day in the zone :func:`expect` is given (UTC by default), with the month and day
+when not on ``now``'s day.
 """
 
 from __future__ import annotations
@@ -94,9 +95,13 @@ def task_of_key(key: str) -> str:
     return key.rpartition("@")[0] or key
 
 
-def clock(moment: dt.datetime) -> str:
-    utc = moment.astimezone(dt.UTC)
-    return f"{utc.hour:02d}:{utc.minute:02d}"
+def clock(moment: dt.datetime, zone: dt.tzinfo = dt.UTC, now: dt.datetime | None = None) -> str:
+    """``05:40`` in ``zone``; ``03-05 05:40`` when that is not ``now``'s day there."""
+    local = moment.astimezone(zone)
+    text = f"{local.hour:02d}:{local.minute:02d}"
+    if now is not None and local.date() != now.astimezone(zone).date():
+        text = f"{local.month:02d}-{local.day:02d} {text}"
+    return text
 
 
 def runs_wording(runs: int) -> str:
@@ -133,13 +138,17 @@ def parent_order(key: str, found: Expectation | None):
 class _Pass:
     """One memoised pass over the nodes: each judged once, after its parents; cycles found on the way."""
 
-    def __init__(self, nodes: Mapping[str, Node], now: dt.datetime) -> None:
+    def __init__(self, nodes: Mapping[str, Node], now: dt.datetime, zone: dt.tzinfo) -> None:
         self.nodes = nodes
         self.now = now
+        self.zone = zone
         self.done: dict[str, Expectation] = {}
         self.edges_of: dict[str, tuple[str, ...]] = {}
         # The slots of one task share its history (the same tuple): its quantiles are sorted out once.
         self.quantiles_of: dict[int, tuple[dt.timedelta, dt.timedelta]] = {}
+
+    def clock(self, moment: dt.datetime) -> str:
+        return clock(moment, self.zone, self.now)
 
     def quantiles(self, values: tuple[dt.timedelta, ...]) -> tuple[dt.timedelta, dt.timedelta]:
         found = self.quantiles_of.get(id(values))
@@ -220,8 +229,8 @@ class _Pass:
         if node is None or found is None:
             return "not in the catalog"
         usual = node.slot + self.quantiles(node.offsets)[0] if node.offsets else None
-        state = f"running since {clock(node.started_at)}" if is_running(node) else (node.state or "not started")
-        return f"usually done {clock(usual)}, {state}" if usual else state
+        state = f"running since {self.clock(node.started_at)}" if is_running(node) else (node.state or "not started")
+        return f"usually done {self.clock(usual)}, {state}" if usual else state
 
     def cycle(self, node: Node) -> Expectation:
         return self.make(node, "no_estimate", None, None, reason="no estimate: cycle")
@@ -229,7 +238,7 @@ class _Pass:
     def one(self, node: Node) -> Expectation:
         if node.state == "success":
             at = node.finished_at or node.started_at or node.slot
-            return self.make(node, "complete", at, at, reason=f"done at {clock(at)}")
+            return self.make(node, "complete", at, at, reason=f"done at {self.clock(at)}")
         runs = len(node.offsets)
         if runs < MIN_RUNS:
             skew = f" ({node.skewed} left out for clock skew)" if node.skewed else ""
@@ -238,11 +247,11 @@ class _Pass:
         if is_running(node):
             median = max(node.started_at + med_duration, self.now)
             p90 = max(node.started_at + p90_duration, self.now)
-            return self.make(node, "running", median, p90, reason=f"running since {clock(node.started_at)}")
+            return self.make(node, "running", median, p90, reason=f"running since {self.clock(node.started_at)}")
         med_offset, p90_offset = self.quantiles(node.offsets)
         usual = node.slot + med_offset
         median, p90 = max(usual, self.now), max(node.slot + p90_offset, self.now)
-        own = f"usually done {clock(usual)}, {node.state or 'not started'}"
+        own = f"usually done {self.clock(usual)}, {node.state or 'not started'}"
         need = needed(node)
         if need == 0:
             return self.make(node, "waiting", median, p90, reason=own)
@@ -273,10 +282,11 @@ class _Pass:
             words = f"{waiting_on} ({self.parent_words(self.nodes.get(deciding), parent)})"
             return self.make(node, "waiting", from_median, p90, (deciding, *parent.critical_path), words)
         return self.make(
-            node, "waiting", from_median, p90, reason=f"{waiting_on}; its fallback admits it at {clock(node.cap)}"
+            node, "waiting", from_median, p90, reason=f"{waiting_on}; its fallback admits it at {self.clock(node.cap)}"
         )
 
 
-def expect(nodes: Mapping[str, Node], now: dt.datetime) -> dict[str, Expectation]:
-    """The expectation of every node, by key (see the module's docstring for the rule)."""
-    return _Pass(nodes, now).run()
+def expect(nodes: Mapping[str, Node], now: dt.datetime, *, zone: dt.tzinfo = dt.UTC) -> dict[str, Expectation]:
+    """The expectation of every node, by key (see the module's docstring for the rule); reasons word times
+    of day in ``zone``."""
+    return _Pass(nodes, now, zone).run()
