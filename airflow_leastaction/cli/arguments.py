@@ -11,14 +11,16 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
+import re
 from pathlib import Path
 
 from sqlalchemy import Column
 
 from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
 from airflow_leastaction.intervals.slots import slot_in_range
+from airflow_leastaction.refs import airflow_task
 
 #: The largest whole number the catalog stores (a 64-bit signed integer).
 MAX_COUNT = 2**63 - 1
@@ -175,6 +177,23 @@ class Identity(Kind):
             if len(getattr(identity, part)) > limit:
                 raise self.fail(text, f"has a {part} longer than the catalog's {limit} characters")
         return identity
+
+
+class AnyTask(Identity):
+    """A task of this deployment's Airflow written ``DAG.TASK`` (``DAG:TASK`` when the DAG id has a dot), or
+    a catalog task written ``project/name`` as :class:`Identity` takes it."""
+
+    expected = "an Airflow task written DAG.TASK, or a catalog task written project/name"
+    #: An Airflow id: letters, digits, ``_``, ``-`` and ``.``, at most 250 characters.
+    AIRFLOW_ID = re.compile(r"[\w.-]{1,250}", re.ASCII)
+
+    def convert(self, text: str) -> TaskIdentity:
+        if "/" in text:
+            return super().convert(text)
+        ids = airflow_task_ids(text.strip())
+        if ids is None or not all(self.AIRFLOW_ID.fullmatch(part) for part in ids):
+            raise self.fail(text)
+        return airflow_task(*ids)
 
 
 class Directory(Kind):

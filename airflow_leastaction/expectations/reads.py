@@ -357,6 +357,12 @@ def _not_judgeable(identity: TaskIdentity, slot: dt.datetime, row: TaskRow | Non
     )
 
 
+def task_row(store: CatalogStore, identity: TaskIdentity) -> TaskRow | None:
+    """The catalog row of one task as the graph reads it (None: not in the catalog)."""
+    with store.engine.connect() as conn:
+        return read_tasks(conn, [identity]).get(identity)
+
+
 def next_open_slot(row: TaskRow, now: dt.datetime) -> dt.datetime | None:
     """The slot a task runs next: the first after its watermark, else the latest at or before ``now``
     (None: an ad hoc task, or a schedule that cannot be judged)."""
