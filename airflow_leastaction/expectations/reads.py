@@ -4,8 +4,7 @@
    the index of declared parent names (``la_task_parent``); each row's declaration (``la_task.parents``,
    :func:`~airflow_leastaction.catalog.declared_parents.parse_parents`) then names its exact parents.
 2. The history: the last :data:`~.estimate.WINDOW` successes of every one of those tasks, in one windowed
-   statement (``ROW_NUMBER() OVER (PARTITION BY task_pk ORDER BY slot DESC)``). Kept per catalog change
-   sequence number (``la_change_counter.seq``): while nothing is written, it is not read again.
+   statement, kept per catalog change sequence number (:mod:`~airflow_leastaction.expectations.history`).
 3. The slot records: each node's covering record, in one statement over all the nodes' windows.
 
 A child slot waits on the parent slots the gates judge: the parent slot covering the child's interval
@@ -18,19 +17,19 @@ is complete once it has a success at or after the child's slot.
 from __future__ import annotations
 
 import datetime as dt
-import threading
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.bound_rows import bound_rows
 from airflow_leastaction.catalog.declared_parents import parse_parents
-from airflow_leastaction.catalog.schema import change_counter, in_chunks, task, task_parent, task_run
+from airflow_leastaction.catalog.schema import identity_clause, in_chunks, task, task_parent, task_run
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.expectations.estimate import WINDOW, Expectation, Node, expect
+from airflow_leastaction.expectations.estimate import Expectation, Node, expect
+from airflow_leastaction.expectations.history import HISTORIES, NO_HISTORY, read_change_seq
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.interval_slots import next_slot, slots_in
 from airflow_leastaction.intervals.judging import FAR_FUTURE, schedule_error
@@ -40,8 +39,6 @@ from airflow_leastaction.states import IN_FLIGHT_STATES
 #: The graph of slots read for one question stops growing here (parents of parents...); a parent slot
 #: past it counts as a parent without an estimate.
 MAX_NODES = 20_000
-#: Runs that finish long after their slot by design tell nothing of a scheduled slot's time: backfills.
-LEFT_OUT_RUN_TYPES = ("backfill",)
 
 
 @dataclass(frozen=True)
@@ -55,6 +52,7 @@ class TaskRow:
     watermark: dt.datetime | None
     first_slot: dt.datetime | None
     parents: tuple[TaskIdentity, ...]
+    dag_id: str | None = None
 
     @property
     def judgeable(self) -> bool:
@@ -67,32 +65,32 @@ class TaskRow:
         return slot_window(slot, cron_granularity(self.cron), resolve_timezone(self.timezone))
 
 
-@dataclass(frozen=True)
-class History:
-    """A task's recent successes: offsets from their slots, durations, and the runs left out for skew."""
-
-    offsets: tuple[dt.timedelta, ...] = ()
-    durations: tuple[dt.timedelta, ...] = ()
-    skewed: int = 0
-
-
-NO_HISTORY = History()
-
-
 def node_key(identity: TaskIdentity | str, slot: dt.datetime) -> str:
     return f"{identity}@{slot.astimezone(dt.UTC).isoformat()}"
 
 
 # -- the reads ---------------------------------------------------------------------------------------------
-def read_change_seq(conn: Connection) -> int:
-    return conn.execute(select(change_counter.c.seq).where(change_counter.c.id == 1)).scalar() or 0
+def _columns():
+    first = select(func.min(task_run.c.slot)).where(task_run.c.task_pk == task.c.id).scalar_subquery()
+    c = task.c
+    return (
+        c.id, c.name, c.project, c.account, c.partition, c.cron, c.timezone, c.prev_interval_start, c.parents,
+        c.dag_id, first.label("first_slot"),
+    )  # fmt: skip
+
+
+def _task_row(row) -> TaskRow:
+    identity = TaskIdentity.from_row(row)
+    return TaskRow(
+        row.id, identity, row.cron, row.timezone or "UTC", row.prev_interval_start, row.first_slot,
+        tuple(parse_parents(row.parents)), row.dag_id,
+    )  # fmt: skip
 
 
 def read_tasks(conn: Connection, identities: Iterable[TaskIdentity]) -> dict[TaskIdentity, TaskRow]:
     """The tasks ``identities`` name and every task their declared parents reach: one recursive statement
     (one more per 30,000 target names). Names select; each declaration then names exact identities."""
     rows: dict[TaskIdentity, TaskRow] = {}
-    first = select(func.min(task_run.c.slot)).where(task_run.c.task_pk == task.c.id).scalar_subquery()
     for names in in_chunks(sorted({i.name for i in identities})):
         closure = select(task.c.id).where(task.c.name.in_(names)).cte("closure", recursive=True)
         parent = task.alias("parent")
@@ -102,62 +100,29 @@ def read_tasks(conn: Connection, identities: Iterable[TaskIdentity]) -> dict[Tas
             )
         )
         closure = closure.union(step)
-        c = task.c
-        query = select(
-            c.id, c.name, c.project, c.account, c.partition, c.cron, c.timezone, c.prev_interval_start, c.parents,
-            first.label("first_slot"),
-        ).where(c.id.in_(select(closure.c.id)))  # fmt: skip
-        for row in conn.execute(query):
-            identity = TaskIdentity.from_row(row)
-            rows[identity] = TaskRow(
-                row.id, identity, row.cron, row.timezone or "UTC", row.prev_interval_start, row.first_slot,
-                tuple(parse_parents(row.parents)),
-            )  # fmt: skip
+        for row in conn.execute(select(*_columns()).where(task.c.id.in_(select(closure.c.id)))):
+            found = _task_row(row)
+            rows[found.identity] = found
     return rows
 
 
-def read_history(conn: Connection, task_pks: Sequence[int]) -> dict[int, History]:
-    """The last :data:`WINDOW` first-time successes of each task (backfills and repairs left out), in one
-    windowed statement; runs finished before their slot are counted as skewed and left out."""
-    r = task_run.c
-    found: dict[int, list] = {pk: [] for pk in task_pks}
-    for chunk in in_chunks(sorted(task_pks)):
-        ranked = (
-            select(
-                r.task_pk,
-                r.slot,
-                r.started_at,
-                r.finished_at,
-                func.row_number().over(partition_by=r.task_pk, order_by=r.slot.desc()).label("rn"),
-            )
-            .where(
-                r.task_pk.in_(chunk),
-                r.state == "success",
-                r.finished_at.is_not(None),
-                r.output_revision == 1,
-                or_(r.run_type.is_(None), r.run_type.not_in(LEFT_OUT_RUN_TYPES)),
-            )
-            .subquery()
-        )
-        query = select(ranked.c.task_pk, ranked.c.slot, ranked.c.started_at, ranked.c.finished_at).where(
-            ranked.c.rn <= WINDOW
-        )
-        for row in conn.execute(query):
-            found[row.task_pk].append(row)
-    return {pk: history_of(runs) for pk, runs in found.items()}
-
-
-def history_of(runs) -> History:
-    """Offsets and durations of ``runs`` (rows with ``slot``, ``started_at``, ``finished_at``)."""
-    offsets, durations, skewed = [], [], 0
-    for run in runs:
-        if run.finished_at < run.slot:
-            skewed += 1
-            continue
-        offsets.append(run.finished_at - run.slot)
-        if run.started_at is not None and run.started_at <= run.finished_at:
-            durations.append(run.finished_at - run.started_at)
-    return History(tuple(offsets), tuple(durations), skewed) if runs else NO_HISTORY
+def find_task(
+    store: CatalogStore,
+    identity: TaskIdentity | None = None,
+    *,
+    dag_id: str | None = None,
+    task_id: str | None = None,
+) -> TaskRow | None:
+    """One catalog task as the graph reads it: by ``identity``, or as the task ``task_id`` of DAG ``dag_id``
+    (its unmapped row first). None when the catalog has no such task."""
+    query = select(*_columns())
+    if identity is not None:
+        query = query.where(*identity_clause(identity))
+    else:
+        query = query.where(task.c.dag_id == dag_id, task.c.task_id == task_id).order_by(task.c.partition, task.c.id)
+    with store.engine.connect() as conn:
+        row = conn.execute(query.limit(1)).first()
+    return None if row is None else _task_row(row)
 
 
 def read_records(conn: Connection, windows: Iterable[tuple[int, dt.datetime, dt.datetime]]) -> dict[tuple, list]:
@@ -250,33 +215,6 @@ class _Graph:
             self.parents[key] = tuple(dict.fromkeys(keys))
 
 
-# -- the history cache -------------------------------------------------------------------------------------
-class HistoryCache:
-    """Histories read at one catalog change sequence number, per catalog: kept until the number moves."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_catalog: dict[str, tuple[int, dict[int, History]]] = {}
-
-    def histories(self, conn: Connection, catalog: str, seq: int, task_pks: Iterable[int]) -> dict[int, History]:
-        with self._lock:
-            held_seq, held = self._by_catalog.get(catalog, (None, {}))
-            known = dict(held) if held_seq == seq else {}
-        missing = [pk for pk in set(task_pks) if pk not in known]
-        if missing:
-            known.update(read_history(conn, missing))
-            with self._lock:
-                self._by_catalog[catalog] = (seq, known)
-        return known
-
-    def clear(self) -> None:
-        with self._lock:
-            self._by_catalog.clear()
-
-
-HISTORIES = HistoryCache()
-
-
 # -- the questions -----------------------------------------------------------------------------------------
 def read_nodes(
     store: CatalogStore,
@@ -355,12 +293,6 @@ def _not_judgeable(identity: TaskIdentity, slot: dt.datetime, row: TaskRow | Non
     return Expectation(
         node_key(identity, slot), str(identity), slot, "no_estimate", None, None, (), f"no estimate: {why}", 0, 0
     )
-
-
-def task_row(store: CatalogStore, identity: TaskIdentity) -> TaskRow | None:
-    """The catalog row of one task as the graph reads it (None: not in the catalog)."""
-    with store.engine.connect() as conn:
-        return read_tasks(conn, [identity]).get(identity)
 
 
 def next_open_slot(row: TaskRow, now: dt.datetime) -> dt.datetime | None:
