@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import deque
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from sqlalchemy import and_, func, select
@@ -63,6 +64,13 @@ class TaskRow:
         if self.cron is None:
             return slot, FAR_FUTURE
         return slot_window(slot, cron_granularity(self.cron), resolve_timezone(self.timezone))
+
+
+def connection(store: CatalogStore) -> AbstractContextManager[Connection]:
+    """A connection to read with: the one a page's reader holds for all its reads (its ``connect()``), else
+    one of the store's engine for this read alone."""
+    held = getattr(store, "connect", None)
+    return held() if held is not None else store.engine.connect()
 
 
 def node_key(identity: TaskIdentity | str, slot: dt.datetime) -> str:
@@ -120,7 +128,7 @@ def find_task(
         query = query.where(*identity_clause(identity))
     else:
         query = query.where(task.c.dag_id == dag_id, task.c.task_id == task_id).order_by(task.c.partition, task.c.id)
-    with store.engine.connect() as conn:
+    with connection(store) as conn:
         row = conn.execute(query.limit(1)).first()
     return None if row is None else _task_row(row)
 
@@ -226,7 +234,7 @@ def read_nodes(
     """The nodes of every (task, slot) ``targets`` reach, with the task rows read; the targets' own nodes
     wait on their parents by ``mode`` and ``cap``, every other node on all its parents."""
     targets = [(identity, slot.astimezone(dt.UTC)) for identity, slot in targets]
-    with store.engine.connect() as conn:
+    with connection(store) as conn:
         seq = read_change_seq(conn)
         rows = read_tasks(conn, {identity for identity, _ in targets})
         graph = _Graph(rows)
@@ -249,6 +257,26 @@ def read_nodes(
     return nodes, rows
 
 
+def expectations_with_dags(
+    store: CatalogStore,
+    targets: Sequence[tuple[TaskIdentity, dt.datetime]],
+    now: dt.datetime,
+    *,
+    mode: str | int = "ALL",
+    cap: dt.datetime | None = None,
+    zone: dt.tzinfo = dt.UTC,
+) -> tuple[dict[tuple[str, dt.datetime], Expectation], dict[str, str | None]]:
+    """:func:`expectations_for`, with the DAG of every catalog task the targets' graph holds, by its
+    name as expectations write it (what a page withholds from a reader who may not read that DAG)."""
+    nodes, rows = read_nodes(store, targets, mode=mode, cap=cap)
+    found = expect(nodes, now, zone=zone)
+    out = {}
+    for identity, slot in targets:
+        key = node_key(identity, slot)
+        out[(str(identity), slot)] = found.get(key) or _not_judgeable(identity, slot, rows.get(identity))
+    return out, {str(identity): row.dag_id for identity, row in rows.items()}
+
+
 def expectations_for(
     store: CatalogStore,
     targets: Sequence[tuple[TaskIdentity, dt.datetime]],
@@ -261,13 +289,7 @@ def expectations_for(
     """The expectation of each target ``(task, slot)``, keyed ``(str(task), slot)``, from one read of each
     kind. ``mode`` ("ALL", "ANY" or N) and ``cap`` (a fallback's deadline) apply to the targets' own parents;
     reasons word times of day in ``zone``. A target not in the catalog has no estimate, saying so."""
-    nodes, rows = read_nodes(store, targets, mode=mode, cap=cap)
-    found = expect(nodes, now, zone=zone)
-    out = {}
-    for identity, slot in targets:
-        key = node_key(identity, slot)
-        out[(str(identity), slot)] = found.get(key) or _not_judgeable(identity, slot, rows.get(identity))
-    return out
+    return expectations_with_dags(store, targets, now, mode=mode, cap=cap, zone=zone)[0]
 
 
 def expectation_of(
@@ -298,8 +320,31 @@ def _not_judgeable(identity: TaskIdentity, slot: dt.datetime, row: TaskRow | Non
 def next_open_slot(row: TaskRow, now: dt.datetime) -> dt.datetime | None:
     """The slot a task runs next: the first after its watermark, else the latest at or before ``now``
     (None: an ad hoc task, or a schedule that cannot be judged)."""
-    if row.cron is None or not row.judgeable:
+    if not row.judgeable:
         return None
-    if row.watermark is not None:
-        return next_slot(row.cron, row.watermark, timezone=row.timezone)
-    return expected_slot(row.cron, now, timezone=row.timezone)
+    return next_slot_after_watermark(row.cron, row.timezone, row.watermark, now)
+
+
+def next_slot_after_watermark(
+    cron: str | None, timezone: str, watermark: dt.datetime | None, now: dt.datetime
+) -> dt.datetime | None:
+    """:func:`next_open_slot` of a task's schedule and watermark (the schedule already judged readable)."""
+    if cron is None:
+        return None
+    if watermark is not None:
+        return next_slot(cron, watermark, timezone=timezone)
+    return expected_slot(cron, now, timezone=timezone)
+
+
+def airflow_identities(store: CatalogStore, tasks: Iterable[tuple[str, str]]) -> dict[tuple[str, str], TaskIdentity]:
+    """The catalog identity of each Airflow task ``(dag_id, task_id)`` (its unmapped row), in one statement."""
+    wanted = set(tasks)
+    if not wanted:
+        return {}
+    c = task.c
+    query = select(c.name, c.project, c.account, c.partition, c.dag_id, c.task_id).where(
+        c.dag_id.in_(sorted({d for d, _ in wanted})), c.task_id.in_(sorted({t for _, t in wanted})), c.partition == ""
+    )
+    with connection(store) as conn:
+        rows = conn.execute(query).all()
+    return {(r.dag_id, r.task_id): TaskIdentity.from_row(r) for r in rows if (r.dag_id, r.task_id) in wanted}
