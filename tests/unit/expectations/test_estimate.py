@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from airflow_leastaction.expectations import MIN_RUNS, Node, expect
-from airflow_leastaction.expectations.estimate import MEDIAN, P90, nearest_rank
+from airflow_leastaction.expectations.estimate import MEDIAN, P90, median_and_p90, nearest_rank
 
 UTC = dt.UTC
 SLOT = dt.datetime(2024, 3, 4, tzinfo=UTC)
@@ -281,3 +281,9 @@ class TestTheGuidesWorkedExample:
     def test_a_fallback_deadline_of_a_quarter_to_six_brings_the_p90_in(self):
         got = self.chain("05:30", started="05:25", cap="05:45")[key("mart/report")]
         assert (got.median, got.p90) == (at("05:54"), at("06:10"))
+
+
+@pytest.mark.parametrize("n", range(0, 64))
+def test_the_median_and_p90_sorted_once_are_the_nearest_ranks(n):
+    values = tuple(((i * 37) % 101) * MIN for i in range(n))
+    assert median_and_p90(values) == (nearest_rank(values, MEDIAN), nearest_rank(values, P90))
