@@ -1,5 +1,7 @@
 """One tick for every read kind of a triggerer's catalog poll: the interval gates' snapshots, the
-run-condition gates' slot records and latest runs, the asset watchers' completions.
+run-condition gates' slot records and latest runs, the asset watchers' completions; and, on the same tick,
+the run-condition gates' questions to Airflow about their runs' task states
+(:mod:`~airflow_leastaction.triggers.run_states`: no catalog read, one question per DAG).
 
 A :class:`PollGroup` per (event loop, catalog URL, poll interval) runs the poll loop. Each tick it asks the
 catalog once which tasks changed since its last tick (and reads the tasks of new subscriptions), however
