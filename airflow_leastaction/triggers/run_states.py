@@ -7,7 +7,8 @@ read kind ``run_states``), so a gate's slot records and its run's task states co
 tick asks Airflow, for each DAG with waiting gates, the task states of all its waiting runs at once
 (:func:`~airflow_leastaction.airflow_seam.run_tasks.ask_task_states`: one ``GetTaskStates`` message per DAG,
 one more per :data:`RUNS_PER_QUESTION` runs past the first), and hands every gate of a run the same states
-(a dict never changed once handed out). 10,000 gates waiting on 100 runs of one DAG cost one question a
+(a dict never changed once handed out, and the same one tick after tick while the run's states stay
+the same). 10,000 gates waiting on 100 runs of one DAG cost one question a
 tick, where each gate asking for its own run cost 10,000.
 
 Never an error taken for "no tasks": a question that fails raises
@@ -48,15 +49,22 @@ class RunStates:
         self._new: dict[int, Subscription] = {}  # none: a new subscriber needs no catalog read of its own
         # Per DAG, per run, its subscribers: a tick walks runs, not gates, to make its questions.
         self._runs: dict[str, dict[str, dict[int, Subscription]]] = {}
+        # Per run, the states handed out last: handed again while Airflow's answer is the same.
+        self._handed: dict[Run, dict] = {}
 
     @classmethod
-    def shared(cls, url: str, interval: float) -> RunStates:
+    def shared(cls, url: str | None, interval: float) -> RunStates:
+        """The channel of the poll loop of ``url`` (the catalog the subscriber's other reads poll; None: a loop
+        of its own, for a trigger that reads no catalog) and ``interval``."""
         key = (id(asyncio.get_running_loop()), url, float(interval), cls.read)
         channel = cls._shared.get(key)
         if channel is None:
             channel = cls._shared[key] = cls(PollGroup.shared(url, float(interval)))
             channel._key = key
-            channel._group.channels[cls.read] = channel
+            # First in the tick: a gate woken by its catalog reads then finds its run's states of the same
+            # tick waiting for it (asked after them, it would judge each tick on the states of the one before).
+            group = channel._group
+            group.channels = {cls.read: channel, **group.channels}
         return channel
 
     @property
@@ -92,6 +100,7 @@ class RunStates:
         del waiting[id(sub)]
         if not waiting:
             del runs[run_id]
+            self._handed.pop((dag_id, run_id), None)
             if not runs:
                 del self._runs[dag_id]
 
@@ -121,8 +130,18 @@ class RunStates:
             runs = self._runs.get(dag_id, {})
             for run_id in run_ids:
                 states, error = _states_of(dag_id, run_id, answer)
+                if states is not None and run_id in runs:
+                    states = self._same(dag_id, run_id, states)
                 for sub in runs.get(run_id, {}).values():
                     sub.deliver(states, error)
+
+    def _same(self, dag_id: str, run_id: str, states: dict) -> dict:
+        """``states``, or the equal object handed out before: a gate tells an unchanged run by identity."""
+        handed = self._handed.get((dag_id, run_id))
+        if handed is not None and handed == states:
+            return handed
+        self._handed[(dag_id, run_id)] = states
+        return states
 
     def _reset(self) -> None:
         """A failed catalog poll: each subscriber was handed its error; its run is asked again next tick."""

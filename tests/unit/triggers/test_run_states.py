@@ -111,6 +111,18 @@ class TestOneQuestionPerDag:
         assert [len(q.run_ids) for q in comms.asked] == [RUNS_PER_QUESTION, RUNS_PER_QUESTION, 1]
         assert {r for q in comms.asked for r in q.run_ids} == {f"r{i}" for i in range(n)}
 
+    async def test_a_run_whose_states_did_not_change_is_handed_the_same_object_again(self, supervisor):
+        comms = supervisor({"d": {"r1": {"up": "running"}}})
+        states = channel()
+        sub = states.join("d", "r1")
+        await tick(states)
+        first = taken(sub)
+        await tick(states)
+        assert taken(sub) is first
+        comms.runs["d"]["r1"] = {"up": "success"}
+        await tick(states)
+        assert taken(sub) == {"up": "success"}
+
     async def test_a_run_nobody_waits_on_any_more_is_not_asked(self, supervisor):
         comms = supervisor({"d": {"r1": {}, "r2": {}}})
         states = channel()
@@ -212,3 +224,39 @@ def test_every_gate_is_handed_its_runs_states_or_the_reason_it_has_none(world):
             assert isinstance(got, RunStatesUnreadableError)
         else:
             assert got == states_of(dag, n)
+
+
+class TestWithoutACatalog:
+    async def test_a_loop_without_a_catalog_asks_airflow_each_tick_and_ends_with_its_last_subscriber(self, supervisor):
+        comms = supervisor({"d": {"r1": {"up": "running"}}})
+        states = RunStates.shared(None, 0.01)
+        async with states.subscribe("d", "r1") as sub:
+            assert await sub.next() == {"up": "running"}
+            comms.runs["d"]["r1"] = {"up": "success"}
+            while (seen := await sub.next()) != {"up": "success"}:
+                pass
+        group = states._group
+        await asyncio.wait_for(group._task, 5)  # nobody left: the loop ends, and forgets its channel
+        assert RunStates._shared == {} and group.channels == {}
+        assert len(comms.asked) >= 2 and seen == {"up": "success"}
+
+    async def test_the_run_outcome_waits_through_errors_and_concludes_once_every_other_task_is_final(self, supervisor):
+        from airflow_leastaction.triggers.run_outcome import RunOutcomeTrigger
+
+        comms = supervisor({"d": {}}, failing={"d"})  # Airflow cannot be asked, then leaves the run out
+        trigger = RunOutcomeTrigger("d", "r1", "leastaction_run_outcome", poll_interval=0.01)
+        events = trigger.run()
+        concluded = asyncio.ensure_future(anext(events))
+        while len(comms.asked) < 3:
+            await asyncio.sleep(0.01)
+        comms.failing = frozenset()
+        while len(comms.asked) < 6:
+            await asyncio.sleep(0.01)
+        assert not concluded.done()  # neither an error nor a missing run is a run without tasks
+        comms.runs["d"]["r1"] = {"a": "running", "leastaction_run_outcome": "deferred"}
+        while len(comms.asked) < 9:
+            await asyncio.sleep(0.01)
+        assert not concluded.done()
+        comms.runs["d"]["r1"] = {"a": "success", "leastaction_run_outcome": "deferred"}
+        event = await asyncio.wait_for(concluded, 10)
+        assert event.payload == {"status": "finished", "states": {"a": "success"}}
