@@ -5,9 +5,9 @@ from __future__ import annotations
 from bench.markdown import ReportError, _table
 
 MODES = {
-    "reads": "the shared read alone (K subscriptions, no gate)",
-    "shared": "gates, one question per DAG per tick",
-    "per_gate": "gates, each asking for its own run (before)",
+    "reads": "`reads`: the gates' shared read alone (nothing judging)",
+    "shared": "`shared`: one question per DAG per tick for the gates, one for the run outcomes",
+    "per_gate": "`per_gate`: each gate and each run outcome asking for its own run (before)",
 }
 
 
@@ -38,7 +38,7 @@ def run_states(doc: dict, part: str | None) -> list[str]:
             "",
             "questions to Airflow per tick",
             "CPU ms per tick",
-            "tick length (s)",
+            "tick length, mean (s)",
             "release median / max (s)",
         ],
         ["---:", "---:", "---", "---:", "---:", "---:", "---:"],

@@ -1,5 +1,5 @@
 """One question to Airflow per DAG per tick, for every run-condition gate of a triggerer that waits on the
-task states of its run.
+task states of its run (and one more for the DAG's run-outcome triggers).
 
 A gate subscribes its ``(dag_id, run_id)`` (:meth:`RunStates.subscribe`). The reads are a channel of the
 poll loop the gates' catalog reads share (:class:`~airflow_leastaction.triggers.poll_group.PollGroup`,
@@ -9,7 +9,8 @@ tick asks Airflow, for each DAG with waiting gates, the task states of all its w
 one more per :data:`RUNS_PER_QUESTION` runs past the first), and hands every gate of a run the same states
 (a dict never changed once handed out, and the same one tick after tick while the run's states stay
 the same). 10,000 gates waiting on 100 runs of one DAG cost one question a
-tick, where each gate asking for its own run cost 10,000.
+tick, where each gate asking for its own run cost 10,000. The run-outcome triggers, which read no catalog,
+share a loop of their own (:meth:`RunStates.shared` with no URL): one more question per DAG per tick.
 
 Never an error taken for "no tasks": a question that fails raises
 :class:`~airflow_leastaction.exceptions.RunStatesUnreadableError` to every gate whose run it named (each
@@ -35,7 +36,7 @@ Run = tuple[str, str]  # (dag_id, run_id)
 
 
 class RunStates:
-    """The gates waiting on their runs' task states in one poll loop (per event loop, catalog URL and poll
+    """The triggers waiting on their runs' task states in one poll loop (per event loop, catalog URL and poll
     interval, as the catalog reads they wait on beside them), and the one read per DAG that serves them."""
 
     read = "run_states"
