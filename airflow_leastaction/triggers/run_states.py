@@ -126,8 +126,6 @@ class RunStates:
             *(run_tasks.ask_task_states(dag_id, run_ids) for dag_id, run_ids in questions), return_exceptions=True
         )
         for (dag_id, run_ids), answer in zip(questions, answers, strict=True):
-            if not isinstance(answer, (dict, Exception)):
-                raise answer  # cancelled: the loop is ending
             runs = self._runs.get(dag_id, {})
             for run_id in run_ids:
                 states, error = _states_of(dag_id, run_id, answer)
@@ -157,8 +155,9 @@ def _states_of(dag_id: str, run_id: str, answer) -> tuple[dict | None, BaseExcep
     """One run's states from its question's answer, or the error its gates are handed."""
     if isinstance(answer, RunStatesUnreadableError):
         return None, answer
-    if isinstance(answer, Exception):
-        return None, RunStatesUnreadableError(f"Airflow cannot tell the task states of DAG {dag_id}: {answer}")
+    if isinstance(answer, BaseException):  # a question cancelled under it (its comms closing): no answer
+        why = str(answer) if isinstance(answer, Exception) else "the question was cancelled"
+        return None, RunStatesUnreadableError(f"Airflow cannot tell the task states of DAG {dag_id}: {why}")
     states = answer.get(run_id)
     if states is None:
         return None, RunStatesUnreadableError(f"Airflow's answer has no task of run {run_id} of DAG {dag_id}")

@@ -160,6 +160,19 @@ class TestErrorsAreNeverNoTasks:
         error = taken(missing)
         assert isinstance(error, RunStatesUnreadableError) and "run r2 of DAG d" in str(error)
 
+    async def test_a_question_cancelled_under_the_loop_is_an_error_for_its_gates(self, supervisor):
+        comms = supervisor({"d": {"r1": {}}})
+
+        async def closing(msg):  # what Airflow's comms do to a pending question when their reader stops
+            raise asyncio.CancelledError("Reader loop exited")
+
+        comms.asend = closing
+        states = channel()
+        sub = states.join("d", "r1")
+        await tick(states)
+        error = taken(sub)
+        assert isinstance(error, RunStatesUnreadableError) and "DAG d: the question was cancelled" in str(error)
+
     async def test_no_supervisor_to_ask_is_an_error(self, monkeypatch):
         monkeypatch.setattr(task_runner, "SUPERVISOR_COMMS", None, raising=False)
         with pytest.raises(RunStatesUnreadableError, match="no supervisor"):
