@@ -9,6 +9,7 @@ from bench.markdown import BACKEND, ReportError, _ms, _table
 from bench.tables_dbt import dbt_state
 from bench.tables_gate import gate
 from bench.tables_migrations import migrations
+from bench.tables_run_states import run_states
 
 __all__ = ["RENDERERS", "ReportError"]
 
@@ -321,4 +322,5 @@ RENDERERS = {
     "bench_gate": gate,
     "bench_ui": ui,
     "bench_migrations": migrations,
+    "bench_run_states": run_states,
 }

@@ -1,13 +1,22 @@
 """The tasks of one DAG run as the provider's waiting tasks read them from Airflow: their states, through
 the supervisor (on a worker or in the triggerer), and the DAG's structure.
 
+Every question about task states goes to Airflow as one ``GetTaskStates`` message, which names one DAG
+and any number of its runs (Airflow 3.1 to 3.3 alike); :data:`QUESTIONS` counts the messages this process
+sent. A triggerer's gates ask for all their runs of one DAG at once (:func:`ask_task_states`, through
+:mod:`~airflow_leastaction.triggers.run_states`).
+
 Below both the operators and the triggers of the run-condition model: each imports it, neither imports
 the other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from asgiref.sync import sync_to_async
+
+from airflow_leastaction.exceptions import RunStatesUnreadableError
 
 #: The task types (class names) of the tasks that wait on others of their run and start nothing by
 #: themselves: the gates and the run-outcome task. Subclasses add theirs when they are defined; the names
@@ -15,12 +24,65 @@ from asgiref.sync import sync_to_async
 WAITING_TASK_TYPES = {"RunConditionGate", "DagRunGate", "RunOutcome"}
 
 
+class QuestionCount:
+    """The questions about task states this process sent Airflow: one per ``GetTaskStates`` message.
+
+    :ivar sent: messages sent.
+    :ivar runs: runs they named, in all.
+    """
+
+    __slots__ = ("sent", "runs")
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.runs = 0
+
+    def asked(self, dag_id: str, run_ids: Sequence[str]) -> None:
+        """Count one message about ``run_ids`` of ``dag_id``, as it is sent."""
+        self.sent += 1
+        self.runs += len(run_ids)
+
+
+#: This process's count (read where it is needed: ``run_tasks.QUESTIONS``).
+QUESTIONS = QuestionCount()
+
+
 def task_states(dag_id: str, run_id: str) -> dict[str, str | None]:
     """Airflow state of every task of one run, read through the supervisor (no ORM on a worker)."""
     from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
 
+    QUESTIONS.asked(dag_id, (run_id,))
     states = RuntimeTaskInstance.get_task_states(dag_id=dag_id, run_ids=[run_id])
     return {k: (str(v) if v is not None else None) for k, v in (states.get(run_id) or {}).items()}
+
+
+async def ask_task_states(dag_id: str, run_ids: Sequence[str]) -> dict[str, dict[str, str | None]]:
+    """The state of every task of each of ``run_ids`` (runs of ``dag_id``), by run: ONE question to Airflow,
+    from the triggerer's event loop (the comms' own ``asend``, no thread; a comms without one, in a thread).
+
+    A run the answer leaves out is left out here too: the caller tells it apart from a run without tasks
+    (it has none: every waiting gate is a task of its run). Raises :class:`RunStatesUnreadableError` when
+    Airflow gives no answer (the supervisor's error, a lost connection, anything but its task states).
+    """
+    from airflow.sdk.execution_time import task_runner
+    from airflow.sdk.execution_time.comms import GetTaskStates, TaskStatesResult
+
+    comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
+    question = GetTaskStates(dag_id=dag_id, run_ids=list(run_ids))
+    try:
+        if comms is None:
+            raise RuntimeError("no supervisor to ask (not in a task or a triggerer)")
+        QUESTIONS.asked(dag_id, run_ids)
+        asend = getattr(comms, "asend", None)
+        answer = await asend(question) if asend is not None else await sync_to_async(comms.send)(question)
+        if not isinstance(answer, TaskStatesResult):
+            raise RuntimeError(f"Airflow answered {type(answer).__name__}, not the task states")
+    except Exception as exc:
+        raise RunStatesUnreadableError(f"Airflow cannot tell the task states of DAG {dag_id}: {exc}") from exc
+    return {
+        run_id: {task: (str(state) if state is not None else None) for task, state in (states or {}).items()}
+        for run_id, states in answer.task_states.items()
+    }
 
 
 async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:

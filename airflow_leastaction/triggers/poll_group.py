@@ -1,11 +1,16 @@
 """One tick for every read kind of a triggerer's catalog poll: the interval gates' snapshots, the
-run-condition gates' slot records and latest runs, the asset watchers' completions.
+run-condition gates' slot records and latest runs, the asset watchers' completions; and, on the same tick,
+the run-condition gates' questions to Airflow about their runs' task states
+(:mod:`~airflow_leastaction.triggers.run_states`: no catalog read, one question per DAG).
 
 A :class:`PollGroup` per (event loop, catalog URL, poll interval) runs the poll loop. Each tick it asks the
 catalog once which tasks changed since its last tick (and reads the tasks of new subscriptions), however
 many read kinds (channels, :class:`~airflow_leastaction.triggers.poller.CatalogPoller`) have subscribers;
 then each channel whose watched tasks changed reads their data (one more statement per such channel) and
 wakes its subscribers. An idle triggerer sends one statement per tick, whatever waits in it.
+
+A group without a catalog URL runs the channels that read no catalog alone (the run-outcome triggers'
+questions to Airflow): its tick sends no statement.
 
 The group knows its channels only by what they do (it imports no poller): a channel is taken off the
 books, and names what it reads, through the methods :meth:`PollGroup._tick` and :meth:`PollGroup._run`
@@ -40,11 +45,12 @@ def backoff(interval: float, failures: int) -> float:
 
 
 class PollGroup:
-    """The poll loop of one (event loop, catalog URL, poll interval), for all its read kinds."""
+    """The poll loop of one (event loop, catalog URL, poll interval), for all its read kinds (URL None: no
+    catalog, for channels that read none)."""
 
     _shared: dict[tuple, PollGroup] = {}
 
-    def __init__(self, url: str, interval: float):
+    def __init__(self, url: str | None, interval: float):
         self.url = url
         self.interval = interval
         #: Per read kind, its channel.
@@ -55,7 +61,7 @@ class PollGroup:
         self._key: tuple | None = None
 
     @classmethod
-    def shared(cls, url: str, interval: float) -> PollGroup:
+    def shared(cls, url: str | None, interval: float) -> PollGroup:
         key = (id(asyncio.get_running_loop()), url, float(interval))
         group = cls._shared.get(key)
         if group is None:
@@ -66,15 +72,15 @@ class PollGroup:
     def wake(self) -> None:
         """Run the poll loop (again) if it is not running: a channel got a subscriber."""
         if self._task is None or self._task.done():
-            name = f"leastaction-poller {shown_url(self.url)}"  # asyncio shows task names: never the password
+            name = f"leastaction-poller {self._name()}"  # asyncio shows task names: never the password
             self._task = asyncio.get_running_loop().create_task(self._run(), name=name)
 
     def _waiting(self) -> bool:
         return any(channel.subscribers for channel in self.channels.values())
 
-    async def _poll(self, store: CatalogStore | None) -> CatalogStore:
+    async def _poll(self, store: CatalogStore | None) -> CatalogStore | None:
         """One tick; the engine is created (and its schema checked) on the first poll that can."""
-        if store is None:
+        if store is None and self.url is not None:
             store = CatalogStore(await asyncio.to_thread(get_engine, self.url))
         await self._tick(store)
         return store
@@ -87,7 +93,7 @@ class PollGroup:
             channel._drop_leaving()
         news = {channel.read: list(channel._new.values()) for channel in channels}
         names = {i.name for channel in channels for sub in news[channel.read] for i in channel._identities(sub)}
-        rows, high = await asyncio.to_thread(self._changes, store, self._since, names)
+        rows, high = await asyncio.to_thread(self._changes, store, self._since, names) if store else ([], None)
         for channel in channels:
             await channel._apply(store, rows, self._since, news[channel.read])
         self._since = high
@@ -145,7 +151,7 @@ class PollGroup:
                 del self._shared[self._key]
 
     def _name(self) -> str:
-        return shown_url(self.url)
+        return shown_url(self.url) if self.url is not None else "(no catalog)"
 
 
 async def readable_catalog_url(conn_id: str | None, interval: float, log) -> str:

@@ -41,6 +41,7 @@ from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, 
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poll_group import readable_catalog_url
 from airflow_leastaction.triggers.poller import CatalogPoller
+from airflow_leastaction.triggers.run_states import RunStates
 from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
 from airflow_leastaction.triggers.trigger_log import ClassLog
 
@@ -62,9 +63,10 @@ class _Started:
 class RunConditionTrigger(ClassLog, BaseTrigger):
     """Wait until a gated task's run condition is met (``ADMIT``) or can never be (``SKIP``).
 
-    Same-run upstream states come from Airflow through the supervisor each tick; catalog reads (slot
-    records of same-run upstreams, latest runs of tasks in other DAGs) are shared with every other gate
-    in the triggerer, one poll per tick per kind. Upstreams in other DAGs are looked at on the wait
+    Same-run upstream states come from Airflow through the supervisor each tick, and catalog reads (slot
+    records of same-run upstreams, latest runs of tasks in other DAGs) from the catalog: both shared with
+    every other gate in the triggerer, one catalog poll per tick per kind and one question to Airflow per
+    tick per DAG (:mod:`~airflow_leastaction.triggers.run_states`). Upstreams in other DAGs are looked at on the wait
     rule's schedule only. While the catalog cannot be read the trigger keeps waiting (and says so once);
     when ``[leastaction] gates`` is no longer ``enforce`` it fires ``relaxed`` as soon as no same-run
     upstream is still running, so the worker can admit and record BYPASSED decisions.
@@ -220,13 +222,18 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                 intervals_sub = await stack.enter_async_context(
                     CatalogPoller.shared(url, self.poll_interval).subscribe(whole_interval_requests(spec, slot, end))
                 )
+            states_sub = None
+            if spec.in_run or spec.run_gate:  # one question per DAG per tick for every gate of the triggerer
+                states_sub = await stack.enter_async_context(
+                    RunStates.shared(url, self.poll_interval).subscribe(self.dag_id, self.run_id)
+                )
             blind = False
             while True:
                 try:
                     found = await slots_sub.next()
                     fresh_runs = await runs_sub.next() if runs_sub is not None else {}
                     snapshot = await intervals_sub.next() if intervals_sub is not None else None
-                    states = await _airflow_states(self.dag_id, self.run_id) if spec.in_run or spec.run_gate else {}
+                    states = await states_sub.next() if states_sub is not None else {}
                 except Exception as exc:  # catalog or API down: keep waiting, say why once; a bug fails the task
                     if not (is_outage(exc) or isinstance(exc, RunStatesUnreadableError)):
                         raise
@@ -365,12 +372,3 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         except Exception:  # the API is down too: nothing is known to be finished
             return False
         return not in_run_unfinished(spec, states)
-
-
-async def _airflow_states(dag_id: str, run_id: str) -> dict:
-    """The run's task states; any failure of the read is Airflow being away (the catalog's outages are
-    told apart by :func:`is_outage`, Airflow's are not: they keep a gate waiting, as before)."""
-    try:
-        return await run_states(dag_id, run_id)
-    except Exception as exc:
-        raise RunStatesUnreadableError(f"Airflow cannot tell the run's task states: {exc}") from exc

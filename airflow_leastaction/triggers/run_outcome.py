@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSuccessEvent, TriggerEvent
 
-from airflow_leastaction.airflow_seam.run_tasks import run_states
 from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summarize
 from airflow_leastaction.states import TERMINAL_STATES
 from airflow_leastaction.triggers import wire
+from airflow_leastaction.triggers.run_states import RunStates
 from airflow_leastaction.triggers.trigger_log import ClassLog
 
 
@@ -54,18 +53,19 @@ class RunOutcomeTrigger(ClassLog, BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         run_id = self.run_id or self.task_instance.run_id
-        while True:
-            try:
-                states = await run_states(self.dag_id, run_id)
-            except Exception as exc:
-                self.log.warning("run outcome cannot look yet: %s", exc)
-                states = None
-            if states is not None:
+        # The run's states come from the triggerer's one question per DAG per tick, shared with every other
+        # run-outcome trigger of the DAG there (a loop of their own: they read no catalog).
+        async with RunStates.shared(None, self.poll_interval).subscribe(self.dag_id, run_id) as sub:
+            while True:
+                try:
+                    states = await sub.next()
+                except Exception as exc:
+                    self.log.warning("run outcome cannot look yet: %s", exc)
+                    continue
                 others = {t: s for t, s in states.items() if t != self.task_id}
                 if all(s in TERMINAL_STATES for s in others.values()):
-                    yield self._conclusion(others)
-                    return
-            await asyncio.sleep(self.poll_interval)
+                    break
+        yield self._conclusion(others)
 
     def _conclusion(self, states: dict[str, str | None]) -> TriggerEvent:
         dag = getattr(getattr(self.task_instance, "task", None), "dag", None)

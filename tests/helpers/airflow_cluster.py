@@ -134,6 +134,8 @@ class AirflowCluster:
     :param port: API server port (default: a free one).
     :param env: extra environment, applied last (``AIRFLOW__SECTION__KEY`` overrides).
     :param python: the interpreter of the virtualenv whose Airflow runs (default: the suite's own).
+    :param component_env: extra environment of one component only, by its ``airflow`` subcommand
+        (``{"triggerer": {...}}``), applied after ``env``.
     """
 
     dags_folder: Path
@@ -144,6 +146,7 @@ class AirflowCluster:
     port: int | None = None
     env: dict[str, str] = field(default_factory=dict)
     python: str = sys.executable
+    component_env: dict[str, dict[str, str]] = field(default_factory=dict)
     _procs: list[Component] = field(default_factory=list, init=False)
     _token: str | None = field(default=None, init=False)
     _groups: set[int] = field(default_factory=set, init=False)
@@ -247,6 +250,7 @@ class AirflowCluster:
             own = {
                 "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
                 "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+                **self.component_env.get(command, {}),
             }
             self._procs.append(self._spawn(name, argv, own))
         self.wait_healthy(timeout)
