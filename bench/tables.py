@@ -7,6 +7,7 @@ import statistics
 
 from bench.markdown import BACKEND, ReportError, _ms, _table
 from bench.tables_dbt import dbt_state
+from bench.tables_expectations import expectations
 from bench.tables_gate import gate
 from bench.tables_migrations import migrations
 
@@ -321,4 +322,5 @@ RENDERERS = {
     "bench_gate": gate,
     "bench_ui": ui,
     "bench_migrations": migrations,
+    "bench_expectations": expectations,
 }
