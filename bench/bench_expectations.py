@@ -31,7 +31,7 @@ GOAL_WARNED_AHEAD, GOAL_AHEAD_MIN, GOAL_FALSE = 0.8, 30, 0.1
 GOAL_PASS_S = 0.2
 #: The columns of a warning row in the JSON (one list per daily task and replayed day).
 WARNING_COLUMNS = ("task", "day", "outside", "deadline_min", "actual_min", "missed", "lead_min", "median_lead_min",
-                   "before_any_record", "incident")  # fmt: skip
+                   "before_any_record", "own_p90_within", "incident")  # fmt: skip
 
 
 def backtest(args, *, same_kind_of_day: bool) -> dict:
@@ -129,8 +129,21 @@ def warning_summary(rows: list[list], lead: str = "lead_min") -> dict:
         "warnings": len(fired),
         "false": len(false),
         "false_before_any_record": sum(1 for r in false if r[col["before_any_record"]]),
+        "false_own_p90_within": sum(1 for r in false if r[col["own_p90_within"]]),
+        "false_tasks": len({r[col["task"]] for r in false}),
+        "false_tasks_most_mornings": _tasks_on_most_mornings(false, rows, col),
+        "tasks": len({r[col["task"]] for r in rows}),
         "missed_after_incident": sum(1 for r in missed if r[col["incident"]]),
     }
+
+
+def _tasks_on_most_mornings(false: list[list], rows: list[list], col: dict) -> int:
+    """How many tasks were warned falsely on more than half the mornings replayed."""
+    mornings = len({r[col["day"]] for r in rows})
+    per_task: dict[str, int] = {}
+    for r in false:
+        per_task[r[col["task"]]] = per_task.get(r[col["task"]], 0) + 1
+    return sum(1 for n in per_task.values() if n > mornings / 2)
 
 
 def verdict(results: dict) -> dict:

@@ -159,17 +159,21 @@ def warnings(morning: Morning, deadlines: dict[str, dt.timedelta], step=MINUTE) 
     instants.update(d + dt.timedelta(seconds=1) for d in due.values())  # the anchor's instant, just after
     closures = {m.key: morning.closure(m.key) for m in targets}
     first: dict[str, dict[str, dt.datetime]] = {"p90": {}, "median": {}}
+    own_within: dict[str, bool] = {}  # at the warning: the task's own p90 was within its deadline
     for now in sorted(t for t in instants if start <= t <= end):
         open_ = [m for m in targets if m.key not in first["median"] and now < m.run.finished_at]
         if not open_:
             continue
         keys = {k for m in open_ for k in closures[m.key]}  # what the open targets' expectations read
-        found = expect(morning.nodes_at(now, keys), now)
+        nodes = morning.nodes_at(now, keys)
+        found = expect(nodes, now)
         for m in open_:
             e = found[m.key]
             for which, at in (("p90", e.p90), ("median", e.median)):
                 if at is not None and at > due[m.key] and m.key not in first[which]:
                     first[which][m.key] = now
+                    if which == "p90":
+                        own_within[m.key] = own_p90(nodes[m.key], now) <= due[m.key]
     rows = []
     for m in targets:
         lead = {w: None if m.key not in f else (due[m.key] - f[m.key]) / MINUTE for w, f in first.items()}
@@ -186,10 +190,19 @@ def warnings(morning: Morning, deadlines: dict[str, dt.timedelta], step=MINUTE) 
                 "median_lead_min": lead["median"],
                 # warned before any slot it waits on (itself included) had a record: from history alone
                 "before_any_record": m.key in first["p90"] and first["p90"][m.key] < began,
+                # its own history put its p90 within the deadline: the parents' estimate raised the warning
+                "own_p90_within": own_within.get(m.key, False),
                 "incident": _incident_upstream(morning, m.key),
             }
         )
     return rows
+
+
+def own_p90(node: Node, now: dt.datetime) -> dt.datetime:
+    """The node's own p90, without its parents: running, its start + p90 duration; else its slot + p90 offset."""
+    if node.state == "running" and node.started_at is not None:
+        return max(node.started_at + nearest_rank(node.durations, 0.9), now)
+    return max(node.slot + nearest_rank(node.offsets, 0.9), now)
 
 
 def _incident_upstream(morning: Morning, key: str) -> str | None:

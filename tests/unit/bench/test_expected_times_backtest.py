@@ -98,10 +98,10 @@ def test_a_child_held_back_by_a_late_load_is_warned_before_its_deadline(history)
 
 
 def test_the_warning_summary_counts_missed_deadlines_leads_and_false_warnings():
-    def row(missed, lead, early=False, incident=None):
+    def row(task, day, missed, lead, early=False, incident=None, own_within=False):
         values = {
-            "task": "t",
-            "day": 0,
+            "task": task,
+            "day": day,
             "outside": False,
             "deadline_min": 0.0,
             "actual_min": 0.0,
@@ -109,16 +109,20 @@ def test_the_warning_summary_counts_missed_deadlines_leads_and_false_warnings():
             "lead_min": lead,
             "median_lead_min": None,
             "before_any_record": early,
+            "own_p90_within": own_within,
             "incident": incident,
         }
         return [values[c] for c in WARNING_COLUMNS]
 
-    rows = [row(True, 45.0, incident="late"), row(True, 10.0), row(True, 30.0), row(False, 20.0, early=True),
-            row(False, None)]  # fmt: skip
+    missed = [row("a", 0, True, 45.0, incident="late"), row("b", 0, True, 10.0), row("a", 1, True, 30.0)]
+    met = [row("c", 0, False, 20.0, early=True), row("c", 1, False, 5.0, own_within=True), row("b", 1, False, None)]
+    rows = missed + met
     s = warning_summary(rows)
-    assert (s["targets"], s["missed"], s["warned_ahead"], s["not_warned"]) == (5, 3, 2, 0)
+    assert (s["targets"], s["missed"], s["warned_ahead"], s["not_warned"]) == (6, 3, 2, 0)
     assert (s["lead_median_min"], s["lead_p10_min"]) == (30.0, 10.0)
-    assert (s["warnings"], s["false"], s["false_before_any_record"], s["missed_after_incident"]) == (4, 1, 1, 1)
+    assert (s["warnings"], s["false"], s["missed_after_incident"]) == (5, 2, 1)
+    assert (s["false_before_any_record"], s["false_own_p90_within"]) == (1, 1)
+    assert (s["tasks"], s["false_tasks"], s["false_tasks_most_mornings"]) == (3, 1, 1)  # c: both mornings
     assert warning_summary(rows, "median_lead_min")["warnings"] == 0
 
 
