@@ -41,7 +41,8 @@ def _world_line(doc: dict) -> str:
 
 
 def _errors(doc: dict) -> list[str]:
-    from bench.bench_expectations import HORIZONS, error_summary
+    from bench.bench_expectations import HORIZONS
+    from tests.helpers.expectation_replay import error_summary
 
     rows = []
     for name, label in VARIANTS:
@@ -66,7 +67,7 @@ def _errors(doc: dict) -> list[str]:
 
 
 def _warnings(doc: dict) -> list[str]:
-    from bench.bench_expectations import GOAL_AHEAD_MIN, warning_summary
+    from tests.helpers.expectation_replay import AHEAD_MIN, warning_summary
 
     rows = []
     for name, label in VARIANTS:
@@ -80,8 +81,9 @@ def _warnings(doc: dict) -> list[str]:
             missed = s["missed"]
             rows.append(["Airflow `DeadlineAlert`: at the deadline", f"{missed:,}", f"0 ({0:.0%})", "0", "0",
                          f"{missed:,}", "0 (0%)"])  # fmt: skip
-    s = warning_summary(_backtest(doc)["warnings"])
-    header = ["warned when", "missed deadlines", f"warned {GOAL_AHEAD_MIN}+ min ahead", "lead median (min)",
+    found = _backtest(doc)["warnings"]
+    s = warning_summary(found)
+    header = ["warned when", "missed deadlines", f"warned {AHEAD_MIN}+ min ahead", "lead median (min)",
               "lead p10 (min)", "warnings", "false warnings"]  # fmt: skip
     return [
         f"{s['targets']:,} deadlines (daily task × replayed day), {s['missed']:,} missed, "
@@ -94,8 +96,20 @@ def _warnings(doc: dict) -> list[str]:
         f"history alone), and {s['false_own_p90_within']:,} while the task's own p90 was within its deadline "
         "(its parents' p90 plus its own p90 duration was not). They fell on "
         f"{s['false_tasks']:,} of the {s['tasks']:,} tasks; {s['false_tasks_most_mornings']:,} of those were warned "
-        "falsely on more than half the mornings.",
+        f"falsely on more than half the mornings. Missed deadlines by the day the run fell on: {_by_day(found)}.",
     ]
+
+
+def _by_day(rows: list[list]) -> str:
+    from tests.helpers.expectation_replay import WARNING_COLUMNS, kind_of_day
+    from tests.helpers.expected_times import DAY, EPOCH
+
+    col = {c: i for i, c in enumerate(WARNING_COLUMNS)}
+    count = {"monday": 0, "weekday": 0, "weekend": 0}
+    for r in rows:
+        if r[col["missed"]]:
+            count[kind_of_day(EPOCH + r[col["day"]] * DAY, hourly=False)] += 1
+    return f"Monday {count['monday']:,}, Tuesday to Friday {count['weekday']:,}, the weekend {count['weekend']:,}"
 
 
 def _warning_row(label: str, s: dict) -> list[str]:
@@ -112,8 +126,14 @@ def _warning_row(label: str, s: dict) -> list[str]:
     ]
 
 
+def _load(sp: dict) -> str:
+    """The load average as the timings began (not in older runs)."""
+    load = sp.get("load_average_at_start")
+    return "" if load is None else f" Load average {load[0]:.1f} as the timings began."
+
+
 def _speed(doc: dict) -> list[str]:
-    from bench.expectation_replay import nearest_rank
+    from tests.helpers.expectation_replay import nearest_rank
 
     sp = doc["results"]["speed"]
     pure, cat = sp["pure"], sp["catalog"]
@@ -127,7 +147,7 @@ def _speed(doc: dict) -> list[str]:
         f"{sp['tasks']:,} catalog tasks in chains and fans, {sp['history_days']} days of history "
         f"({cat['slot_records']:,} slot records, loaded in {cat['load_s']:.1f} s); asked an hour before the first "
         f"interval of the last day ends, when all {pure['nodes']:,} slots wait. The catalog's answers equal the "
-        f"pure pass's for {cat['equal_to_pure']:,} of {cat['targets']:,} slots.",
+        f"pure pass's for {cat['equal_to_pure']:,} of {cat['targets']:,} slots.{_load(sp)}",
         "",
         *_table(
             ["pass", "runs", "median (ms)", "p90 (ms)", "min to max (ms)"],

@@ -1,4 +1,4 @@
-"""A generated history of catalog tasks for the expected-times backtest (:mod:`bench.bench_expectations`).
+"""A generated history of catalog tasks, for the expected-times backtest (bench/bench_expectations.py) and its tests.
 
 Seeded and deterministic: the same arguments give the same history, run for run.
 

@@ -10,9 +10,16 @@ import math
 import pytest
 
 from airflow_leastaction.expectations.estimate import WINDOW
-from bench.bench_expectations import WARNING_COLUMNS, warning_summary
-from bench.expectation_replay import Morning, deadline_offsets, kind_of_day, nearest_rank, warnings
-from bench.expected_times import DAY, EPOCH, MINUTE, generate, slot_of
+from tests.helpers.expectation_replay import (
+    WARNING_COLUMNS,
+    Morning,
+    deadline_offsets,
+    kind_of_day,
+    nearest_rank,
+    warning_summary,
+    warnings,
+)
+from tests.helpers.expected_times import DAY, EPOCH, MINUTE, generate, slot_of
 
 TINY = {"dags": 2, "tasks_per_dag": 6, "outside": 3, "feeds": 1}
 DAYS = 36  # four weeks before the replayed mornings, for the deadlines

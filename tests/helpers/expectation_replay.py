@@ -1,4 +1,4 @@
-"""Replaying a generated history (:mod:`bench.expected_times`) through ``expect()``: what the catalog held at
+"""Replaying a generated history (``tests/helpers/expected_times.py``) through ``expect()``: what the catalog held at
 an instant, the error of the expected completion, and when a deadline warning would have fired.
 
 No peeking: the Nodes built for an instant hold each slot's record as it was then (none, running, failed,
@@ -12,9 +12,14 @@ import math
 from dataclasses import dataclass
 
 from airflow_leastaction.expectations.estimate import WINDOW, Node, expect
-from bench.expected_times import DAY, HOUR, MINUTE, History, Run
+from tests.helpers.expected_times import DAY, HOUR, MINUTE, History, Run
 
 QUARTER = dt.timedelta(minutes=15)
+#: A warning this many minutes before the deadline or more leaves time to act.
+AHEAD_MIN = 30
+#: The columns of a warning row as the benchmark's JSON keeps it (one list per daily task and replayed day).
+WARNING_COLUMNS = ("task", "day", "outside", "deadline_min", "actual_min", "missed", "lead_min", "median_lead_min",
+                   "before_any_record", "own_p90_within", "incident")  # fmt: skip
 
 
 def key_of(task: str, slot: dt.datetime) -> str:
@@ -209,3 +214,49 @@ def _incident_upstream(morning: Morning, key: str) -> str | None:
     """The incident of the day in the target's closure (itself included), if any."""
     found = sorted({morning.members[k].run.incident for k in morning.closure(key)} - {None})
     return "+".join(found) or None
+
+
+# -- summaries of the replay's rows -------------------------------------------------------------------
+def error_summary(samples: list[list]) -> dict:
+    errs = [e for e, _, _ in samples if e is not None]
+    return {
+        "targets": len(samples),
+        "no_estimate": sum(1 for _, _, status in samples if status == "no_estimate"),
+        "median_min": nearest_rank(errs, 0.5) if errs else None,
+        "p90_min": nearest_rank(errs, 0.9) if errs else None,
+        "within_p90": sum(1 for _, within, _ in samples if within) / len(errs) if errs else None,
+    }
+
+
+def warning_summary(rows: list[list], lead: str = "lead_min") -> dict:
+    """Missed deadlines, how many were warned ``AHEAD_MIN`` ahead, lead times, false warnings."""
+    col = {c: i for i, c in enumerate(WARNING_COLUMNS)}
+    missed = [r for r in rows if r[col["missed"]]]
+    leads = [r[col[lead]] for r in missed if r[col[lead]] is not None]
+    fired = [r for r in rows if r[col[lead]] is not None]
+    false = [r for r in fired if not r[col["missed"]]]
+    return {
+        "targets": len(rows),
+        "missed": len(missed),
+        "warned_ahead": sum(1 for x in leads if x >= AHEAD_MIN),
+        "not_warned": len(missed) - len(leads),
+        "lead_median_min": nearest_rank(leads, 0.5) if leads else None,
+        "lead_p10_min": nearest_rank(leads, 0.1) if leads else None,
+        "warnings": len(fired),
+        "false": len(false),
+        "false_before_any_record": sum(1 for r in false if r[col["before_any_record"]]),
+        "false_own_p90_within": sum(1 for r in false if r[col["own_p90_within"]]),
+        "false_tasks": len({r[col["task"]] for r in false}),
+        "false_tasks_most_mornings": _tasks_on_most_mornings(false, rows, col),
+        "tasks": len({r[col["task"]] for r in rows}),
+        "missed_after_incident": sum(1 for r in missed if r[col["incident"]]),
+    }
+
+
+def _tasks_on_most_mornings(false: list[list], rows: list[list], col: dict) -> int:
+    """How many tasks were warned falsely on more than half the mornings replayed."""
+    mornings = len({r[col["day"]] for r in rows})
+    per_task: dict[str, int] = {}
+    for r in false:
+        per_task[r[col["task"]]] = per_task.get(r[col["task"]], 0) + 1
+    return sum(1 for n in per_task.values() if n > mornings / 2)
