@@ -1,6 +1,7 @@
 """``airflow-leastaction eta TASK``: when a task's slot is expected to be done, and which parent decides it.
 
-The task is an Airflow task written ``DAG.TASK`` or a catalog task written ``project/name``; the slot is
+The task is an Airflow task written ``DAG.TASK`` (found by its DAG and task ids) or a catalog task written
+``project/name``; the slot is
 ``--slot``, else the task's next slot not yet complete (the first after its watermark). Times of day are
 shown in the task's own timezone.
 
@@ -16,10 +17,10 @@ import json
 
 from airflow_leastaction.catalog.schema import utcnow
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.cli.arguments import AnyTask, Slot
+from airflow_leastaction.cli.arguments import AirflowTaskName, AnyTask, Slot
 from airflow_leastaction.exceptions import InvalidArgumentError
 from airflow_leastaction.expectations.estimate import task_of_key
-from airflow_leastaction.expectations.reads import expectation_of, next_open_slot, task_row
+from airflow_leastaction.expectations.reads import expectation_of, find_task, next_open_slot
 from airflow_leastaction.expectations.wording import expectation_json, expectation_line
 from airflow_leastaction.intervals.slots import format_slot, resolve_timezone
 
@@ -42,7 +43,10 @@ def register(sub) -> None:
 def _eta(args) -> int:
     store = CatalogStore(conn_id=args.conn_id)
     now = utcnow()
-    row = task_row(store, args.task)
+    if isinstance(args.task, AirflowTaskName):
+        row = find_task(store, dag_id=args.task.dag_id, task_id=args.task.task_id)
+    else:
+        row = find_task(store, args.task)
     if row is None:
         raise InvalidArgumentError("TASK", str(args.task), "is not in the catalog")
     slot = args.slot or next_open_slot(row, now)
@@ -50,11 +54,11 @@ def _eta(args) -> int:
         why = "is ad hoc (no schedule)" if row.cron is None else "has a schedule the catalog cannot read"
         raise InvalidArgumentError("TASK", str(args.task), f"{why}: name its slot with --slot")
     zone = resolve_timezone(row.timezone) if row.judgeable else resolve_timezone("UTC")
-    found = expectation_of(store, args.task, slot, now, zone=zone)
+    found = expectation_of(store, row.identity, slot, now, zone=zone)
     if args.json:
         print(json.dumps({**expectation_json(found), "line": expectation_line(found, zone, now)}, sort_keys=True))
         return 0
-    print(f"{args.task} slot {format_slot(slot, 'minute', zone)}: {expectation_line(found, zone, now)}")
+    print(f"{row.identity} slot {format_slot(slot, 'minute', zone)}: {expectation_line(found, zone, now)}")
     if found.critical_path:
         steps = (f"{task_of_key(key)} {_slot_of_key(key, zone)}" for key in found.critical_path)
         print(f"  critical path: {', then '.join(steps)}")

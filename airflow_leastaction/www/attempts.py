@@ -27,6 +27,8 @@ class AttemptView:
     rows: list[dict]
     verdict: Verdict
     gate: Gate | None
+    #: A waiting attempt: when the task it admits is expected to be done (see :mod:`~.expected`).
+    expected: str = ""
 
     @property
     def gated(self) -> tuple[str, ...]:

@@ -10,11 +10,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
+from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.gating.engine import DecisionResult
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS
 from airflow_leastaction.www.attempts import AttemptView, attempt_views, undecided_view, waiting_views
+from airflow_leastaction.www.expected import expect_cards
 from airflow_leastaction.www.names import Names
 from airflow_leastaction.www.params import MAX_INT32, blank, bounded_int, one_of, parse_time
 from airflow_leastaction.www.present import Clock
@@ -132,6 +134,7 @@ def decisions_page(
     page=Depends(decision_page),
     scope: Scope = Depends(page_scope),
     readable: DagScope = READABLE_DAGS,
+    clock: Clock = Depends(display_clock),
 ):
     f, result, reads = page
     one = _one_task_instance(f)
@@ -142,10 +145,13 @@ def decisions_page(
             index = -1 if f.map_index is None else f.map_index
             undecided, rule = undecided_view(f.dag_id, f.task_id, f.run_id, index)
         waiting = [] if one or request.query_params.get("cursor") else _waiting(f, readable)
+        cards = [*views, *waiting, *([undecided] if undecided else [])]
+        expect_cards(reads, cards, clock, utcnow(), readable)
     return render(
         request,
         "decisions.html",
         "decisions",
+        clock=clock,
         scope=scope,
         f=f,
         page=result,

@@ -80,7 +80,7 @@ def test_a_completed_slot_says_when_it_was_done(catalog, capsys):
 @pytest.mark.parametrize(
     ("argv", "named"),
     [
-        (["eta", "shop.unknown"], "argument TASK: 'airflow/shop.unknown' is not in the catalog"),
+        (["eta", "shop.unknown"], "argument TASK: 'shop.unknown' is not in the catalog"),
         (["eta", "ingest/adhoc"], "argument TASK: 'ingest/adhoc' is ad hoc (no schedule): name its slot with --slot"),
     ],
 )
