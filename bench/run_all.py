@@ -42,6 +42,8 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_dbt_queue": ["--parts", "enqueue,builds,replay", "--requests", "1500", "--k", "4"],
     "bench_dbt_state": ["--hours", "4", "--pipelines", "10"],
     "bench_gate": ["--parts", "engine,writes,latency", "--runs", "7", "--attempts", "200"],
+    # Expected times: the backtest on a generated history (with the same-kind-of-day what-if) and the speed.
+    "bench_expectations": ["--parts", "backtest,speed", "--what-if"],
     "bench_ui": ["--backend", "sqlite", "--backend", "postgres", "--repeat", "15"],
     # The catalog migrations on bench_ui's catalog, for docs/upgrading.md.
     "bench_migrations": ["--backend", "sqlite", "--backend", "postgres"],

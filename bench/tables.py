@@ -7,6 +7,7 @@ import statistics
 
 from bench.markdown import BACKEND, ReportError, _ms, _table
 from bench.tables_dbt import dbt_state
+from bench.tables_expectations import expectations
 from bench.tables_gate import gate
 from bench.tables_migrations import migrations
 from bench.tables_run_states import run_states
@@ -323,4 +324,5 @@ RENDERERS = {
     "bench_ui": ui,
     "bench_migrations": migrations,
     "bench_run_states": run_states,
+    "bench_expectations": expectations,
 }

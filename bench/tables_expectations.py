@@ -1,0 +1,161 @@
+"""The tables of the expected-times benchmark (:mod:`bench.bench_expectations`) in docs/performance.md."""
+
+from __future__ import annotations
+
+from bench.markdown import ReportError, _table
+
+VARIANTS = (
+    ("backtest", "recent runs (the estimate's history)"),
+    ("what_if_same_kind_of_day", "what if: runs of the same kind of day only"),
+)
+
+
+def expectations(doc: dict, part: str | None) -> list[str]:
+    results = doc["results"]
+    if part == "errors":
+        return _errors(doc)
+    if part == "warnings":
+        return _warnings(doc)
+    if part == "speed":
+        if "speed" not in results:
+            raise ReportError("bench_expectations:speed: the JSON has no speed part (--parts speed)")
+        return _speed(doc)
+    raise ReportError(f"bench_expectations has no table {part!r}")
+
+
+def _backtest(doc: dict) -> dict:
+    if "backtest" not in doc["results"]:
+        raise ReportError("bench_expectations: the JSON has no backtest part (--parts backtest)")
+    return doc["results"]["backtest"]
+
+
+def _world_line(doc: dict) -> str:
+    w, i = _backtest(doc)["world"], doc["inputs"]
+    return (
+        f"{w['tasks']} catalog tasks: {w['dags']} DAGs ({w['daily_tasks'] - w['outside_loads']} daily tasks), "
+        f"{w['outside_loads']} outside daily loads and {w['hourly_feeds']} hourly feeds; {i['days']} days of "
+        f"history ({w['slot_records']:,} slot records, seed {i['seed']}), the last {i['replay_days']} replayed. "
+        f"Incidents in the replayed days: an outside load two hours late, {w['incidents_replayed']['late']}; "
+        f"a task failed and run again by hand, {w['incidents_replayed']['rerun']}."
+    )
+
+
+def _errors(doc: dict) -> list[str]:
+    from bench.bench_expectations import HORIZONS
+    from tests.helpers.expectation_replay import error_summary
+
+    rows = []
+    for name, label in VARIANTS:
+        if name not in doc["results"]:
+            continue
+        for h in HORIZONS:
+            s = error_summary(doc["results"][name]["errors"][str(h)])
+            rows.append(
+                [
+                    f"{h} min before",
+                    label,
+                    f"{s['targets'] - s['no_estimate']:,}",
+                    f"{s['no_estimate']:,}",
+                    f"{s['median_min']:.1f}",
+                    f"{s['p90_min']:.1f}",
+                    f"{s['within_p90']:.0%}",
+                ]
+            )
+    header = ["asked", "history", "estimates", "no estimate", "median error (min)", "p90 error (min)",
+              "done by the expected p90"]  # fmt: skip
+    return [_world_line(doc), "", *_table(header, ["---", "---", "---:", "---:", "---:", "---:", "---:"], rows)]
+
+
+def _warnings(doc: dict) -> list[str]:
+    from tests.helpers.expectation_replay import AHEAD_MIN, warning_summary
+
+    rows = []
+    for name, label in VARIANTS:
+        if name not in doc["results"]:
+            continue
+        found = doc["results"][name]["warnings"]
+        rows.append(_warning_row(f"expected p90 past the deadline; {label}", warning_summary(found)))
+        if name == "backtest":
+            s = warning_summary(found, "median_lead_min")
+            rows.append(_warning_row(f"expected median past the deadline; {label}", s))
+            missed = s["missed"]
+            rows.append(["Airflow `DeadlineAlert`: at the deadline", f"{missed:,}", f"0 ({0:.0%})", "0", "0",
+                         f"{missed:,}", "0 (0%)"])  # fmt: skip
+    found = _backtest(doc)["warnings"]
+    s = warning_summary(found)
+    header = ["warned when", "missed deadlines", f"warned {AHEAD_MIN}+ min ahead", "lead median (min)",
+              "lead p10 (min)", "warnings", "false warnings"]  # fmt: skip
+    return [
+        f"{s['targets']:,} deadlines (daily task × replayed day), {s['missed']:,} missed, "
+        f"{s['missed_after_incident']:,} of them on a morning with an incident upstream.",
+        "",
+        *_table(header, ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows),
+        "",
+        f"Of the {s['false']:,} false warnings of the estimate (p90, recent runs), "
+        f"{s['false_before_any_record']:,} were raised before any slot the task waits on had a record (from the "
+        f"history alone), and {s['false_own_p90_within']:,} while the task's own p90 was within its deadline "
+        "(its parents' p90 plus its own p90 duration was not). They fell on "
+        f"{s['false_tasks']:,} of the {s['tasks']:,} tasks; {s['false_tasks_most_mornings']:,} of those were warned "
+        f"falsely on more than half the mornings. Missed deadlines by the day the run fell on: {_by_day(found)}.",
+    ]
+
+
+def _by_day(rows: list[list]) -> str:
+    from tests.helpers.expectation_replay import WARNING_COLUMNS, kind_of_day
+    from tests.helpers.expected_times import DAY, EPOCH
+
+    col = {c: i for i, c in enumerate(WARNING_COLUMNS)}
+    count = {"monday": 0, "weekday": 0, "weekend": 0}
+    for r in rows:
+        if r[col["missed"]]:
+            count[kind_of_day(EPOCH + r[col["day"]] * DAY, hourly=False)] += 1
+    return f"Monday {count['monday']:,}, Tuesday to Friday {count['weekday']:,}, the weekend {count['weekend']:,}"
+
+
+def _warning_row(label: str, s: dict) -> list[str]:
+    share = s["warned_ahead"] / s["missed"] if s["missed"] else 0
+    false = s["false"] / s["warnings"] if s["warnings"] else 0
+    return [
+        label,
+        f"{s['missed']:,}",
+        f"{s['warned_ahead']:,} ({share:.0%})",
+        "—" if s["lead_median_min"] is None else str(round(s["lead_median_min"])),
+        "—" if s["lead_p10_min"] is None else str(round(s["lead_p10_min"])),
+        f"{s['warnings']:,}",
+        f"{s['false']:,} ({false:.0%})",
+    ]
+
+
+def _load(sp: dict) -> str:
+    """The load average as the timings began (not in older runs)."""
+    load = sp.get("load_average_at_start")
+    return "" if load is None else f" Load average {load[0]:.1f} as the timings began."
+
+
+def _speed(doc: dict) -> list[str]:
+    from tests.helpers.expectation_replay import nearest_rank
+
+    sp = doc["results"]["speed"]
+    pure, cat = sp["pure"], sp["catalog"]
+
+    def row(label: str, samples: list[float]) -> list[str]:
+        ms = [s * 1000 for s in samples]
+        return [label, f"{len(ms)}", f"{nearest_rank(ms, 0.5):,.0f}", f"{nearest_rank(ms, 0.9):,.0f}",
+                f"{min(ms):,.0f} to {max(ms):,.0f}"]  # fmt: skip
+
+    return [
+        f"{sp['tasks']:,} catalog tasks in chains and fans, {sp['history_days']} days of history "
+        f"({cat['slot_records']:,} slot records, loaded in {cat['load_s']:.1f} s); asked an hour before the first "
+        f"interval of the last day ends, when all {pure['nodes']:,} slots wait. The catalog's answers equal the "
+        f"pure pass's for {cat['equal_to_pure']:,} of {cat['targets']:,} slots.{_load(sp)}",
+        "",
+        *_table(
+            ["pass", "runs", "median (ms)", "p90 (ms)", "min to max (ms)"],
+            ["---", "---:", "---:", "---:", "---:"],
+            [
+                row(f"`expect()` on {pure['nodes']:,} waiting nodes", pure["seconds"]),
+                row("`expectations_for` on SQLite, cold (history cache emptied)", cat["cold_s"]),
+                row("`expectations_for` on SQLite, cached (nothing written since)", cat["cached_s"]),
+            ],
+        ),
+    ]
