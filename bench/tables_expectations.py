@@ -94,7 +94,7 @@ def _warnings(doc: dict) -> list[str]:
         f"Of the {s['false']:,} false warnings of the estimate (p90, recent runs), "
         f"{s['false_before_any_record']:,} were raised before any slot the task waits on had a record (from the "
         f"history alone), and {s['false_own_p90_within']:,} while the task's own p90 was within its deadline "
-        "(its parents' p90 plus its own p90 duration was not). They fell on "
+        "(the estimate through its parents was not). They fell on "
         f"{s['false_tasks']:,} of the {s['tasks']:,} tasks; {s['false_tasks_most_mornings']:,} of those were warned "
         f"falsely on more than half the mornings. Missed deadlines by the day the run fell on: {_by_day(found)}.",
     ]

@@ -6,16 +6,22 @@ all in one memoised pass.
 
 * A success is complete: its median and p90 are its ``finished_at``.
 * Its own estimate: a running slot completes at ``started_at`` + the median (p90) of its recent
-  durations; a slot not started at ``slot`` + the median (p90) of its recent offsets
-  (``finished_at - slot``). Never before ``now``.
+  durations; a slot not started of a node without parents at ``slot`` + the median (p90) of its recent
+  offsets (``finished_at - slot``). A node that waits on parents is not read from its offsets (they carry
+  its parents' late days): its own estimate is its usual start, ``slot`` + the median of its start offsets
+  (``offset - duration`` of each run), + its median (p90) duration. Never before ``now``.
 * While it waits on parents (not started, and its ``mode`` not yet met by complete parents), it cannot
   start before its *deciding* parent completes: ALL the latest parent, ANY the earliest, N the N-th
   earliest (complete parents first, then by median, then p90, then key; a parent without an estimate
   counts as completing last). From the parents it completes at the deciding parent's median + its median
-  duration (p90: the parent's p90 + its p90 duration). A ``cap`` (a fallback's deadline) bounds that
-  start: the parent's time or the cap, whichever is earlier.
-* The estimate is the later of the two; when the parents' is later they decide, and the critical path is
-  the deciding parent followed by that parent's own critical path.
+  duration; its p90 adds to that one spread for the way: the square root of the sum of the squares of the
+  parent's spread (p90 - median) and its own (p90 - median duration), in whole microseconds rounded down.
+  The parent's spread holds its own parents' the same way, so a chain counts each step's spread once
+  instead of stacking one p90 per step. A ``cap`` (a fallback's deadline) bounds that start: the parent's
+  time or the cap, whichever is earlier (and its p90 likewise, which bounds the parent's spread).
+* The estimate is the later of the two (median and p90 each); when the parents' median is later they
+  decide, and the critical path is the deciding parent followed by that parent's own critical path. Once
+  the mode is met, its own estimate stands.
 * No estimate: fewer than :data:`MIN_RUNS` runs; a deciding parent without an estimate (a key missing
   from the nodes is one) and no cap; a node waiting on parents in a cycle.
 
@@ -30,12 +36,15 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from math import isqrt
+from operator import sub
 
 MIN_RUNS = 5  # fewer successful runs in the history window: "no estimate: N runs"
 WINDOW = 30  # the most recent successful runs used
 MEDIAN = Fraction(1, 2)
 P90 = Fraction(9, 10)
 _ZERO = dt.timedelta(0)
+_MICRO = dt.timedelta(microseconds=1)
 _NEVER = dt.datetime.max.replace(tzinfo=dt.UTC)
 
 
@@ -94,6 +103,12 @@ def median_and_p90(values: tuple[dt.timedelta, ...]) -> tuple[dt.timedelta, dt.t
     return ordered[(n + 1) // 2 - 1], ordered[-(-9 * n // 10) - 1]
 
 
+def combined(first: dt.timedelta, second: dt.timedelta) -> dt.timedelta:
+    """Two spreads (p90 - median) of steps in a row combined as independent ones: the square root of the sum
+    of their squares, in whole microseconds (rounded down)."""
+    return dt.timedelta(microseconds=isqrt((first // _MICRO) ** 2 + (second // _MICRO) ** 2))
+
+
 def task_of_key(key: str) -> str:
     """The task name of a node key (``task@slot``)."""
     return key.rpartition("@")[0] or key
@@ -150,6 +165,7 @@ class _Pass:
         self.edges_of: dict[str, tuple[str, ...]] = {}
         # The slots of one task share its history (the same tuple): its quantiles are sorted out once.
         self.quantiles_of: dict[int, tuple[dt.timedelta, dt.timedelta]] = {}
+        self.starts_of: dict[int, dt.timedelta] = {}
 
     def clock(self, moment: dt.datetime) -> str:
         return clock(moment, self.zone, self.now)
@@ -159,6 +175,24 @@ class _Pass:
         if found is None:
             found = self.quantiles_of[id(values)] = median_and_p90(values)
         return found
+
+    def start_median(self, node: Node) -> dt.timedelta:
+        """The median of its history's start offsets (``offset - duration`` of each run): when it starts by
+        its schedule, shared by the slots of one task."""
+        found = self.starts_of.get(id(node.offsets))
+        if found is None:
+            starts = sorted(map(sub, node.offsets, node.durations))
+            found = self.starts_of[id(node.offsets)] = _ranked(starts, MEDIAN)
+        return found
+
+    def deciding(self, parents: tuple[str, ...], need: int) -> str:
+        """The parent whose completion lets ``need`` of ``parents`` be complete (ALL: the last; ANY: the first)."""
+        done = self.done.get
+        if need == len(parents):
+            return max(parents, key=lambda k: parent_order(k, done(k)))
+        if need == 1:
+            return min(parents, key=lambda k: parent_order(k, done(k)))
+        return sorted(parents, key=lambda k: parent_order(k, done(k)))[need - 1]
 
     def edges(self, key: str) -> tuple[str, ...]:
         found = self.edges_of.get(key)
@@ -252,18 +286,22 @@ class _Pass:
             median = max(node.started_at + med_duration, self.now)
             p90 = max(node.started_at + p90_duration, self.now)
             return self.make(node, "running", median, p90, reason=f"running since {self.clock(node.started_at)}")
-        med_offset, p90_offset = self.quantiles(node.offsets)
-        usual = node.slot + med_offset
-        median, p90 = max(usual, self.now), max(node.slot + p90_offset, self.now)
-        own = f"usually done {self.clock(usual)}, {node.state or 'not started'}"
         need = needed(node)
         if need == 0:
-            return self.make(node, "waiting", median, p90, reason=own)
+            med_offset, p90_offset = self.quantiles(node.offsets)
+            usual = node.slot + med_offset
+            own = f"usually done {self.clock(usual)}, {node.state or 'not started'}"
+            return self.make(node, "waiting", max(usual, self.now), max(node.slot + p90_offset, self.now), reason=own)
+        # Waiting on parents: its own floor is its usual start by its history (the parents' lateness left out)
+        # plus its duration; the parents' estimate, the deciding parent's completion plus its duration.
+        usual = node.slot + self.start_median(node) + med_duration
+        median = max(usual, self.now)
+        p90 = max(usual - med_duration + p90_duration, self.now)
+        own = f"usually done {self.clock(usual)}, {node.state or 'not started'}"
         if need > len(node.parents):
             words = f"no estimate: waits on {need} parents, has {len(node.parents)}"
             return self.make(node, "no_estimate", None, None, reason=words)
-        ranked = sorted(node.parents, key=lambda k: parent_order(k, self.done.get(k)))
-        deciding = ranked[need - 1]
+        deciding = self.deciding(node.parents, need)
         parent = self.done.get(deciding)
         if parent is not None and parent.status == "complete":
             return self.make(node, "waiting", median, p90, reason=own)
@@ -272,17 +310,16 @@ class _Pass:
             if node.cap is None:
                 detail = parent.reason if parent is not None else "not in the catalog"
                 return self.make(node, "no_estimate", None, None, reason=f"no estimate: {waiting_on} ({detail})")
-            start_median = start_p90 = node.cap
+            start, spread = node.cap, _ZERO
         else:
-            start_median, start_p90 = (
-                min(parent.median, node.cap or parent.median),
-                min(parent.p90, node.cap or parent.p90),
-            )
-        from_median, from_p90 = start_median + med_duration, start_p90 + p90_duration
-        if from_median <= median:
-            return self.make(node, "waiting", median, max(p90, from_p90), reason=own)
+            start = parent.median if node.cap is None else min(parent.median, node.cap)
+            spread = (parent.p90 if node.cap is None else min(parent.p90, node.cap)) - start
+        from_median = start + med_duration
+        from_p90 = from_median + combined(spread, p90_duration - med_duration)
         p90 = max(p90, from_p90)
-        if parent is not None and parent.median is not None and start_median == parent.median:
+        if from_median <= median:
+            return self.make(node, "waiting", median, p90, reason=own)
+        if parent is not None and parent.median is not None and start == parent.median:
             words = f"{waiting_on} ({self.parent_words(self.nodes.get(deciding), parent)})"
             return self.make(node, "waiting", from_median, p90, (deciding, *parent.critical_path), words)
         return self.make(

@@ -204,9 +204,13 @@ def warnings(morning: Morning, deadlines: dict[str, dt.timedelta], step=MINUTE) 
 
 
 def own_p90(node: Node, now: dt.datetime) -> dt.datetime:
-    """The node's own p90, without its parents: running, its start + p90 duration; else its slot + p90 offset."""
+    """The node's own p90, without its parents: running, its start + p90 duration; waiting on parents, its slot +
+    the median of its start offsets (offset - duration) + its p90 duration; else its slot + p90 offset."""
     if node.state == "running" and node.started_at is not None:
         return max(node.started_at + nearest_rank(node.durations, 0.9), now)
+    if node.parents:
+        starts = [o - d for o, d in zip(node.offsets, node.durations, strict=True)]
+        return max(node.slot + nearest_rank(starts, 0.5) + nearest_rank(node.durations, 0.9), now)
     return max(node.slot + nearest_rank(node.offsets, 0.9), now)
 
 

@@ -140,11 +140,32 @@ class TestParents:
         got = expect(nodes, now=at("00:10"))[key("child")]
         assert (got.median, got.critical_path) == (at("09:00"), ())
 
-    def test_the_p90_is_the_parents_p90_plus_the_p90_duration(self):
-        parent = node("p", done=FIVE_AT_0455)
-        child = node("c", done=("01:00",) * 5, took=(10, 10, 10, 10, 40), parents=("p",))
+    def test_the_p90_adds_the_parents_spread_and_its_own_as_the_root_of_their_squares(self):
+        parent = node("p", done=FIVE_AT_0455)  # median 04:55, p90 05:10: a spread of 15 minutes
+        child = node("c", done=("01:00",) * 5, took=(10, 10, 10, 10, 30), parents=("p",))  # 10, p90 30: 20
         got = expect(graph(parent, child), now=at("00:10"))[key("c")]
-        assert (got.median, got.p90) == (at("05:05"), at("05:50"))
+        assert (got.median, got.p90) == (at("05:05"), at("05:30"))  # 05:05 + sqrt(15² + 20²) = 05:05 + 25
+
+    def test_a_chain_counts_each_steps_spread_once_not_one_p90_per_step(self):
+        nodes = graph(
+            node("a", done=("04:00", "04:00", "04:00", "04:00", "04:30")),  # spread 30
+            node("b", done=("01:00",) * 5, took=(10, 10, 10, 10, 50), parents=("a",)),  # spread 40
+            node("c", done=("01:00",) * 5, took=(10, 10, 10, 10, 10), parents=("b",)),  # spread 0
+        )
+        got = expect(nodes, now=at("00:10"))
+        assert (got[key("b")].median, got[key("b")].p90) == (at("04:10"), at("05:00"))  # sqrt(30² + 40²) = 50
+        assert (got[key("c")].median, got[key("c")].p90) == (at("04:20"), at("05:10"))
+
+    def test_a_child_with_parents_is_floored_by_its_usual_start_not_by_its_late_finishes(self):
+        # Its finishes carry its parents' late days (05:00 twice); it usually starts at 00:50 and takes 10.
+        child = node("c", done=("01:00", "01:00", "01:00", "05:00", "05:00"), took=(10,) * 5, parents=("p",))
+        got = expect(graph(node("p", done=("00:20",) * 5), child), now=at("00:10"))[key("c")]
+        assert (got.median, got.p90, got.critical_path) == (at("01:00"), at("01:00"), ())
+        assert got.reason == "usually done 01:00, not started"
+
+    def test_a_child_without_parents_keeps_the_p90_of_its_offsets(self):
+        got = expect(graph(node("c", done=("01:00", "01:00", "01:00", "05:00", "05:00"))), now=at("00:10"))
+        assert (got[key("c")].median, got[key("c")].p90) == (at("01:00"), at("05:00"))
 
     def test_the_critical_path_runs_through_the_deciding_parents(self):
         nodes = graph(
@@ -271,16 +292,24 @@ class TestTheGuidesWorkedExample:
     def test_at_three_nothing_started_and_the_report_keeps_its_own_time(self):
         got = self.chain("03:00")
         assert (got[key("ingest/orders")].median, got[key("ingest/orders")].p90) == (at("04:55"), at("05:20"))
-        assert (got[key("mart/report")].median, got[key("mart/report")].p90) == (at("05:13"), at("05:45"))
+        report = got[key("mart/report")]
+        assert report.median == at("05:13")  # its usual start 04:56 + 17 minutes
+        assert report.p90 == at("05:12") + seconds(1574.928569)  # 05:12 + sqrt(25² + 8²) minutes: 05:38
 
     def test_at_half_past_five_the_late_parent_decides(self):
         got = self.chain("05:30", started="05:25")[key("mart/report")]
-        assert (got.median, got.p90, got.critical_path) == (at("05:54"), at("06:20"), (key("ingest/orders"),))
+        assert (got.median, got.critical_path) == (at("05:54"), (key("ingest/orders"),))
+        assert got.p90 == at("05:54") + seconds(1181.862936)  # + sqrt(18² + 8²) minutes: 06:13
         assert got.reason == "waiting on ingest/orders (usually done 04:55, running since 05:25)"
 
     def test_a_fallback_deadline_of_a_quarter_to_six_brings_the_p90_in(self):
         got = self.chain("05:30", started="05:25", cap="05:45")[key("mart/report")]
-        assert (got.median, got.p90) == (at("05:54"), at("06:10"))
+        assert got.median == at("05:54")
+        assert got.p90 == at("05:54") + seconds(678.822509)  # + sqrt(8² + 8²) minutes: 06:05
+
+
+def seconds(value: float) -> dt.timedelta:
+    return dt.timedelta(microseconds=round(value * 1_000_000))
 
 
 @pytest.mark.parametrize("n", range(0, 64))

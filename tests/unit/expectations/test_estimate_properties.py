@@ -1,14 +1,15 @@
 """The expected-time rule against an oracle that applies its sentences literally. Pure logic, no Airflow.
 
 The oracle recurses from each node through its parents with no memo, finds cycles by walking every path
-from the node back to itself, counts complete parents before ranking the others, and reads quantiles
-as "the smallest value with at least p of the values at or below it". Graphs are small and times are
-whole minutes, so ties between parents and between estimates happen often.
+from the node back to itself, counts complete parents before ranking the others, reads quantiles
+as "the smallest value with at least p of the values at or below it", and takes square roots in decimals.
+Graphs are small and times are whole minutes, so ties between parents and between estimates happen often.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from decimal import ROUND_FLOOR, Context, Decimal
 from fractions import Fraction
 
 from hypothesis import given, settings
@@ -27,6 +28,13 @@ def quantile(values, p: Fraction):
     if not values:
         return dt.timedelta(0)
     return min(v for v in values if Fraction(sum(1 for w in values if w <= v), len(values)) >= p)
+
+
+def root_of_squares(*spreads: dt.timedelta) -> dt.timedelta:
+    """sqrt(a² + b² + ...) of spreads, in whole microseconds rounded down."""
+    squares = sum(Decimal(s.days * 86_400_000_000 + s.seconds * 1_000_000 + s.microseconds) ** 2 for s in spreads)
+    root = squares.sqrt(Context(prec=60)).to_integral_value(rounding=ROUND_FLOOR)
+    return dt.timedelta(microseconds=int(root))
 
 
 def consults_parents(node: Node) -> bool:
@@ -60,20 +68,22 @@ def oracle(nodes, now, key):
     half, ninety = quantile(node.durations, Fraction(1, 2)), quantile(node.durations, Fraction(9, 10))
     if node.state == "running" and node.started_at is not None:
         return ("running", max(now, node.started_at + half), max(now, node.started_at + ninety), ())
-    own_median = max(now, node.slot + quantile(node.offsets, Fraction(1, 2)))
-    own_p90 = max(now, node.slot + quantile(node.offsets, Fraction(9, 10)))
-    own = ("waiting", own_median, own_p90, ())
     if node.parents and in_cycle(nodes, key):
         return ("no_estimate", None, None, ())
-    if not node.parents:
-        return own
     need = {"ALL": len(node.parents), "ANY": 1}.get(node.mode, node.mode)
+    if not node.parents or need == 0:  # its own offsets: when it is usually done, counted from its slot
+        own_median = max(now, node.slot + quantile(node.offsets, Fraction(1, 2)))
+        return ("waiting", own_median, max(now, node.slot + quantile(node.offsets, Fraction(9, 10))), ())
+    # its floor: when it usually starts (the median of finish - slot - duration over its runs) plus its duration
+    starts = [o - d for o, d in zip(node.offsets, node.durations, strict=True)]
+    usual_start = node.slot + quantile(starts, Fraction(1, 2))
+    floor = ("waiting", max(now, usual_start + half), max(now, usual_start + ninety), ())
     if need > len(node.parents):
         return ("no_estimate", None, None, ())
     results = {p: oracle(nodes, now, p) for p in node.parents}
     complete = sum(1 for r in results.values() if r[0] == "complete")
     if complete >= need:
-        return own
+        return floor
     estimated = sorted((r[1], r[2], p) for p, r in results.items() if r[0] in ("waiting", "running"))
     unknown = sorted(p for p, r in results.items() if r[0] in ("no_estimate", "missing"))
     pending = [p for _, _, p in estimated] + unknown
@@ -86,9 +96,10 @@ def oracle(nodes, now, key):
     else:
         start_median = parent_median if node.cap is None else min(parent_median, node.cap)
         start_p90 = parent_p90 if node.cap is None else min(parent_p90, node.cap)
-    median = max(own_median, start_median + half)
-    p90 = max(own_p90, start_p90 + ninety)
-    parent_decides = start_median + half > own_median and parent_median is not None
+    from_parents = start_median + half
+    median = max(floor[1], from_parents)
+    p90 = max(floor[2], from_parents + root_of_squares(start_p90 - start_median, ninety - half))
+    parent_decides = from_parents > floor[1] and parent_median is not None
     parent_decides = parent_decides and (node.cap is None or parent_median <= node.cap)
     return ("waiting", median, p90, (deciding, *parent_path) if parent_decides else ())
 
