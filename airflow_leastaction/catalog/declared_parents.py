@@ -22,8 +22,16 @@ from airflow_leastaction.identity import TaskIdentity
 
 
 def declaration(parents: Sequence[TaskIdentity]) -> str:
-    """The text of a declaration of ``parents``, as a task's row holds it (equal parents, equal text)."""
-    return json.dumps([p.as_dict() for p in parents], sort_keys=True)
+    """The text of a declaration of ``parents``, as a task's row holds it (equal parents, equal text).
+
+    A parent judged on the child's whole interval says so (``"coverage": "interval"``), so readers of the
+    graph (expected times) wait on the slots its gate waits on; the default coverage is left unsaid.
+    """
+    return json.dumps([_declared(p) for p in parents], sort_keys=True)
+
+
+def _declared(parent: TaskIdentity) -> dict[str, str]:
+    return {**parent.as_dict(), "coverage": "interval"} if parent.coverage == "interval" else parent.as_dict()
 
 
 def parse_parents(text: str | None) -> list[TaskIdentity]:

@@ -20,7 +20,8 @@ all in one memoised pass.
   from the nodes is one) and no cap; a node waiting on parents in a cycle.
 
 Percentiles are by nearest rank: the p-quantile of ``n`` sorted values is ``sorted[ceil(p*n) - 1]``.
-Reasons state times in UTC; the surfaces word them in a task's own timezone.
+Reasons state times of day in the zone :func:`expect` is given (UTC by default), with the month and day
+when not on ``now``'s day.
 """
 
 from __future__ import annotations
@@ -94,9 +95,13 @@ def task_of_key(key: str) -> str:
     return key.rpartition("@")[0] or key
 
 
-def clock(moment: dt.datetime) -> str:
-    utc = moment.astimezone(dt.UTC)
-    return f"{utc.hour:02d}:{utc.minute:02d}"
+def clock(moment: dt.datetime, zone: dt.tzinfo = dt.UTC, now: dt.datetime | None = None) -> str:
+    """``05:40`` in ``zone``; ``03-05 05:40`` when that is not ``now``'s day there."""
+    local = moment.astimezone(zone)
+    text = f"{local.hour:02d}:{local.minute:02d}"
+    if now is not None and local.date() != now.astimezone(zone).date():
+        text = f"{local.month:02d}-{local.day:02d} {text}"
+    return text
 
 
 def runs_wording(runs: int) -> str:
@@ -130,22 +135,26 @@ def parent_order(key: str, found: Expectation | None):
     return (0 if found.status == "complete" else 1, found.median, found.p90, key)
 
 
-def parent_state_words(node: Node | None, found: Expectation | None) -> str:
-    if node is None or found is None:
-        return "not in the catalog"
-    usual = node.slot + nearest_rank(node.offsets, MEDIAN) if node.offsets else None
-    state = f"running since {clock(node.started_at)}" if is_running(node) else (node.state or "not started")
-    return f"usually done {clock(usual)}, {state}" if usual else state
-
-
 class _Pass:
-    """One memoised pass over the nodes: cycles first (Tarjan, iterative), then each node once."""
+    """One memoised pass over the nodes: each judged once, after its parents; cycles found on the way."""
 
-    def __init__(self, nodes: Mapping[str, Node], now: dt.datetime) -> None:
+    def __init__(self, nodes: Mapping[str, Node], now: dt.datetime, zone: dt.tzinfo) -> None:
         self.nodes = nodes
         self.now = now
+        self.zone = zone
         self.done: dict[str, Expectation] = {}
         self.edges_of: dict[str, tuple[str, ...]] = {}
+        # The slots of one task share its history (the same tuple): its quantiles are sorted out once.
+        self.quantiles_of: dict[int, tuple[dt.timedelta, dt.timedelta]] = {}
+
+    def clock(self, moment: dt.datetime) -> str:
+        return clock(moment, self.zone, self.now)
+
+    def quantiles(self, values: tuple[dt.timedelta, ...]) -> tuple[dt.timedelta, dt.timedelta]:
+        found = self.quantiles_of.get(id(values))
+        if found is None:
+            found = self.quantiles_of[id(values)] = median_and_p90(values)
+        return found
 
     def edges(self, key: str) -> tuple[str, ...]:
         found = self.edges_of.get(key)
@@ -155,13 +164,13 @@ class _Pass:
             self.edges_of[key] = found
         return found
 
-    def components(self) -> list[list[str]]:
-        """Strongly connected components, each after every component it reaches (parents first)."""
+    def run(self) -> dict[str, Expectation]:
+        """Tarjan's strongly connected components, iterative; each component is judged as it closes, after
+        every component it reaches (its parents), so every node is judged once."""
         index: dict[str, int] = {}
         low: dict[str, int] = {}
         stack: list[str] = []
         on_stack: set[str] = set()
-        found: list[list[str]] = []
         for root in self.nodes:
             if root in index:
                 continue
@@ -177,14 +186,7 @@ class _Pass:
                     if work:
                         low[work[-1][0]] = min(low[work[-1][0]], low[key])
                     if low[key] == index[key]:
-                        component = []
-                        while True:
-                            member = stack.pop()
-                            on_stack.discard(member)
-                            component.append(member)
-                            if member == key:
-                                break
-                        found.append(component)
+                        self.close(key, stack, on_stack)
                 elif parent not in index:
                     index[parent] = low[parent] = len(index)
                     stack.append(parent)
@@ -192,14 +194,21 @@ class _Pass:
                     work.append((parent, iter(self.edges(parent))))
                 elif parent in on_stack:
                     low[key] = min(low[key], index[parent])
-        return found
-
-    def run(self) -> dict[str, Expectation]:
-        for component in self.components():
-            cyclic = len(component) > 1 or component[0] in self.edges(component[0])
-            for key in component:
-                self.done[key] = self.cycle(self.nodes[key]) if cyclic else self.one(self.nodes[key])
         return self.done
+
+    def close(self, key: str, stack: list[str], on_stack: set[str]) -> None:
+        """Judge the component whose root is ``key``: the top of ``stack`` down to ``key``."""
+        member = stack.pop()
+        on_stack.discard(member)
+        if member == key and key not in self.edges(key):
+            self.done[key] = self.one(self.nodes[key])
+            return
+        while True:
+            self.done[member] = self.cycle(self.nodes[member])
+            if member == key:
+                return
+            member = stack.pop()
+            on_stack.discard(member)
 
     def make(self, node: Node, status: str, median, p90, path=(), reason="") -> Expectation:
         return Expectation(
@@ -215,26 +224,34 @@ class _Pass:
             skewed=node.skewed,
         )
 
+    def parent_words(self, node: Node | None, found: Expectation | None) -> str:
+        """How a deciding parent stands: "usually done 04:55, not started"."""
+        if node is None or found is None:
+            return "not in the catalog"
+        usual = node.slot + self.quantiles(node.offsets)[0] if node.offsets else None
+        state = f"running since {self.clock(node.started_at)}" if is_running(node) else (node.state or "not started")
+        return f"usually done {self.clock(usual)}, {state}" if usual else state
+
     def cycle(self, node: Node) -> Expectation:
         return self.make(node, "no_estimate", None, None, reason="no estimate: cycle")
 
     def one(self, node: Node) -> Expectation:
         if node.state == "success":
             at = node.finished_at or node.started_at or node.slot
-            return self.make(node, "complete", at, at, reason=f"done at {clock(at)}")
+            return self.make(node, "complete", at, at, reason=f"done at {self.clock(at)}")
         runs = len(node.offsets)
         if runs < MIN_RUNS:
             skew = f" ({node.skewed} left out for clock skew)" if node.skewed else ""
             return self.make(node, "no_estimate", None, None, reason=f"no estimate: {runs_wording(runs)}{skew}")
-        med_duration, p90_duration = median_and_p90(node.durations)
+        med_duration, p90_duration = self.quantiles(node.durations)
         if is_running(node):
             median = max(node.started_at + med_duration, self.now)
             p90 = max(node.started_at + p90_duration, self.now)
-            return self.make(node, "running", median, p90, reason=f"running since {clock(node.started_at)}")
-        med_offset, p90_offset = median_and_p90(node.offsets)
+            return self.make(node, "running", median, p90, reason=f"running since {self.clock(node.started_at)}")
+        med_offset, p90_offset = self.quantiles(node.offsets)
         usual = node.slot + med_offset
         median, p90 = max(usual, self.now), max(node.slot + p90_offset, self.now)
-        own = f"usually done {clock(usual)}, {node.state or 'not started'}"
+        own = f"usually done {self.clock(usual)}, {node.state or 'not started'}"
         need = needed(node)
         if need == 0:
             return self.make(node, "waiting", median, p90, reason=own)
@@ -262,13 +279,14 @@ class _Pass:
             return self.make(node, "waiting", median, max(p90, from_p90), reason=own)
         p90 = max(p90, from_p90)
         if parent is not None and parent.median is not None and start_median == parent.median:
-            words = f"{waiting_on} ({parent_state_words(self.nodes.get(deciding), parent)})"
+            words = f"{waiting_on} ({self.parent_words(self.nodes.get(deciding), parent)})"
             return self.make(node, "waiting", from_median, p90, (deciding, *parent.critical_path), words)
         return self.make(
-            node, "waiting", from_median, p90, reason=f"{waiting_on}; its fallback admits it at {clock(node.cap)}"
+            node, "waiting", from_median, p90, reason=f"{waiting_on}; its fallback admits it at {self.clock(node.cap)}"
         )
 
 
-def expect(nodes: Mapping[str, Node], now: dt.datetime) -> dict[str, Expectation]:
-    """The expectation of every node, by key (see the module's docstring for the rule)."""
-    return _Pass(nodes, now).run()
+def expect(nodes: Mapping[str, Node], now: dt.datetime, *, zone: dt.tzinfo = dt.UTC) -> dict[str, Expectation]:
+    """The expectation of every node, by key (see the module's docstring for the rule); reasons word times
+    of day in ``zone``."""
+    return _Pass(nodes, now, zone).run()

@@ -55,6 +55,23 @@ def _slots_in(cron: str, tz: dt.tzinfo, start: dt.datetime, end: dt.datetime) ->
     return tuple(sorted(found))
 
 
+#: How far :func:`next_slot` looks, span after span: an hour-grained cron is found in the first, a
+#: yearly one in the fourth; a cron with no slot for years (a 29 February) in the last.
+_LOOKAHEAD = (dt.timedelta(hours=2), dt.timedelta(days=2), dt.timedelta(days=35), dt.timedelta(days=370))
+_FAR_LOOKAHEAD = dt.timedelta(days=366 * 9)
+
+
+def next_slot(cron: str, after: dt.datetime, *, timezone: str | dt.tzinfo = "UTC") -> dt.datetime | None:
+    """The first slot of ``cron`` strictly after ``after``, as :func:`slots_in` places it (None: none for
+    years). The slot a task runs next once its watermark is ``after``; a child interval's end."""
+    start = _plain_utc(_aware(after, "after")) + dt.timedelta(microseconds=1)
+    for span in (*_LOOKAHEAD, _FAR_LOOKAHEAD):
+        found = slots_in(cron, start, start + span, timezone=timezone)
+        if found:
+            return found[0]
+    return None
+
+
 def _wall(instant: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
     return instant.astimezone(tz).replace(tzinfo=None, fold=0)
 

@@ -272,7 +272,9 @@ class ParentIntervalSensor(BaseSensorOperator):
         return RerunOnArrival(tuple(t for t in self._consumers() if t != self.task_id))
 
     def _declare(self, store: CatalogStore) -> None:
-        declare(store, self.dag if self.has_dag() else None, self.dag_id, self._consumers(), self.parents)
+        # Each parent with the coverage it is judged with, as the trigger declares them: one declaration text.
+        parents = [TaskIdentity.from_dict(p) for p in self._parents_with_coverage()]
+        declare(store, self.dag if self.has_dag() else None, self.dag_id, self._consumers(), parents)
 
     def _check(self, context, mode: str | None = None) -> tuple[bool, dict]:
         """Judge now; on admission record the decisions. Returns (admitted, the consumed revisions judged

@@ -7,6 +7,7 @@ Every case is a small graph of the day's 00:00 slot; histories are minutes after
 from __future__ import annotations
 
 import datetime as dt
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -239,3 +240,15 @@ def test_a_chain_deeper_than_pythons_recursion_limit_is_read_in_one_pass():
     assert got["t2999@x"].median == at("01:02") + 2999 * MIN
     assert got["t2999@x"].critical_path[:2] == ("t2998@x", "t2997@x")
     assert len(got["t2999@x"].critical_path) == 2999
+
+
+class TestWording:
+    def test_reasons_word_times_in_the_zone_given(self):
+        nodes = graph(node("p", done=FIVE_AT_0455), node("c", done=("01:00",) * 5, parents=("p",)))
+        got = expect(nodes, now=at("00:10"), zone=ZoneInfo("Europe/Amsterdam"))[key("c")]
+        assert got.reason == "waiting on p (usually done 05:55, not started)"  # CET: UTC+1 in March
+
+    def test_a_time_on_another_day_than_now_names_its_day(self):
+        nodes = graph(node("p", done=("04:55",) * 5), node("c", done=("01:00",) * 5, parents=("p",)))
+        got = expect(nodes, now=at("00:10") - dt.timedelta(days=1))[key("c")]
+        assert got.reason == "waiting on p (usually done 03-04 04:55, not started)"
