@@ -17,7 +17,7 @@ import datetime as dt
 import logging
 from dataclasses import dataclass, field
 
-from airflow_leastaction.airflow_seam.deadline_alerts import call_async, call_sync, gate_warning, queued_at
+from airflow_leastaction.airflow_seam.deadline_alerts import call_async, call_sync
 from airflow_leastaction.catalog.deadline_warnings import (
     Expected,
     WarningKey,
@@ -27,7 +27,7 @@ from airflow_leastaction.catalog.deadline_warnings import (
     warning_state,
 )
 from airflow_leastaction.catalog.engine import get_engine, is_outage
-from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
 from airflow_leastaction.gating.deadline_warning import (
     CLEAR,
     CLEARED,
@@ -75,6 +75,9 @@ class DeadlineWatch:
     cap: dt.datetime | None = None
     #: The gated task, as messages name it.
     task: str = ""
+    #: Parents to declare for ``target`` before the first look (a run condition's dependencies), with the
+    #: task's schedule: ``{"parents": [identity dicts], "meta": {cron, timezone, dag_id, task_id}}``.
+    declare: dict | None = None
     state: str | None = field(default=None, init=False)
     _known: bool = field(default=False, init=False)
     _last: dt.datetime | None = field(default=None, init=False)
@@ -99,9 +102,12 @@ class DeadlineWatch:
     def look(self, store: CatalogStore, now: dt.datetime) -> Notice | None:
         """One look (blocking: catalog reads and at most one write). The notice when this process warned
         or cleared, else None."""
+        if not self._known and self.declare:  # the parents the expectation follows, before it is read
+            parents = [TaskIdentity.from_dict(p) for p in self.declare["parents"]]
+            store.declare_parents(self.target, TaskMeta(**self.declare["meta"]), parents)
+        found = expectation(store, self.target, self.slot, now, mode=self.mode, n=self.n, cap=self.cap)
         if not self._known:  # a gate resumed after a restart finds what it said before
             self.state, self._known = warning_state(store, self.key), True
-        found = expectation(store, self.target, self.slot, now, mode=self.mode, n=self.n, cap=self.cap)
         step = next_step(self.state, found.p90, self.key.deadline, now)
         if step is None:
             return None
@@ -127,6 +133,7 @@ class DeadlineWatch:
             "at": k.deadline.isoformat(),
             "slot": self.slot.isoformat(),
             "cap": self.cap.isoformat() if self.cap else None,
+            **({"declare": self.declare} if self.declare else {}),
         }
 
     @classmethod
@@ -143,6 +150,7 @@ class DeadlineWatch:
             data.get("n"),
             dt.datetime.fromisoformat(cap) if cap else None,
             data.get("task", ""),
+            data.get("declare"),
         )
 
     def context(self, notice: Notice) -> dict:
@@ -181,82 +189,6 @@ def declared(
         "mode": mode,
         "n": n,
     }
-
-
-def warning_spec(
-    own: DeadlineWarning | None,
-    dag,
-    target: TaskIdentity,
-    task: str,
-    timezone: str,
-    mode: str = "ALL",
-    n: int | None = None,
-) -> dict | None:
-    """What a gate warns against (its own deadline, else its DAG's alert), as :func:`declared`; None when
-    it warns about nothing."""
-    warning = gate_warning(own, dag)
-    return None if warning is None else declared(warning, target, task, timezone, mode, n)
-
-
-def run_watch(task, spec, context, *, dag_id: str, task_id: str, slot: dt.datetime, cap: dt.datetime | None):
-    """This run's watch of a gate on a worker, kept on the operator ``task`` (one per task instance object
-    and run); ``spec`` makes the declared warning. Never raises: a warning never fails its gate."""
-    kept = getattr(task, "_deadline_watch", None)
-    if kept is not None and kept[0] == context.get("run_id"):
-        return kept[1]
-    try:
-        watch = watch_of(spec(), context, dag_id=dag_id, task_id=task_id, slot=slot, cap=cap)
-    except Exception as exc:
-        task.log.warning("no deadline warning for this run: %s", exc)
-        watch = None
-    task._deadline_watch = (context.get("run_id"), watch)
-    return watch
-
-
-async def watch_in_triggerer(spec: dict | None, context, logger, **run) -> DeadlineWatch | None:
-    """:func:`watch_of` for a gate started in the triggerer, off its event loop; never raises."""
-    if not spec:
-        return None
-    try:
-        return await asyncio.to_thread(watch_of, spec, context, **run)
-    except Exception as exc:
-        logger.warning("no deadline warning for this run: %s", exc)
-        return None
-
-
-def watch_of(
-    spec: dict | None,
-    context,
-    *,
-    dag_id: str,
-    task_id: str,
-    slot: dt.datetime,
-    cap: dt.datetime | None = None,
-) -> DeadlineWatch | None:
-    """The watch of a run, from a gate's :func:`declared` warning and Airflow's task ``context`` (the run,
-    its map index, its logical date, when it was queued); None without a warning, or when the run lacks
-    what the DAG's alert is measured from. Blocking (``DAGRUN_QUEUED_AT`` asks Airflow's API)."""
-    if not spec:
-        return None
-    if "key" in spec:  # resolved by the worker that deferred
-        return DeadlineWatch.from_dict(spec)
-    warning = DeadlineWarning.from_dict(spec["deadline"])
-    run, ti = context.get("dag_run"), context.get("ti")
-    queued = None
-    if warning.reference == "DAGRUN_QUEUED_AT":
-        queued = queued_at(dag_id, context["run_id"]) or _aware(getattr(run, "start_date", None))
-    deadline = warning.instant(slot, spec.get("timezone", "UTC"), _aware(getattr(run, "logical_date", None)), queued)
-    if deadline is None:
-        return None
-    map_index = getattr(ti, "map_index", -1)
-    key = WarningKey(dag_id, context["run_id"], task_id, -1 if map_index is None else map_index, deadline)
-    target = TaskIdentity.from_dict(spec["target"])
-    mode, n, task = spec.get("mode", "ALL"), spec.get("n"), spec.get("task", task_id)
-    return DeadlineWatch(warning, key, target, slot, spec.get("timezone", "UTC"), mode, n, cap, task)
-
-
-def _aware(value) -> dt.datetime | None:
-    return None if value is None else dt.datetime.fromisoformat(value.astimezone(dt.UTC).isoformat())
 
 
 def expectation(store: CatalogStore, identity: TaskIdentity, slot: dt.datetime, now: dt.datetime, **how):
@@ -348,16 +280,4 @@ def _unread(watch: DeadlineWatch, exc: Exception, logger) -> None:
         logger.warning("deadline warning of %s not looked at: %s: %s", watch.key.task_id, type(exc).__name__, exc)
 
 
-__all__ = [
-    "RECHECK",
-    "DeadlineWatch",
-    "Notice",
-    "declared",
-    "expectation",
-    "run_watch",
-    "warn_async",
-    "warn_sync",
-    "warning_spec",
-    "watch_in_triggerer",
-    "watch_of",
-]
+__all__ = ["RECHECK", "DeadlineWatch", "Notice", "declared", "expectation", "warn_async", "warn_sync"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_leastaction.airflow_seam.deadline_watch import warning_spec
+from airflow_leastaction.airflow_seam.deadline_runs import warning_spec
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import RunConditionError
@@ -49,8 +49,8 @@ class DagRunGate(RunConditionGate):
     def _warning_spec(self) -> dict | None:
         """The run gate warns about the run's expected completion (the DAG's catalog task), by its condition."""
         dag, target = self.dag if self.has_dag() else None, airflow_dag(self.dag_id)
-        kind, n = self.condition.kind, self.condition.count
-        return warning_spec(self.deadline_warning, dag, target, f"DAG {self.dag_id}", self._timezone(), kind, n)
+        kind, n, tz = self.condition.kind, self.condition.count, self._timezone()
+        return warning_spec(self.deadline_warning, dag, target, f"DAG {self.dag_id}", tz, kind, n, self.dependencies)
 
     def rerun_on_arrival(self) -> RerunOnArrival | None:
         """A degraded run re-runs as a whole: every task of it is cleared."""

@@ -18,7 +18,8 @@ from airflow_leastaction.airflow_seam.context import (
     resolve_poll_interval,
 )
 from airflow_leastaction.airflow_seam.deadline_alerts import declared_warning
-from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, run_watch, warn_sync, warning_spec
+from airflow_leastaction.airflow_seam.deadline_runs import run_watch, warning_spec
+from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_sync
 from airflow_leastaction.airflow_seam.run_tasks import task_states, triggers_run_inline
 from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.audit import RerunOnArrival
@@ -113,9 +114,8 @@ class RunConditionGate(_Waiting):
         the DAG's local clock, admit the task *degraded* when at least ``require`` dependencies are
         satisfied (the others recorded MISSING), else skip it. Until then a dependency on another DAG
         that is not satisfied is waited for. Checked at parse time against ``max_wait``.
-    :param deadline: warn early, once per run, when the p90 of the gated task's expected completion passes
-        it (the forms of a fallback's ``at``; checked against ``max_wait``, which defaults to it). Without
-        one, the DAG's ``DeadlineAlert`` is warned against when its time can be computed for the run.
+    :param deadline: warn once per run when the p90 of the gated task's expected completion passes it (the
+        forms of a fallback's ``at``; checked against ``max_wait``, which defaults to it; else the DAG's alert).
     :param deadline_callback: whom the warning tells: Airflow's ``AsyncCallback`` or ``SyncCallback``.
     """
 
@@ -220,8 +220,8 @@ class RunConditionGate(_Waiting):
     def _warning_spec(self) -> dict | None:
         """The warning as the trigger reads it: the gated task's expected completion, by its run condition."""
         target, dag = airflow_task(self.dag_id, self.gated_task_id), self.dag if self.has_dag() else None
-        kind, n = self.condition.kind, self.condition.count
-        return warning_spec(self.deadline_warning, dag, target, self.gated_task_id, self._timezone(), kind, n)
+        kind, n, deps, tz = self.condition.kind, self.condition.count, self.dependencies, self._timezone()
+        return warning_spec(self.deadline_warning, dag, target, self.gated_task_id, tz, kind, n, deps)
 
     def _watch(self, context) -> DeadlineWatch | None:
         slot = run_slot(context)

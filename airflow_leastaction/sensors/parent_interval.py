@@ -18,7 +18,8 @@ from airflow_leastaction.airflow_seam.child_interval import (
 )
 from airflow_leastaction.airflow_seam.context import attempt_key, resolve_poll_interval
 from airflow_leastaction.airflow_seam.deadline_alerts import declared_warning
-from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, run_watch, warn_sync, warning_spec
+from airflow_leastaction.airflow_seam.deadline_runs import run_watch, warning_spec
+from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_sync
 from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage

@@ -19,7 +19,8 @@ from airflow_leastaction.airflow_seam.child_interval import (
     triggerer_deadline,
 )
 from airflow_leastaction.airflow_seam.context import attempt_key, trigger_context
-from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_async, watch_in_triggerer
+from airflow_leastaction.airflow_seam.deadline_runs import watch_in_triggerer
+from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_async
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.exceptions import ConfigurationError

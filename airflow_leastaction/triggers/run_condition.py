@@ -19,7 +19,8 @@ from airflow_leastaction.airflow_seam.context import (
     context_slot,
     trigger_context,
 )
-from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_async, watch_in_triggerer
+from airflow_leastaction.airflow_seam.deadline_runs import watch_in_triggerer
+from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_async
 from airflow_leastaction.airflow_seam.run_tasks import run_states, run_structure
 from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
