@@ -8,7 +8,7 @@ serialized, task instances: :mod:`~airflow_leastaction.www.airflow_state`) and t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
@@ -27,6 +27,8 @@ class AttemptView:
     rows: list[dict]
     verdict: Verdict
     gate: Gate | None
+    #: The early warnings of the attempt's run before the gate's deadline (newest deadline first).
+    warnings: list[dict] = field(default_factory=list)
 
     @property
     def gated(self) -> tuple[str, ...]:
@@ -90,10 +92,22 @@ def attempt_views(
         counts = tallies.get((key.dag_id, key.task_id, key.run_id, key.map_index, key.attempt))
         tally = Tally(*counts) if counts else None
         views.append(AttemptView(key, shown, verdict(shown, gate, ti, decided_state=state, tally=tally), gate))
+    return with_warnings(reads, views)
+
+
+def with_warnings(reads: CatalogReads | None, views: list[AttemptView]) -> list[AttemptView]:
+    """``views`` with their runs' deadline warnings, read in one statement for all of them."""
+    if reads is None or not views:
+        return views
+    found = reads.deadline_warnings((v.key.dag_id, v.key.run_id, v.key.task_id, v.key.map_index) for v in views)
+    for v in views:
+        v.warnings = found.get((v.key.dag_id, v.key.run_id, v.key.task_id, v.key.map_index), [])
     return views
 
 
-def undecided_view(dag_id: str, task_id: str, run_id: str, map_index: int) -> tuple[AttemptView | None, str]:
+def undecided_view(
+    dag_id: str, task_id: str, run_id: str, map_index: int, reads: CatalogReads | None = None
+) -> tuple[AttemptView | None, str]:
     """A task instance with no decision yet: the waiting (or never judged) attempt of the gate that
     admits it, or None and the trigger rule that starts it when no gate does."""
     dags = DagGates([dag_id])
@@ -104,11 +118,11 @@ def undecided_view(dag_id: str, task_id: str, run_id: str, map_index: int) -> tu
     facts = airflow_state.task_instances([(dag_id, gate.task_id, run_id, map_index)])
     ti = facts.get((dag_id, gate.task_id, run_id, map_index))
     key = AttemptKey(dag_id, gate.task_id, run_id, map_index, ti.try_number if ti else 0)
-    return AttemptView(key, [], verdict([], gate, ti), gate), ""
+    return with_warnings(reads, [AttemptView(key, [], verdict([], gate, ti), gate)])[0], ""
 
 
-def waiting_views(dag_ids, limit: int = 25) -> list[AttemptView]:
-    """Gates waiting now, in the readable DAGs (``dag_ids`` None: every DAG)."""
+def waiting_views(dag_ids, limit: int = 25, reads: CatalogReads | None = None) -> list[AttemptView]:
+    """Gates waiting now, in the readable DAGs (``dag_ids`` None: every DAG), with their warnings."""
     waiting = airflow_state.waiting_gates(dag_ids, limit)
     dags = DagGates({k[0] for k, _ in waiting})
     out = []
@@ -116,7 +130,7 @@ def waiting_views(dag_ids, limit: int = 25) -> list[AttemptView]:
         gate = dags.of(dag_id, task_id)
         key = AttemptKey(dag_id, task_id, run_id, map_index, ti.try_number)
         out.append(AttemptView(key, [], verdict([], gate, ti), gate))
-    return out
+    return with_warnings(reads, out)
 
 
 __all__ = ["AttemptView", "DagGates", "TaskInstanceFacts", "attempt_views", "undecided_view", "waiting_views"]

@@ -140,8 +140,8 @@ def decisions_page(
         undecided, rule = None, ""
         if not views and one and request.query_params.get("cursor") is None:
             index = -1 if f.map_index is None else f.map_index
-            undecided, rule = undecided_view(f.dag_id, f.task_id, f.run_id, index)
-        waiting = [] if one or request.query_params.get("cursor") else _waiting(f, readable)
+            undecided, rule = undecided_view(f.dag_id, f.task_id, f.run_id, index, reads)
+        waiting = [] if one or request.query_params.get("cursor") else _waiting(f, readable, reads)
     return render(
         request,
         "decisions.html",
@@ -159,7 +159,7 @@ def decisions_page(
     )
 
 
-def _waiting(f: DecisionFilter, readable: DagScope) -> list[AttemptView]:
+def _waiting(f: DecisionFilter, readable: DagScope, reads: CatalogReads) -> list[AttemptView]:
     """Gates waiting now that match the page's filters (a waiting gate records no decision yet)."""
     if f.result not in (None, "UNSATISFIED") or f.since is not None or f.until is not None:
         return []
@@ -167,7 +167,7 @@ def _waiting(f: DecisionFilter, readable: DagScope) -> list[AttemptView]:
     for wanted in ({f.dag_id} if f.dag_id else None, set(f.dag_ids) if f.dag_ids else None):
         if wanted is not None:
             dags = wanted if dags is None else dags & wanted
-    views = waiting_views(dags)
+    views = waiting_views(dags, reads=reads)
     tasks = {t for t in (f.task_id, f.gate_task_id) if t} | set(f.task_ids or ())
     return [
         v
