@@ -25,7 +25,7 @@ from airflow_leastaction.exceptions import LeastActionError
 log = logging.getLogger(__name__)
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMAND_MODULES = ["db", "catalog", "queue", "dbt", "graph", "stale", "plan"]
+COMMAND_MODULES = ["db", "catalog", "queue", "dbt", "graph", "stale", "plan", "eta"]
 
 #: Exit status when an error without an ``exit_status`` of its own escapes a command.
 EXIT_ERROR = 1

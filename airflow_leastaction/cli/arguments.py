@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
+import re
 from pathlib import Path
+from typing import NamedTuple
 
 from sqlalchemy import Column
 
 from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.identity import TaskIdentity, airflow_task_ids, airflow_task_name
 from airflow_leastaction.intervals.slots import slot_in_range
 
 #: The largest whole number the catalog stores (a 64-bit signed integer).
@@ -175,6 +177,33 @@ class Identity(Kind):
             if len(getattr(identity, part)) > limit:
                 raise self.fail(text, f"has a {part} longer than the catalog's {limit} characters")
         return identity
+
+
+class AirflowTaskName(NamedTuple):
+    """An Airflow task as the command line names it; the catalog finds it by its DAG and task ids."""
+
+    dag_id: str
+    task_id: str
+
+    def __str__(self) -> str:
+        return airflow_task_name(self.dag_id, self.task_id)
+
+
+class AnyTask(Identity):
+    """An Airflow task written ``DAG.TASK`` (``DAG:TASK`` when the DAG id has a dot), as an
+    :class:`AirflowTaskName`, or a catalog task written ``project/name`` as :class:`Identity` takes it."""
+
+    expected = "an Airflow task written DAG.TASK, or a catalog task written project/name"
+    #: An Airflow id: letters, digits, ``_``, ``-`` and ``.``, at most 250 characters.
+    AIRFLOW_ID = re.compile(r"[\w.-]{1,250}", re.ASCII)
+
+    def convert(self, text: str) -> TaskIdentity | AirflowTaskName:
+        if "/" in text:
+            return super().convert(text)
+        ids = airflow_task_ids(text.strip())
+        if ids is None or not all(self.AIRFLOW_ID.fullmatch(part) for part in ids):
+            raise self.fail(text)
+        return AirflowTaskName(*ids)
 
 
 class Directory(Kind):

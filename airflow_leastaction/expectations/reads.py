@@ -4,8 +4,7 @@
    the index of declared parent names (``la_task_parent``); each row's declaration (``la_task.parents``,
    :func:`~airflow_leastaction.catalog.declared_parents.parse_parents`) then names its exact parents.
 2. The history: the last :data:`~.estimate.WINDOW` successes of every one of those tasks, in one windowed
-   statement (``ROW_NUMBER() OVER (PARTITION BY task_pk ORDER BY slot DESC)``). Kept per catalog change
-   sequence number (``la_change_counter.seq``): while nothing is written, it is not read again.
+   statement, kept per catalog change sequence number (:mod:`~airflow_leastaction.expectations.history`).
 3. The slot records: each node's covering record, in one statement over all the nodes' windows.
 
 A child slot waits on the parent slots the gates judge: the parent slot covering the child's interval
@@ -18,19 +17,20 @@ is complete once it has a success at or after the child's slot.
 from __future__ import annotations
 
 import datetime as dt
-import threading
 from collections import deque
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.bound_rows import bound_rows
 from airflow_leastaction.catalog.declared_parents import parse_parents
-from airflow_leastaction.catalog.schema import change_counter, in_chunks, task, task_parent, task_run
+from airflow_leastaction.catalog.schema import identity_clause, in_chunks, task, task_parent, task_run
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.expectations.estimate import WINDOW, Expectation, Node, expect
+from airflow_leastaction.expectations.estimate import Expectation, Node, expect
+from airflow_leastaction.expectations.history import HISTORIES, NO_HISTORY, read_change_seq
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.interval_slots import next_slot, slots_in
 from airflow_leastaction.intervals.judging import FAR_FUTURE, schedule_error
@@ -40,8 +40,6 @@ from airflow_leastaction.states import IN_FLIGHT_STATES
 #: The graph of slots read for one question stops growing here (parents of parents...); a parent slot
 #: past it counts as a parent without an estimate.
 MAX_NODES = 20_000
-#: Runs that finish long after their slot by design tell nothing of a scheduled slot's time: backfills.
-LEFT_OUT_RUN_TYPES = ("backfill",)
 
 
 @dataclass(frozen=True)
@@ -55,6 +53,7 @@ class TaskRow:
     watermark: dt.datetime | None
     first_slot: dt.datetime | None
     parents: tuple[TaskIdentity, ...]
+    dag_id: str | None = None
 
     @property
     def judgeable(self) -> bool:
@@ -67,16 +66,11 @@ class TaskRow:
         return slot_window(slot, cron_granularity(self.cron), resolve_timezone(self.timezone))
 
 
-@dataclass(frozen=True)
-class History:
-    """A task's recent successes: offsets from their slots, durations, and the runs left out for skew."""
-
-    offsets: tuple[dt.timedelta, ...] = ()
-    durations: tuple[dt.timedelta, ...] = ()
-    skewed: int = 0
-
-
-NO_HISTORY = History()
+def connection(store: CatalogStore) -> AbstractContextManager[Connection]:
+    """A connection to read with: the one a page's reader holds for all its reads (its ``connect()``), else
+    one of the store's engine for this read alone."""
+    held = getattr(store, "connect", None)
+    return held() if held is not None else store.engine.connect()
 
 
 def node_key(identity: TaskIdentity | str, slot: dt.datetime) -> str:
@@ -84,15 +78,27 @@ def node_key(identity: TaskIdentity | str, slot: dt.datetime) -> str:
 
 
 # -- the reads ---------------------------------------------------------------------------------------------
-def read_change_seq(conn: Connection) -> int:
-    return conn.execute(select(change_counter.c.seq).where(change_counter.c.id == 1)).scalar() or 0
+def _columns():
+    first = select(func.min(task_run.c.slot)).where(task_run.c.task_pk == task.c.id).scalar_subquery()
+    c = task.c
+    return (
+        c.id, c.name, c.project, c.account, c.partition, c.cron, c.timezone, c.prev_interval_start, c.parents,
+        c.dag_id, first.label("first_slot"),
+    )  # fmt: skip
+
+
+def _task_row(row) -> TaskRow:
+    identity = TaskIdentity.from_row(row)
+    return TaskRow(
+        row.id, identity, row.cron, row.timezone or "UTC", row.prev_interval_start, row.first_slot,
+        tuple(parse_parents(row.parents)), row.dag_id,
+    )  # fmt: skip
 
 
 def read_tasks(conn: Connection, identities: Iterable[TaskIdentity]) -> dict[TaskIdentity, TaskRow]:
     """The tasks ``identities`` name and every task their declared parents reach: one recursive statement
     (one more per 30,000 target names). Names select; each declaration then names exact identities."""
     rows: dict[TaskIdentity, TaskRow] = {}
-    first = select(func.min(task_run.c.slot)).where(task_run.c.task_pk == task.c.id).scalar_subquery()
     for names in in_chunks(sorted({i.name for i in identities})):
         closure = select(task.c.id).where(task.c.name.in_(names)).cte("closure", recursive=True)
         parent = task.alias("parent")
@@ -102,62 +108,29 @@ def read_tasks(conn: Connection, identities: Iterable[TaskIdentity]) -> dict[Tas
             )
         )
         closure = closure.union(step)
-        c = task.c
-        query = select(
-            c.id, c.name, c.project, c.account, c.partition, c.cron, c.timezone, c.prev_interval_start, c.parents,
-            first.label("first_slot"),
-        ).where(c.id.in_(select(closure.c.id)))  # fmt: skip
-        for row in conn.execute(query):
-            identity = TaskIdentity.from_row(row)
-            rows[identity] = TaskRow(
-                row.id, identity, row.cron, row.timezone or "UTC", row.prev_interval_start, row.first_slot,
-                tuple(parse_parents(row.parents)),
-            )  # fmt: skip
+        for row in conn.execute(select(*_columns()).where(task.c.id.in_(select(closure.c.id)))):
+            found = _task_row(row)
+            rows[found.identity] = found
     return rows
 
 
-def read_history(conn: Connection, task_pks: Sequence[int]) -> dict[int, History]:
-    """The last :data:`WINDOW` first-time successes of each task (backfills and repairs left out), in one
-    windowed statement; runs finished before their slot are counted as skewed and left out."""
-    r = task_run.c
-    found: dict[int, list] = {pk: [] for pk in task_pks}
-    for chunk in in_chunks(sorted(task_pks)):
-        ranked = (
-            select(
-                r.task_pk,
-                r.slot,
-                r.started_at,
-                r.finished_at,
-                func.row_number().over(partition_by=r.task_pk, order_by=r.slot.desc()).label("rn"),
-            )
-            .where(
-                r.task_pk.in_(chunk),
-                r.state == "success",
-                r.finished_at.is_not(None),
-                r.output_revision == 1,
-                or_(r.run_type.is_(None), r.run_type.not_in(LEFT_OUT_RUN_TYPES)),
-            )
-            .subquery()
-        )
-        query = select(ranked.c.task_pk, ranked.c.slot, ranked.c.started_at, ranked.c.finished_at).where(
-            ranked.c.rn <= WINDOW
-        )
-        for row in conn.execute(query):
-            found[row.task_pk].append(row)
-    return {pk: history_of(runs) for pk, runs in found.items()}
-
-
-def history_of(runs) -> History:
-    """Offsets and durations of ``runs`` (rows with ``slot``, ``started_at``, ``finished_at``)."""
-    offsets, durations, skewed = [], [], 0
-    for run in runs:
-        if run.finished_at < run.slot:
-            skewed += 1
-            continue
-        offsets.append(run.finished_at - run.slot)
-        if run.started_at is not None and run.started_at <= run.finished_at:
-            durations.append(run.finished_at - run.started_at)
-    return History(tuple(offsets), tuple(durations), skewed) if runs else NO_HISTORY
+def find_task(
+    store: CatalogStore,
+    identity: TaskIdentity | None = None,
+    *,
+    dag_id: str | None = None,
+    task_id: str | None = None,
+) -> TaskRow | None:
+    """One catalog task as the graph reads it: by ``identity``, or as the task ``task_id`` of DAG ``dag_id``
+    (its unmapped row first). None when the catalog has no such task."""
+    query = select(*_columns())
+    if identity is not None:
+        query = query.where(*identity_clause(identity))
+    else:
+        query = query.where(task.c.dag_id == dag_id, task.c.task_id == task_id).order_by(task.c.partition, task.c.id)
+    with connection(store) as conn:
+        row = conn.execute(query.limit(1)).first()
+    return None if row is None else _task_row(row)
 
 
 def read_records(conn: Connection, windows: Iterable[tuple[int, dt.datetime, dt.datetime]]) -> dict[tuple, list]:
@@ -250,33 +223,6 @@ class _Graph:
             self.parents[key] = tuple(dict.fromkeys(keys))
 
 
-# -- the history cache -------------------------------------------------------------------------------------
-class HistoryCache:
-    """Histories read at one catalog change sequence number, per catalog: kept until the number moves."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_catalog: dict[str, tuple[int, dict[int, History]]] = {}
-
-    def histories(self, conn: Connection, catalog: str, seq: int, task_pks: Iterable[int]) -> dict[int, History]:
-        with self._lock:
-            held_seq, held = self._by_catalog.get(catalog, (None, {}))
-            known = dict(held) if held_seq == seq else {}
-        missing = [pk for pk in set(task_pks) if pk not in known]
-        if missing:
-            known.update(read_history(conn, missing))
-            with self._lock:
-                self._by_catalog[catalog] = (seq, known)
-        return known
-
-    def clear(self) -> None:
-        with self._lock:
-            self._by_catalog.clear()
-
-
-HISTORIES = HistoryCache()
-
-
 # -- the questions -----------------------------------------------------------------------------------------
 def read_nodes(
     store: CatalogStore,
@@ -288,7 +234,7 @@ def read_nodes(
     """The nodes of every (task, slot) ``targets`` reach, with the task rows read; the targets' own nodes
     wait on their parents by ``mode`` and ``cap``, every other node on all its parents."""
     targets = [(identity, slot.astimezone(dt.UTC)) for identity, slot in targets]
-    with store.engine.connect() as conn:
+    with connection(store) as conn:
         seq = read_change_seq(conn)
         rows = read_tasks(conn, {identity for identity, _ in targets})
         graph = _Graph(rows)
@@ -311,6 +257,26 @@ def read_nodes(
     return nodes, rows
 
 
+def expectations_with_dags(
+    store: CatalogStore,
+    targets: Sequence[tuple[TaskIdentity, dt.datetime]],
+    now: dt.datetime,
+    *,
+    mode: str | int = "ALL",
+    cap: dt.datetime | None = None,
+    zone: dt.tzinfo = dt.UTC,
+) -> tuple[dict[tuple[str, dt.datetime], Expectation], dict[str, str | None]]:
+    """:func:`expectations_for`, with the DAG of every catalog task the targets' graph holds, by its
+    name as expectations write it (what a page withholds from a reader who may not read that DAG)."""
+    nodes, rows = read_nodes(store, targets, mode=mode, cap=cap)
+    found = expect(nodes, now, zone=zone)
+    out = {}
+    for identity, slot in targets:
+        key = node_key(identity, slot)
+        out[(str(identity), slot)] = found.get(key) or _not_judgeable(identity, slot, rows.get(identity))
+    return out, {str(identity): row.dag_id for identity, row in rows.items()}
+
+
 def expectations_for(
     store: CatalogStore,
     targets: Sequence[tuple[TaskIdentity, dt.datetime]],
@@ -323,13 +289,7 @@ def expectations_for(
     """The expectation of each target ``(task, slot)``, keyed ``(str(task), slot)``, from one read of each
     kind. ``mode`` ("ALL", "ANY" or N) and ``cap`` (a fallback's deadline) apply to the targets' own parents;
     reasons word times of day in ``zone``. A target not in the catalog has no estimate, saying so."""
-    nodes, rows = read_nodes(store, targets, mode=mode, cap=cap)
-    found = expect(nodes, now, zone=zone)
-    out = {}
-    for identity, slot in targets:
-        key = node_key(identity, slot)
-        out[(str(identity), slot)] = found.get(key) or _not_judgeable(identity, slot, rows.get(identity))
-    return out
+    return expectations_with_dags(store, targets, now, mode=mode, cap=cap, zone=zone)[0]
 
 
 def expectation_of(
@@ -360,8 +320,31 @@ def _not_judgeable(identity: TaskIdentity, slot: dt.datetime, row: TaskRow | Non
 def next_open_slot(row: TaskRow, now: dt.datetime) -> dt.datetime | None:
     """The slot a task runs next: the first after its watermark, else the latest at or before ``now``
     (None: an ad hoc task, or a schedule that cannot be judged)."""
-    if row.cron is None or not row.judgeable:
+    if not row.judgeable:
         return None
-    if row.watermark is not None:
-        return next_slot(row.cron, row.watermark, timezone=row.timezone)
-    return expected_slot(row.cron, now, timezone=row.timezone)
+    return next_slot_after_watermark(row.cron, row.timezone, row.watermark, now)
+
+
+def next_slot_after_watermark(
+    cron: str | None, timezone: str, watermark: dt.datetime | None, now: dt.datetime
+) -> dt.datetime | None:
+    """:func:`next_open_slot` of a task's schedule and watermark (the schedule already judged readable)."""
+    if cron is None:
+        return None
+    if watermark is not None:
+        return next_slot(cron, watermark, timezone=timezone)
+    return expected_slot(cron, now, timezone=timezone)
+
+
+def airflow_identities(store: CatalogStore, tasks: Iterable[tuple[str, str]]) -> dict[tuple[str, str], TaskIdentity]:
+    """The catalog identity of each Airflow task ``(dag_id, task_id)`` (its unmapped row), in one statement."""
+    wanted = set(tasks)
+    if not wanted:
+        return {}
+    c = task.c
+    query = select(c.name, c.project, c.account, c.partition, c.dag_id, c.task_id).where(
+        c.dag_id.in_(sorted({d for d, _ in wanted})), c.task_id.in_(sorted({t for _, t in wanted})), c.partition == ""
+    )
+    with connection(store) as conn:
+        rows = conn.execute(query).all()
+    return {(r.dag_id, r.task_id): TaskIdentity.from_row(r) for r in rows if (r.dag_id, r.task_id) in wanted}

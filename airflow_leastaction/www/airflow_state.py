@@ -14,9 +14,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
+from types import SimpleNamespace
 
 from sqlalchemy import and_, bindparam, or_, select
 
+from airflow_leastaction.intervals.run_slot import run_slot
 from airflow_leastaction.version_compat import latest_serialized_dags
 from airflow_leastaction.www.declared import DeclaredTask, parse_tasks
 from airflow_leastaction.www.verdicts import TaskInstanceFacts
@@ -123,6 +125,28 @@ def recent_runs(dag_id: str, limit: int = RECENT_RUNS, run_id: str | None = None
     with _session() as session:
         rows = session.execute(stmt).all()
     return [RunFacts(r[0], _text(r[1]), _aware(r[2] or r[3] or r[4]), _aware(r[5])) for r in rows]
+
+
+def run_slots(runs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dt.datetime]:
+    """The slot of each DAG run ``(dag_id, run_id)`` by the one rule
+    (:func:`~airflow_leastaction.intervals.run_slot.run_slot`), in one query; a run Airflow lacks is left out."""
+    from airflow.models.dagrun import DagRun
+
+    wanted = set(runs)
+    if not wanted:
+        return {}
+    stmt = select(
+        DagRun.dag_id, DagRun.run_id, DagRun.data_interval_start, DagRun.logical_date, DagRun.run_after
+    ).where(DagRun.dag_id.in_(sorted({d for d, _ in wanted})), DagRun.run_id.in_(sorted({r for _, r in wanted})))
+    with _session() as session:
+        rows = session.execute(stmt).all()
+    out = {}
+    for row in rows:
+        found = run_slot(SimpleNamespace(data_interval_start=_aware(row[2]), logical_date=_aware(row[3]),
+                                         run_after=_aware(row[4])))  # fmt: skip
+        if (row[0], row[1]) in wanted and found is not None:
+            out[(row[0], row[1])] = found.instant
+    return out
 
 
 def run_states(dag_id: str, run_id: str) -> dict[tuple[str, int], str | None]:

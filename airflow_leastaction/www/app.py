@@ -7,9 +7,17 @@ from fastapi.responses import JSONResponse
 
 from airflow_leastaction.www.params import plain_query
 from airflow_leastaction.www.queries import BadCursorError
-from airflow_leastaction.www.routers import catalog, consumption, decisions, graph, plan, queue
+from airflow_leastaction.www.routers import catalog, consumption, decisions, eta, graph, plan, queue
 
-ROUTERS = (decisions.router, consumption.router, catalog.router, graph.router, queue.router, plan.router)
+ROUTERS = (
+    decisions.router,
+    consumption.router,
+    catalog.router,
+    graph.router,
+    queue.router,
+    plan.router,
+    eta.router,
+)
 
 
 def create_app(catalog_url: str | None = None) -> FastAPI:

@@ -27,6 +27,8 @@ class AttemptView:
     rows: list[dict]
     verdict: Verdict
     gate: Gate | None
+    #: A waiting attempt: when the task it admits is expected to be done (see :mod:`~.expected`).
+    expected: str = ""
     #: The early warnings of the attempt's run before the gate's deadline (newest deadline first).
     warnings: list[dict] = field(default_factory=list)
 
@@ -92,12 +94,12 @@ def attempt_views(
         counts = tallies.get((key.dag_id, key.task_id, key.run_id, key.map_index, key.attempt))
         tally = Tally(*counts) if counts else None
         views.append(AttemptView(key, shown, verdict(shown, gate, ti, decided_state=state, tally=tally), gate))
-    return with_warnings(reads, views)
+    return views
 
 
-def with_warnings(reads: CatalogReads | None, views: list[AttemptView]) -> list[AttemptView]:
-    """``views`` with their runs' deadline warnings, read in one statement for all of them."""
-    if reads is None or not views:
+def with_warnings(reads: CatalogReads, views: list[AttemptView]) -> list[AttemptView]:
+    """``views`` (a page's cards) with their runs' deadline warnings, read in one statement for all."""
+    if not views:
         return views
     found = reads.deadline_warnings((v.key.dag_id, v.key.run_id, v.key.task_id, v.key.map_index) for v in views)
     for v in views:
@@ -105,9 +107,7 @@ def with_warnings(reads: CatalogReads | None, views: list[AttemptView]) -> list[
     return views
 
 
-def undecided_view(
-    dag_id: str, task_id: str, run_id: str, map_index: int, reads: CatalogReads | None = None
-) -> tuple[AttemptView | None, str]:
+def undecided_view(dag_id: str, task_id: str, run_id: str, map_index: int) -> tuple[AttemptView | None, str]:
     """A task instance with no decision yet: the waiting (or never judged) attempt of the gate that
     admits it, or None and the trigger rule that starts it when no gate does."""
     dags = DagGates([dag_id])
@@ -118,11 +118,11 @@ def undecided_view(
     facts = airflow_state.task_instances([(dag_id, gate.task_id, run_id, map_index)])
     ti = facts.get((dag_id, gate.task_id, run_id, map_index))
     key = AttemptKey(dag_id, gate.task_id, run_id, map_index, ti.try_number if ti else 0)
-    return with_warnings(reads, [AttemptView(key, [], verdict([], gate, ti), gate)])[0], ""
+    return AttemptView(key, [], verdict([], gate, ti), gate), ""
 
 
-def waiting_views(dag_ids, limit: int = 25, reads: CatalogReads | None = None) -> list[AttemptView]:
-    """Gates waiting now, in the readable DAGs (``dag_ids`` None: every DAG), with their warnings."""
+def waiting_views(dag_ids, limit: int = 25) -> list[AttemptView]:
+    """Gates waiting now, in the readable DAGs (``dag_ids`` None: every DAG)."""
     waiting = airflow_state.waiting_gates(dag_ids, limit)
     dags = DagGates({k[0] for k, _ in waiting})
     out = []
@@ -130,7 +130,7 @@ def waiting_views(dag_ids, limit: int = 25, reads: CatalogReads | None = None) -
         gate = dags.of(dag_id, task_id)
         key = AttemptKey(dag_id, task_id, run_id, map_index, ti.try_number)
         out.append(AttemptView(key, [], verdict([], gate, ti), gate))
-    return with_warnings(reads, out)
+    return out
 
 
 __all__ = ["AttemptView", "DagGates", "TaskInstanceFacts", "attempt_views", "undecided_view", "waiting_views"]

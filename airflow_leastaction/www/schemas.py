@@ -254,3 +254,27 @@ class DagDependencies(BaseModel):
     #: Plumbing tasks not drawn (gates, the run-outcome task); ``internal=true`` draws them.
     hidden: int
     edges: list[DagDependencyEdge]
+
+
+class PathStep(BaseModel):
+    """One step of an expectation's critical path: a task's slot not yet complete."""
+
+    task: str
+    slot: dt.datetime
+
+
+class Eta(BaseModel):
+    """When a task's slot is expected to be done (see the Expected times guide)."""
+
+    task: str
+    slot: dt.datetime
+    #: complete | running | waiting | no_estimate
+    status: str
+    median: dt.datetime | None
+    p90: dt.datetime | None
+    reason: str
+    #: The line the pages show, times of day in Airflow's default timezone.
+    line: str
+    critical_path: list[PathStep]
+    runs: int
+    skewed: int

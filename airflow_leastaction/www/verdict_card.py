@@ -52,6 +52,8 @@ def verdict_card(
     if v.next_look:
         out.append(f"<span>next look {escape(clock.when(v.next_look))}</span>")
     out.append("</div>\n")
+    if view.expected:
+        out.append(f'<div class="expected">{escape(view.expected)}</div>\n')
     out.extend(_warning(w, clock) for w in view.warnings)
     if v.why:
         out.append(f'<div class="why reason">{escape(clock.in_text(v.why))}</div>\n')

@@ -319,6 +319,7 @@ LAYERS = {
     f"{PACKAGE}.gating.admission": STORE,
     f"{PACKAGE}.reruns.plan_reads": STORE,
     f"{PACKAGE}.expectations.reads": STORE,
+    f"{PACKAGE}.expectations.history": STORE,
     # The seams: where the provider meets Airflow, and the one module that invokes dbt.
     f"{PACKAGE}.airflow_seam": SEAM,
     f"{PACKAGE}.rows": SEAM,

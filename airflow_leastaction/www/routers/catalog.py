@@ -5,12 +5,15 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
+from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.identity import TASK_SOURCES
 from airflow_leastaction.www.access import READ_TASKS, READABLE_DAGS
+from airflow_leastaction.www.expected import expect_next_slots
 from airflow_leastaction.www.params import blank, one_of
+from airflow_leastaction.www.present import Clock
 from airflow_leastaction.www.queries import CatalogFilter, DagScope, Page
 from airflow_leastaction.www.reads import CatalogReads, CatalogRow
-from airflow_leastaction.www.render import Scope, catalog_reads, page_scope, render
+from airflow_leastaction.www.render import Scope, catalog_reads, display_clock, page_scope, render
 from airflow_leastaction.www.schemas import CatalogTask, Identity, Listing, PublishedAsset, Slot
 
 router = APIRouter(tags=["catalog"], dependencies=[READ_TASKS])
@@ -94,6 +97,18 @@ def list_catalog(page=Depends(catalog_page)):
 
 
 @router.get("/catalog", response_class=HTMLResponse)
-def catalog_view(request: Request, page=Depends(catalog_page), scope: Scope = Depends(page_scope)):
+def catalog_view(
+    request: Request,
+    page=Depends(catalog_page),
+    scope: Scope = Depends(page_scope),
+    reads: CatalogReads = Depends(catalog_reads),
+    readable: DagScope = READABLE_DAGS,
+    clock: Clock = Depends(display_clock),
+):
     f, result = page
-    return render(request, "catalog.html", "catalog", scope=scope, f=f, page=result, sources=SOURCES)
+    # Each scheduled task's next slot, with when it is expected to be done: one read of each kind.
+    expected = expect_next_slots(reads, [r.task for r in result.rows], clock, utcnow(), readable)
+    return render(
+        request, "catalog.html", "catalog", clock=clock, scope=scope, f=f, page=result, sources=SOURCES,
+        expected=expected,
+    )  # fmt: skip

@@ -10,11 +10,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
+from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.gating.engine import DecisionResult
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS
-from airflow_leastaction.www.attempts import AttemptView, attempt_views, undecided_view, waiting_views
+from airflow_leastaction.www.attempts import AttemptView, attempt_views, undecided_view, waiting_views, with_warnings
+from airflow_leastaction.www.expected import expect_cards
 from airflow_leastaction.www.names import Names
 from airflow_leastaction.www.params import MAX_INT32, blank, bounded_int, one_of, parse_time
 from airflow_leastaction.www.present import Clock
@@ -132,6 +134,7 @@ def decisions_page(
     page=Depends(decision_page),
     scope: Scope = Depends(page_scope),
     readable: DagScope = READABLE_DAGS,
+    clock: Clock = Depends(display_clock),
 ):
     f, result, reads = page
     one = _one_task_instance(f)
@@ -140,12 +143,16 @@ def decisions_page(
         undecided, rule = None, ""
         if not views and one and request.query_params.get("cursor") is None:
             index = -1 if f.map_index is None else f.map_index
-            undecided, rule = undecided_view(f.dag_id, f.task_id, f.run_id, index, reads)
-        waiting = [] if one or request.query_params.get("cursor") else _waiting(f, readable, reads)
+            undecided, rule = undecided_view(f.dag_id, f.task_id, f.run_id, index)
+        waiting = [] if one or request.query_params.get("cursor") else _waiting(f, readable)
+        cards = [*views, *waiting, *([undecided] if undecided else [])]
+        expect_cards(reads, cards, clock, utcnow(), readable)
+        with_warnings(reads, cards)
     return render(
         request,
         "decisions.html",
         "decisions",
+        clock=clock,
         scope=scope,
         f=f,
         page=result,
@@ -159,7 +166,7 @@ def decisions_page(
     )
 
 
-def _waiting(f: DecisionFilter, readable: DagScope, reads: CatalogReads) -> list[AttemptView]:
+def _waiting(f: DecisionFilter, readable: DagScope) -> list[AttemptView]:
     """Gates waiting now that match the page's filters (a waiting gate records no decision yet)."""
     if f.result not in (None, "UNSATISFIED") or f.since is not None or f.until is not None:
         return []
@@ -167,7 +174,7 @@ def _waiting(f: DecisionFilter, readable: DagScope, reads: CatalogReads) -> list
     for wanted in ({f.dag_id} if f.dag_id else None, set(f.dag_ids) if f.dag_ids else None):
         if wanted is not None:
             dags = wanted if dags is None else dags & wanted
-    views = waiting_views(dags, reads=reads)
+    views = waiting_views(dags)
     tasks = {t for t in (f.task_id, f.gate_task_id) if t} | set(f.task_ids or ())
     return [
         v

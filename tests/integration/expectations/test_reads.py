@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import event
 
 from airflow_leastaction.catalog.store import TaskMeta
+from airflow_leastaction.expectations.history import HISTORIES
 from airflow_leastaction.expectations.reads import (
-    HISTORIES,
     expectation_of,
     expectations_for,
     next_open_slot,

@@ -17,6 +17,7 @@ QUERY = {
     "/api/graph": "?task_pk=1",
     "/graph": "?task_pk=1",
     "/api/plan": "?task=example/example.load&from=2024-01-01T00:00:00Z&to=2024-01-02T00:00:00Z",
+    "/api/eta": "?dag_id=example&task_id=load",
 }
 
 

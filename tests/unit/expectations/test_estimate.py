@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from airflow_leastaction.expectations import MIN_RUNS, Node, expect
-from airflow_leastaction.expectations.estimate import MEDIAN, P90, nearest_rank
+from airflow_leastaction.expectations.estimate import MEDIAN, P90, median_and_p90, nearest_rank
 
 UTC = dt.UTC
 SLOT = dt.datetime(2024, 3, 4, tzinfo=UTC)
@@ -252,3 +252,38 @@ class TestWording:
         nodes = graph(node("p", done=("04:55",) * 5), node("c", done=("01:00",) * 5, parents=("p",)))
         got = expect(nodes, now=at("00:10") - dt.timedelta(days=1))[key("c")]
         assert got.reason == "waiting on p (usually done 03-04 04:55, not started)"
+
+
+class TestTheGuidesWorkedExample:
+    """docs/expected-times.md works an example through by hand: the rule gives the same numbers."""
+
+    def chain(self, now: str, *, started: str | None = None, cap: str | None = None) -> dict:
+        orders = node(
+            "ingest/orders", "running" if started else None, started_at=at(started) if started else None,
+            done=("04:48", "04:50", "04:52", "04:55", "04:55", "04:58", "05:20"), took=(10, 11, 12, 12, 13, 14, 30),
+        )  # fmt: skip
+        report = node(
+            "mart/report", done=("05:05", "05:08", "05:10", "05:13", "05:14", "05:18", "05:45"),
+            took=(15, 16, 16, 17, 18, 20, 25), parents=("ingest/orders",), cap=at(cap) if cap else None,
+        )  # fmt: skip
+        return expect(graph(orders, report), now=at(now))
+
+    def test_at_three_nothing_started_and_the_report_keeps_its_own_time(self):
+        got = self.chain("03:00")
+        assert (got[key("ingest/orders")].median, got[key("ingest/orders")].p90) == (at("04:55"), at("05:20"))
+        assert (got[key("mart/report")].median, got[key("mart/report")].p90) == (at("05:13"), at("05:45"))
+
+    def test_at_half_past_five_the_late_parent_decides(self):
+        got = self.chain("05:30", started="05:25")[key("mart/report")]
+        assert (got.median, got.p90, got.critical_path) == (at("05:54"), at("06:20"), (key("ingest/orders"),))
+        assert got.reason == "waiting on ingest/orders (usually done 04:55, running since 05:25)"
+
+    def test_a_fallback_deadline_of_a_quarter_to_six_brings_the_p90_in(self):
+        got = self.chain("05:30", started="05:25", cap="05:45")[key("mart/report")]
+        assert (got.median, got.p90) == (at("05:54"), at("06:10"))
+
+
+@pytest.mark.parametrize("n", range(0, 64))
+def test_the_median_and_p90_sorted_once_are_the_nearest_ranks(n):
+    values = tuple(((i * 37) % 101) * MIN for i in range(n))
+    assert median_and_p90(values) == (nearest_rank(values, MEDIAN), nearest_rank(values, P90))

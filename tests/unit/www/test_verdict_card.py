@@ -54,17 +54,28 @@ def test_no_text_of_the_catalog_reaches_the_page_as_markup(dag, task, run, text,
     key = AttemptKey(dag, task, run, -1, 1)
     verdict = Verdict(outcome, 1, 3, text, at=NOW, since=NOW, deadline=NOW, next_look=NOW, why=text)
     gate = Gate(kind, task, (text,), dependencies=(Dependency(text),))
-    view = AttemptView(key, [row(key, text, text) for _ in range(rows)], verdict, gate)
-    view.warnings = [warning("warned", text, f"failed: {text}")]
+    view = AttemptView(key, [row(key, text, text) for _ in range(rows)], verdict, gate, expected=text)
+    view.warnings = [warning(warned, text, f"failed: {text}")]
     card = verdict_card(view, AirflowLinks(), Clock(), NOW, request(), gated_by)
     assert TAG not in card
     assert "&lt;b id=x&gt;" in card
     assert card.count("<section") == card.count("</section>") == 1
 
 
+def test_a_waiting_card_shows_its_expected_time_line_and_a_card_without_one_none():
+    key = AttemptKey("shop", "report__gate", "scheduled__1", -1, 1)
+    gate = Gate("gate", "report__gate", ("report",))
+    line = "expected 05:40, p90 06:10, waiting on ingest/orders (usually done 04:55, not started)"
+    waiting = AttemptView(key, [], Verdict("waiting", 0, 1, "ALL of 1"), gate, expected=line)
+    card = verdict_card(waiting, AirflowLinks(), Clock(), NOW, request(), gated_by)
+    assert f'<div class="expected">{line}</div>' in card
+    plain = AttemptView(key, [], Verdict("waiting", 0, 1, "ALL of 1"), gate)
+    assert 'class="expected"' not in verdict_card(plain, AirflowLinks(), Clock(), NOW, request(), gated_by)
+
+
 def card_of(*warnings: dict, zone: str = "UTC") -> str:
     key = AttemptKey("sales", "report__gate", "scheduled__1", -1, 1)
-    view = AttemptView(key, [], Verdict("waiting", 0, 1, "waiting"), None, list(warnings))
+    view = AttemptView(key, [], Verdict("waiting", 0, 1, "waiting"), None, warnings=list(warnings))
     return str(verdict_card(view, AirflowLinks(), Clock.named(zone), NOW, request(), gated_by))
 
 
