@@ -306,6 +306,14 @@ class InvalidFallbackError(RunConditionError):
     exit_status = 18
 
 
+class InvalidDeadlineError(RunConditionError):
+    """A gate's ``deadline=`` that could never warn in time: neither an offset of zero or more nor a local
+    time of day, after the gate's ``max_wait`` or the sensor's ``timeout``, or a ``deadline_callback``
+    that is not one of Airflow's deadline callbacks."""
+
+    exit_status = 19
+
+
 class AirflowApiError(LeastActionError):
     """Airflow's REST API answered a call of the provider with an error (or cannot be called at all)."""
 

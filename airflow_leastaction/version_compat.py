@@ -29,6 +29,7 @@ __all__ = [
     "AirflowSkipException",
     "airflow_version",
     "dag_bag_class",
+    "deadline_callback_classes",
     "dag_serializer_class",
     "custom_secrets_backend",
     "latest_serialized_dags",
@@ -112,6 +113,17 @@ def dag_bag_class() -> type:
     else:
         from airflow.models.dagbag import DagBag  # type: ignore[no-redef]
     return DagBag
+
+
+def deadline_callback_classes() -> tuple[type, type]:
+    """Airflow's deadline callbacks, ``(AsyncCallback, SyncCallback)``: exported by ``airflow.sdk`` from 3.2,
+    defined in ``airflow.sdk.definitions.deadline`` on 3.1 (whose ``DeadlineAlert`` takes only the first).
+    Imported when asked."""
+    if AIRFLOW_V_3_2_PLUS:
+        from airflow.sdk import AsyncCallback, SyncCallback
+    else:
+        from airflow.sdk.definitions.deadline import AsyncCallback, SyncCallback  # type: ignore[no-redef]
+    return AsyncCallback, SyncCallback
 
 
 def dag_serializer_class() -> type:

@@ -240,6 +240,29 @@ late_arrival = Table(
     Index("ix_la_late_arrival_state", "state", "dag_id", "run_id"),
 )
 
+#: An early warning before a gate's deadline (``deadline=``, or its DAG's deadline alert): one row per run, gate
+#: task, map index and deadline. The unique key makes the warning once: the one process whose insert lands
+#: calls the callback (two triggerers never both warn); the row is then ``cleared`` once if the expected
+#: completion comes back on time. See :mod:`airflow_leastaction.catalog.deadline_warnings`.
+deadline_warning = Table(
+    "la_deadline_warning",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("dag_id", String(250), nullable=False),
+    Column("run_id", String(250), nullable=False),
+    Column("task_id", String(250), nullable=False),  # the gate's task: the sensor, or a run condition's gate
+    Column("map_index", Integer, nullable=False, default=-1),
+    Column("deadline", UtcDateTime(), nullable=False),
+    Column("state", String(12), nullable=False),  # warned | cleared
+    Column("expected_median", UtcDateTime(), nullable=True),
+    Column("expected_p90", UtcDateTime(), nullable=True),
+    Column("critical_path", Text, nullable=True),  # the tasks it waits on: "a, which waits on b"
+    Column("callback_outcome", Text, nullable=True),  # "called", "no callback", or the callback's error
+    Column("created_at", UtcDateTime(), nullable=False),  # when it warned
+    Column("updated_at", UtcDateTime(), nullable=False),
+    UniqueConstraint("dag_id", "run_id", "task_id", "map_index", "deadline"),
+)
+
 #: SQLite allows 32,766 bound parameters; IN lists stay well below it.
 IN_CHUNK = 30_000
 

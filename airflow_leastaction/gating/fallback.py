@@ -3,18 +3,9 @@
 ``Fallback(at=..., require=N)`` on a run condition, a DAG's run condition or a ``ParentIntervalSensor``:
 until the deadline the gate waits as it always does; at the deadline, if at least ``require`` of its
 dependencies are satisfied, the task is admitted *degraded* (the others are recorded MISSING, see
-:func:`~airflow_leastaction.gating.engine.decide_at_deadline`). This module holds the declaration, its checks,
-and the one rule of when the deadline is.
-
-The deadline is read on the DAG's local clock, daylight-saving changes included:
-
-- ``at=timedelta(hours=6)``: six hours after the slot *on the local clock*, so a midnight slot's deadline
-  is 06:00 local on the days the clocks change too (five or seven hours of elapsed time);
-- ``at="06:00"`` (or ``datetime.time(6)``): 06:00 local on the slot's local day.
-
-Either way the deadline is the first instant, at or after the slot, at which the local clock reads that
-time or later: a time the clocks skip (spring forward) is reached when they jump past it, a time they
-repeat (fall back) the first time it is read, and a time of day already past at the slot is the slot.
+:func:`~airflow_leastaction.gating.engine.decide_at_deadline`). This module holds the declaration and its
+checks. When the deadline is (on the DAG's local clock, daylight-saving changes included) is the rule of
+:mod:`~airflow_leastaction.gating.local_deadline`, which a gate's ``deadline=`` (an early warning) reads too.
 """
 
 from __future__ import annotations
@@ -22,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from zoneinfo import ZoneInfo
 
 from airflow_leastaction.exceptions import InvalidFallbackError
 from airflow_leastaction.gating.engine import (
@@ -34,6 +24,15 @@ from airflow_leastaction.gating.engine import (
     decide,
     decide_at_deadline,
 )
+from airflow_leastaction.gating.local_deadline import (
+    at_as_dict,
+    at_from_dict,
+    describe_at,
+    first_reading,
+    nominal,
+    parse_at,
+)
+from airflow_leastaction.gating.local_deadline import deadline_at as fallback_deadline
 
 #: What a degraded task does when its missing dependencies arrive: nothing (None, listed stale) or
 #: ``"rerun"`` (its run is cleared and re-run once through Airflow's API).
@@ -66,7 +65,7 @@ class Fallback:
     def __post_init__(self):
         problems = []
         try:
-            object.__setattr__(self, "at", _parse_at(self.at))
+            object.__setattr__(self, "at", parse_at(self.at, "fallback at"))
         except ValueError as bad:
             problems.append(str(bad))
         if isinstance(self.require, bool) or not isinstance(self.require, int) or self.require < 1:
@@ -79,42 +78,17 @@ class Fallback:
     def nominal(self) -> dt.timedelta:
         """How long after a midnight slot the deadline is on an ordinary day: what the parse-time checks
         compare with the gate's ``max_wait`` or the sensor's ``timeout``."""
-        if isinstance(self.at, dt.timedelta):
-            return self.at
-        return dt.timedelta(hours=self.at.hour, minutes=self.at.minute, seconds=self.at.second)
+        return nominal(self.at)
 
     def describe(self) -> str:
-        when = f"{self.at} after the slot" if isinstance(self.at, dt.timedelta) else f"{self.at:%H:%M} local"
-        return f"fallback at {when} with at least {self.require}"
+        return f"fallback at {describe_at(self.at)} with at least {self.require}"
 
     def as_dict(self) -> dict:
-        at = {"after": self.at.total_seconds()} if isinstance(self.at, dt.timedelta) else {"time": self.at.isoformat()}
-        return {**at, "require": self.require, "on_late_arrival": self.on_late_arrival}
+        return {**at_as_dict(self.at), "require": self.require, "on_late_arrival": self.on_late_arrival}
 
     @classmethod
     def from_dict(cls, data: dict) -> Fallback:
-        at = dt.timedelta(seconds=data["after"]) if "after" in data else data.get("time")
-        return cls(at, data.get("require"), data.get("on_late_arrival"))
-
-
-def _parse_at(value) -> dt.timedelta | dt.time:
-    """``at`` as a timedelta or a local time of day; ValueError saying why it is neither."""
-    if isinstance(value, dt.timedelta):
-        if value < dt.timedelta(0):
-            raise ValueError(f"fallback at={value}: an offset after the slot cannot be negative")
-        return value
-    if isinstance(value, dt.time):
-        if value.tzinfo is not None:
-            raise ValueError(f"fallback at={value}: a time of day is read in the DAG's timezone")
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = dt.time.fromisoformat(value.strip())
-        except ValueError:
-            parsed = None
-        if parsed is not None and parsed.tzinfo is None:
-            return parsed
-    raise ValueError(f"fallback at={value!r}: expected a timedelta after the slot or a local time of day 'HH:MM'")
+        return cls(at_from_dict(data), data.get("require"), data.get("on_late_arrival"))
 
 
 def check_fallback(
@@ -157,43 +131,6 @@ def check_fallback(
             "would give up before it",
         )
     return fallback
-
-
-def fallback_deadline(at: dt.timedelta | dt.time, slot: dt.datetime, timezone: str | dt.tzinfo) -> dt.datetime:
-    """The deadline of a run whose slot is ``slot`` (aware), in UTC: see the module's rule."""
-    tz = ZoneInfo(timezone) if isinstance(timezone, str) else timezone
-    start = slot.astimezone(dt.UTC)
-    wall = start.astimezone(tz).replace(tzinfo=None)
-    target = wall + at if isinstance(at, dt.timedelta) else dt.datetime.combine(wall.date(), at)
-    return first_reading(target, tz, start)
-
-
-def first_reading(target: dt.datetime, tz: dt.tzinfo, not_before: dt.datetime) -> dt.datetime:
-    """The first instant at or after ``not_before`` (UTC) at which the clock of ``tz`` reads ``target`` (a
-    wall time) or later, in UTC."""
-    if _wall(not_before, tz) >= target:
-        return not_before
-    readings = {target.replace(tzinfo=tz, fold=fold).astimezone(dt.UTC) for fold in (0, 1)}
-    if all(_wall(t, tz) != target for t in readings):  # skipped by the clocks: reached when they jump past it
-        readings = {_jump(tz, *sorted(readings))}
-    return min((t for t in readings if t >= not_before), default=not_before)
-
-
-def _wall(instant: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
-    return instant.astimezone(tz).replace(tzinfo=None)
-
-
-def _jump(tz: dt.tzinfo, before: dt.datetime, after: dt.datetime) -> dt.datetime:
-    """The instant the clocks of ``tz`` jump forward, between ``before`` (still on the old offset) and
-    ``after`` (on the new one), to the second."""
-    new = after.astimezone(tz).utcoffset()
-    while after - before > dt.timedelta(seconds=1):
-        middle = before + (after - before) / 2
-        if middle.astimezone(tz).utcoffset() == new:
-            after = middle
-        else:
-            before = middle
-    return after.replace(microsecond=0)
 
 
 def awaits_own_run(deadline: dt.datetime, run_started: dt.datetime | None) -> bool:

@@ -17,6 +17,9 @@ from airflow_leastaction.airflow_seam.context import (
     context_slot,
     resolve_poll_interval,
 )
+from airflow_leastaction.airflow_seam.deadline_alerts import declared_warning
+from airflow_leastaction.airflow_seam.deadline_runs import run_watch, warning_spec
+from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_sync
 from airflow_leastaction.airflow_seam.run_tasks import task_states, triggers_run_inline
 from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.audit import RerunOnArrival
@@ -25,6 +28,7 @@ from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import MissingDataIntervalError
 from airflow_leastaction.gating.admission import gate_mode, settle
+from airflow_leastaction.gating.deadline_warning import default_wait
 from airflow_leastaction.gating.engine import GateOutcome, RunCondition, Verdict, check_condition
 from airflow_leastaction.gating.fallback import Fallback, check_fallback
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
@@ -110,6 +114,9 @@ class RunConditionGate(_Waiting):
         the DAG's local clock, admit the task *degraded* when at least ``require`` dependencies are
         satisfied (the others recorded MISSING), else skip it. Until then a dependency on another DAG
         that is not satisfied is waited for. Checked at parse time against ``max_wait``.
+    :param deadline: warn once per run when the p90 of the gated task's expected completion passes it (the
+        forms of a fallback's ``at``; checked against ``max_wait``, which defaults to it; else the DAG's alert).
+    :param deadline_callback: whom the warning tells: Airflow's ``AsyncCallback`` or ``SyncCallback``.
     """
 
     ui_color = "#fff1c2"
@@ -131,6 +138,8 @@ class RunConditionGate(_Waiting):
         start_from_trigger: bool = True,
         run_gate: str | None = None,
         fallback: Fallback | dict | None = None,
+        deadline: dt.timedelta | dt.time | str | None = None,
+        deadline_callback=None,
         **kwargs,
     ):
         kwargs["trigger_rule"] = TriggerRule.ALWAYS
@@ -157,6 +166,8 @@ class RunConditionGate(_Waiting):
             given is None and isinstance(fallback, Fallback) and fallback.problem is None
         ):  # the default wait lasts until the deadline
             self.max_wait = max(self.max_wait, fallback.nominal.total_seconds())
+        if given is None:  # likewise until the warning's deadline
+            self.max_wait = max(self.max_wait, default_wait(deadline))
         self.catalog_conn_id = catalog_conn_id
         self.poll_interval = resolve_poll_interval(poll_interval)
         self.policy = WaitPolicy(
@@ -165,7 +176,9 @@ class RunConditionGate(_Waiting):
         self.deferrable = deferrable
         self.run_gate = run_gate
         types = [d.type for d in self.dependencies]
-        self.fallback = check_fallback(dag_id, gated_task_id, fallback, types, dt.timedelta(seconds=self.max_wait))
+        limit = dt.timedelta(seconds=self.max_wait)
+        self.fallback = check_fallback(dag_id, gated_task_id, fallback, types, limit)
+        self.deadline_warning = declared_warning(dag_id, gated_task_id, deadline, deadline_callback, limit)
         # Last: Airflow reads start_trigger_args once __init__ returns, and it needs the fields above.
         self._trigger_start_asked = bool(deferrable and start_from_trigger)
         self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked)
@@ -203,6 +216,17 @@ class RunConditionGate(_Waiting):
         if self.fallback is None or self.fallback.on_late_arrival != "rerun":
             return None
         return RerunOnArrival((self.gated_task_id,))
+
+    def _warning_spec(self) -> dict | None:
+        """The warning as the trigger reads it: the gated task's expected completion, by its run condition."""
+        target, dag = airflow_task(self.dag_id, self.gated_task_id), self.dag if self.has_dag() else None
+        kind, n, deps, tz = self.condition.kind, self.condition.count, self.dependencies, self._timezone()
+        return warning_spec(self.deadline_warning, dag, target, self.gated_task_id, tz, kind, n, deps)
+
+    def _watch(self, context) -> DeadlineWatch | None:
+        slot = run_slot(context)
+        kw = dict(dag_id=self.dag_id, task_id=self.task_id, slot=slot, cap=self.spec.deadline(slot))
+        return run_watch(self, self._warning_spec, context, **kw)
 
     def _timezone(self) -> str:
         """The DAG's timezone (its timetable's), on whose clock the fallback's deadline is read."""
@@ -287,6 +311,8 @@ class RunConditionGate(_Waiting):
             if outcome.summary() != said:
                 said = outcome.summary()
                 self.log.info("%s waits: %s", self.gated_task_id, said)
+            if (watch := self._watch(context)) is not None:
+                warn_sync(watch, store, utcnow(), self.log, changed=False)
             if self.deferrable or pending:
                 return self._wait(context, clock, pending, consumed)
             # Not deferrable, only other DAGs left: keep the check (its clock) in this process until decided.
@@ -322,10 +348,10 @@ class RunConditionGate(_Waiting):
     ) -> None:
         if not self.deferrable or (in_run_pending and triggers_run_inline()):
             self._reschedule()
-        end = context_interval_end(context)
+        end, watch, started = context_interval_end(context), self._watch(context), context_run_started(context)
         self.defer(
             trigger=self._trigger(
-                context["run_id"], run_slot(context), end, consumed, clock, run_started=context_run_started(context)
+                context["run_id"], run_slot(context), end, consumed, clock, run_started=started, watch=watch
             ),
             method_name="execute_complete",
         )
@@ -339,6 +365,7 @@ class RunConditionGate(_Waiting):
         clock: WaitClock,
         end_from_trigger: bool = False,
         run_started: dt.datetime | None = None,
+        watch: DeadlineWatch | None = None,
     ) -> RunConditionTrigger:
         """The gate's trigger; started in the triggerer (``end_from_trigger``), it takes the run's values
         (run, slot, interval end, the DAG's structure, consumed revisions) from its task instance."""
@@ -367,4 +394,5 @@ class RunConditionGate(_Waiting):
             fallback=self.fallback.as_dict() if self.fallback else None,
             timezone=self._timezone(),
             run_started=run_started.isoformat() if run_started is not None else None,
+            warning=self._warning_spec() if end_from_trigger else watch.as_dict() if watch else None,
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_leastaction.exceptions import ConfigurationError, InvalidFallbackError
+from airflow_leastaction.exceptions import ConfigurationError, InvalidDeadlineError, InvalidFallbackError
 from airflow_leastaction.gating.engine import ALL, ANY, DependencyType, RunCondition, check_condition
 from airflow_leastaction.gating.fallback import Fallback
 from airflow_leastaction.identity import TaskIdentity
@@ -108,6 +108,8 @@ def run_condition(
     active: bool = True,
     native: bool = False,
     fallback: Fallback | None = None,
+    deadline=None,
+    deadline_callback=None,
     **gate_kwargs,
 ):
     """Declare when ``task`` starts: its dependencies, a type each, and ALL (default), ANY or N.
@@ -128,6 +130,9 @@ def run_condition(
     :param fallback: :class:`~airflow_leastaction.gating.fallback.Fallback`: at its deadline, run the task
         *degraded* with at least ``require`` dependencies satisfied, recording the others MISSING (not
         with ``native``).
+    :param deadline: warn early (once per run) when the p90 of the task's expected completion passes this
+        deadline, as a fallback's ``at`` is written (not with ``native``).
+    :param deadline_callback: whom the warning tells: Airflow's ``AsyncCallback`` or ``SyncCallback``.
     :param gate_kwargs: passed to :class:`~airflow_leastaction.operators.run_condition.RunConditionGate`
         (``max_wait``, ``max_looks``, ``poll_interval``, ``catalog_conn_id``, ``deferrable``...); with
         ``native``, ``catalog_conn_id`` and ``poll_interval`` only.
@@ -159,6 +164,8 @@ def run_condition(
         raise InvalidFallbackError(
             dag_id, task_id, "a native run condition starts by Airflow's trigger rule and cannot wait for a deadline"
         )
+    if native and (deadline, deadline_callback) != (None, None):
+        raise InvalidDeadlineError(dag_id, task_id, "a native run condition has no gate that waits and warns")
     if native:  # refused before anything is wired
         native_trigger_rule(dag_id, GateSpec(task_id, deps, RunCondition(kind, count), active), run_gate=bool(run_gate))
     if run_gate is not None and operator.task_id in run_gate.downstream_task_ids:
@@ -193,6 +200,8 @@ def run_condition(
         count=count,
         active=active,
         fallback=fallback,
+        deadline=deadline,
+        deadline_callback=deadline_callback,
         dag=dag,
         **gate_kwargs,
     )
@@ -222,6 +231,8 @@ def dag_run_condition(
     when: RunCondition | str = "ALL",
     count: int | None = None,
     fallback: Fallback | None = None,
+    deadline=None,
+    deadline_callback=None,
     **gate_kwargs,
 ):
     """Declare the DAG's dependencies on other pipelines: judged once per run, before any task starts.
@@ -241,6 +252,8 @@ def dag_run_condition(
     :param count: with ``N``: how many dependencies must be satisfied.
     :param fallback: :class:`~airflow_leastaction.gating.fallback.Fallback`: at its deadline, admit the run
         *degraded* with at least ``require`` dependencies satisfied (the others recorded MISSING).
+    :param deadline: warn early (once per run) when the p90 of the run's expected completion passes it.
+    :param deadline_callback: whom the warning tells: Airflow's ``AsyncCallback`` or ``SyncCallback``.
     :param gate_kwargs: passed to the run gate (``max_wait``, ``max_looks``, ``poll_interval``,
         ``catalog_conn_id``, ``deferrable``...).
     :return: the run gate.
@@ -267,7 +280,8 @@ def dag_run_condition(
         )
     deps = tuple(Dependency(d.upstream, t, d.consume_repairs) for d, t in zip(declared, types, strict=True))
     roots = [t for t in dag.tasks if not t.upstream_task_ids and t.task_id != RUN_OUTCOME_TASK_ID]
-    gate = DagRunGate(dependencies=deps, condition=kind, count=count, fallback=fallback, dag=dag, **gate_kwargs)
+    warn = dict(deadline=deadline, deadline_callback=deadline_callback)
+    gate = DagRunGate(dependencies=deps, condition=kind, count=count, fallback=fallback, dag=dag, **warn, **gate_kwargs)
     for task in roots:
         gate >> task
     for task in dag.tasks:

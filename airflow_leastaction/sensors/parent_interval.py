@@ -17,6 +17,9 @@ from airflow_leastaction.airflow_seam.child_interval import (
     declare,
 )
 from airflow_leastaction.airflow_seam.context import attempt_key, resolve_poll_interval
+from airflow_leastaction.airflow_seam.deadline_alerts import declared_warning
+from airflow_leastaction.airflow_seam.deadline_runs import run_watch, warning_spec
+from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_sync
 from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
@@ -29,6 +32,7 @@ from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
+from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.wire import encode_consumed
@@ -98,6 +102,12 @@ class ParentIntervalSensor(BaseSensorOperator):
         clock) the task is admitted *degraded* once at least ``require`` parents are satisfied, the others
         recorded MISSING; until then, and below ``require``, it waits as without one (until ``timeout``).
         Checked at parse time against ``timeout``.
+    :param deadline: warn early: while the sensor waits, once the p90 of its gated task's expected
+        completion passes this deadline, warn once per run (and say when it is back on time). The forms of
+        a fallback's ``at``, on the DAG's local clock; checked at parse time against ``timeout``. Without
+        one, the DAG's ``DeadlineAlert`` is warned against when its time can be computed for the run.
+    :param deadline_callback: whom the warning tells: Airflow's ``AsyncCallback`` or ``SyncCallback``, as
+        a ``DeadlineAlert`` takes (default: the DAG alert's callback, else the log and the catalog only).
     """
 
     template_fields: Sequence[str] = ("child_interval", "child_interval_end")
@@ -118,6 +128,8 @@ class ParentIntervalSensor(BaseSensorOperator):
         deferrable: bool = True,
         start_from_trigger: bool = True,
         fallback: Fallback | None = None,
+        deadline: dt.timedelta | dt.time | str | None = None,
+        deadline_callback=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -154,6 +166,9 @@ class ParentIntervalSensor(BaseSensorOperator):
             dt.timedelta(seconds=float(self.timeout)),
             "timeout",
         )
+        dag_id = self.dag_id if self.has_dag() else None
+        timeout = dt.timedelta(seconds=float(self.timeout))
+        self.deadline_warning = declared_warning(dag_id, self.task_id, deadline, deadline_callback, timeout, "timeout")
         self._trigger_start_asked = bool(deferrable and start_from_trigger)
         self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked)
 
@@ -179,6 +194,7 @@ class ParentIntervalSensor(BaseSensorOperator):
             wait_for_new_output=self.wait_for_new_output,
             timeout=float(self.timeout),
             execution_timeout=self.execution_timeout.total_seconds() if self.execution_timeout else None,
+            warning=self._warning_spec(),
             **self._fallback_kwargs(),
         )
         classpath, kwargs = trigger.serialize()
@@ -239,6 +255,18 @@ class ParentIntervalSensor(BaseSensorOperator):
             return None
         return fallback_deadline(self.fallback.at, slot, self._timezone()), self.fallback.require
 
+    def _warning_spec(self) -> dict | None:
+        """The warning as the trigger reads it: the expected completion of the first task this gates."""
+        gated, dag = self._consumers()[0], self.dag if self.has_dag() else None
+        return warning_spec(self.deadline_warning, dag, airflow_task(self.dag_id, gated), gated, self._timezone())
+
+    def _watch(self, context, slot: dt.datetime) -> DeadlineWatch | None:
+        fallback = self._fallback_deadline(slot)
+        cap = fallback[0] if fallback else None
+        return run_watch(
+            self, self._warning_spec, context, dag_id=self.dag_id, task_id=self.task_id, slot=slot, cap=cap
+        )
+
     def _rerun(self) -> RerunOnArrival | None:
         if self.fallback is None or self.fallback.on_late_arrival != "rerun":
             return None
@@ -288,6 +316,9 @@ class ParentIntervalSensor(BaseSensorOperator):
         else:
             self.log.info("not admitted yet: %s", "; ".join(outcome.waiting_reasons))
             self._maybe_fail(outcome.judgements)
+            watch = self._watch(context, slot)
+            if watch is not None:
+                warn_sync(watch, store, dt.datetime.now(dt.UTC), self.log)
         return admission.admitted, consumed
 
     def _maybe_fail(self, judgements: Sequence[Judgement]) -> None:
@@ -311,6 +342,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         now = dt.datetime.now(dt.UTC)
         deadline = deadline or now + dt.timedelta(seconds=self.timeout)
         slot, end = self._slot(context).instant, self._interval_end(context)
+        watch = self._watch(context, slot)
         self.defer(
             trigger=ParentIntervalTrigger(
                 parents=self._parents_with_coverage(),
@@ -321,6 +353,7 @@ class ParentIntervalSensor(BaseSensorOperator):
                 poll_interval=self.poll_interval,
                 deadline=deadline.isoformat(),
                 on_parent_failure=self.on_parent_failure,
+                warning=watch.as_dict() if watch is not None else None,
                 **self._fallback_kwargs(),
             ),
             method_name="execute_complete",

@@ -19,6 +19,8 @@ from airflow_leastaction.airflow_seam.child_interval import (
     triggerer_deadline,
 )
 from airflow_leastaction.airflow_seam.context import attempt_key, trigger_context
+from airflow_leastaction.airflow_seam.deadline_runs import watch_in_triggerer
+from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_async
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.exceptions import ConfigurationError
@@ -59,6 +61,9 @@ class _Wait:
     prepare: Callable[[], Awaitable[None]] = field(default=_nothing)
     #: The fallback's (deadline, require), if any: from then on enough parents admit degraded.
     fallback: tuple[dt.datetime, int] | None = None
+    #: The early warning before the sensor's deadline, if any: looked at on each change, and every
+    #: :data:`~airflow_leastaction.airflow_seam.deadline_watch.RECHECK` while nothing changes.
+    watch: DeadlineWatch | None = None
 
     def decide(self, judgements, now: dt.datetime):
         return decide_all_with_fallback(judgements, self.fallback, now)
@@ -67,9 +72,16 @@ class _Wait:
         """The fallback's deadline is still ahead: the wait wakes at it, whatever changes."""
         return self.fallback is not None and now < self.fallback[0]
 
+    def next_look(self, now: dt.datetime) -> dt.datetime | None:
+        """When the warning looks next if nothing changes (None: it does not)."""
+        return self.watch.next_look(now) if self.watch is not None else None
+
 
 #: The state logged once for any number of failed polls in a row, whatever their errors say.
 UNREACHABLE = ("catalog unreachable",)
+
+#: What :meth:`ParentIntervalTrigger._next` returns when the warning's look is due before anything changed.
+LOOK = object()
 
 #: The reason a wait reports when its deadline passed before any catalog read answered.
 NOTHING_READ_YET = "the deadline passed before the catalog answered a first read"
@@ -116,6 +128,9 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
     :param fallback: the sensor's fallback (``Fallback.as_dict()``), if any: at its deadline the wait takes
         the shared poll's next read (no read of its own) and admits degraded with ``require`` parents.
     :param timezone: the DAG's timezone, on whose clock the fallback's deadline is read.
+    :param warning: the sensor's early warning before a deadline, if any (see
+        :mod:`~airflow_leastaction.airflow_seam.deadline_watch`): resolved for the run by a worker that
+        deferred, or as declared (the run's values are read here) when started in the triggerer.
     """
 
     def __init__(
@@ -136,6 +151,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         execution_timeout: float | None = None,
         fallback: dict | None = None,
         timezone: str = "UTC",
+        warning: dict | None = None,
     ):
         super().__init__()
         self.parents = parents
@@ -154,6 +170,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         self.execution_timeout = execution_timeout
         self.fallback = fallback
         self.timezone = timezone
+        self.warning = warning
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         kwargs = {
@@ -177,6 +194,8 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
             )
         if self.fallback is not None:  # a sensor without one keeps the form every release reads
             kwargs.update(fallback=self.fallback, timezone=self.timezone)
+        if self.warning is not None:  # likewise without a warning
+            kwargs.update(warning=self.warning)
         return self.classpath(), kwargs
 
     def _fallback_at(self, child: dt.datetime) -> tuple[dt.datetime, int] | None:
@@ -198,6 +217,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         wait = _Wait(
             parents, child, end, wire.decode_consumed(self.consumed), deadline, fallback=self._fallback_at(child)
         )
+        wait.watch = DeadlineWatch.from_dict(self.warning) if self.warning else None
         yield await self._watch(url, wait, self._for_worker)
 
     async def _run_in_triggerer(self, parents: list[TaskIdentity], url: str) -> AsyncIterator[TriggerEvent]:
@@ -217,6 +237,9 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
             return
         deadline = triggerer_deadline(self.timeout_after, float(self.timeout or 0), self.execution_timeout)
         wait = _Wait(parents, judged_at.instant, end, {}, deadline, fallback=self._fallback_at(judged_at.instant))
+        cap = wait.fallback[0] if wait.fallback else None
+        run = dict(dag_id=ti.dag_id, task_id=ti.task_id, slot=wait.child, cap=cap)
+        wait.watch = await watch_in_triggerer(self.warning, context, self.log, **run)
 
         async def prepare() -> None:
             wait.consumed = await sync_to_async(self._declare_and_read_consumed)(url, ti.dag_id, judged_at.instant)
@@ -281,6 +304,10 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                     snapshot = await self._next(sub, wait)
                     if wait.prepare is not _nothing:
                         await wait.prepare()
+                    if wait.watch is not None:  # before judging: a parent that just landed may clear it
+                        await warn_async(wait.watch, url, dt.datetime.now(dt.UTC), self.log, snapshot is not LOOK)
+                    if snapshot is LOOK:
+                        continue
                 except DeadlineReached:
                     # A deadline may pass before the first read answers (a short timeout, a slow catalog).
                     event = await conclude(wire.TIMEOUT, judgements, reasons or [NOTHING_READ_YET])
@@ -315,15 +342,22 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
     @staticmethod
     async def _next(sub, wait: _Wait):
         """The next snapshot that may change the answer: one that changed, or, once the fallback's deadline
-        passes, the shared poll's next read (taken at or after the deadline: no read of its own)."""
-        if not wait.fallback_pending(dt.datetime.now(dt.UTC)):
+        passes, the shared poll's next read (taken at or after the deadline: no read of its own); or
+        :data:`LOOK` when the warning's next look comes first (nothing read)."""
+        now = dt.datetime.now(dt.UTC)
+        pending, look = wait.fallback_pending(now), wait.next_look(now)
+        if not pending and look is None:
             return await (sub.next_change() if wait.deadline is None else next_until(sub, wait.deadline))
+        wakes = (wait.deadline, wait.fallback[0] if pending else None, look)
         try:
-            return await next_until(sub, min(d for d in (wait.deadline, wait.fallback[0]) if d is not None))
+            return await next_until(sub, min(d for d in wakes if d is not None))
         except DeadlineReached:
-            if wait.deadline is not None and dt.datetime.now(dt.UTC) >= wait.deadline:
+            now = dt.datetime.now(dt.UTC)
+            if wait.deadline is not None and now >= wait.deadline:
                 raise
-        return await sub.next()
+            if pending and now >= wait.fallback[0]:
+                return await sub.next()
+        return LOOK
 
     def _rerun(self) -> RerunOnArrival | None:
         """What a degraded admission in the triggerer re-runs on late arrival: the sensor's consumers."""

@@ -19,6 +19,8 @@ from airflow_leastaction.airflow_seam.context import (
     context_slot,
     trigger_context,
 )
+from airflow_leastaction.airflow_seam.deadline_runs import watch_in_triggerer
+from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_async
 from airflow_leastaction.airflow_seam.run_tasks import run_states, run_structure
 from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
@@ -132,6 +134,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         fallback: dict | None = None,
         timezone: str = "UTC",
         run_started: str | None = None,
+        warning: dict | None = None,
     ):
         super().__init__()
         # Not ``self.task_id``: Airflow sets that to the gate's own task id once it hands the trigger its task
@@ -147,6 +150,8 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         self.interval_end = interval_end
         self.active, self.end_from_trigger = bool(active), bool(end_from_trigger)
         self.fallback, self.timezone, self.run_started = fallback, timezone, run_started
+        self.warning = warning
+        self._watch: DeadlineWatch | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         keys = (
@@ -173,6 +178,8 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         kwargs = {"task_id": self.gated_task_id, **{k: getattr(self, k) for k in keys}}
         if self.fallback is not None:  # a gate without one keeps the form every release reads
             kwargs.update(fallback=self.fallback, timezone=self.timezone, run_started=self.run_started)
+        if self.warning is not None:  # likewise without a warning
+            kwargs.update(warning=self.warning)
         return self.classpath(), kwargs
 
     def spec(self) -> GateSpec:
@@ -202,6 +209,9 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         )
         clock = WaitClock.from_dict(self.clock)
         consumed = wire.decode_last_consumed(self.consumed)
+        if self.warning and "key" in self.warning:  # resolved by the worker that deferred
+            self._watch = DeadlineWatch.from_dict(self.warning)
+        seen: tuple | None = None
         by_identity = {tid: TaskIdentity.from_dict(i) for tid, i in self.slot_requests.items()}
         last_reasons = None
         latest: dict = {}
@@ -249,6 +259,11 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                     self.log.warning("gate %s can look again", self.gated_task_id)
                     blind = False
                 now = dt.datetime.now(dt.UTC)
+                if self._watch is not None:  # before judging: an upstream that just landed may clear it
+                    reads = (found, fresh_runs if runs_sub is not None else None, snapshot)
+                    changed = seen is None or any(a is not b for a, b in zip(reads, seen, strict=True))
+                    seen = reads
+                    await warn_async(self._watch, url, now, self.log, changed)
                 if due(clock, now) or not latest:
                     latest = fresh_runs
                 records = {tid: found[(i, slot)] for tid, i in by_identity.items() if (i, slot) in found}
@@ -294,7 +309,10 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         if isinstance(consumed, TriggerEvent):
             return consumed
         self.consumed = wire.encode_last_consumed(consumed)
-        return _Started(attempt_key(context, self.dag_id, context["ti"].task_id), judged_at)
+        slot, gate = judged_at.instant, context["ti"].task_id
+        run = dict(dag_id=self.dag_id, task_id=gate, slot=slot, cap=self.spec().deadline(slot))
+        self._watch = await watch_in_triggerer(self.warning, context, self.log, **run)
+        return _Started(attempt_key(context, self.dag_id, gate), judged_at)
 
     async def _last_consumed(self, url: str, keys: list[str]) -> dict | TriggerEvent:
         """The revisions this task consumed last, read once the catalog answers: a catalog that is down

@@ -8,7 +8,7 @@ serialized, task instances: :mod:`~airflow_leastaction.www.airflow_state`) and t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
@@ -29,6 +29,8 @@ class AttemptView:
     gate: Gate | None
     #: A waiting attempt: when the task it admits is expected to be done (see :mod:`~.expected`).
     expected: str = ""
+    #: The early warnings of the attempt's run before the gate's deadline (newest deadline first).
+    warnings: list[dict] = field(default_factory=list)
 
     @property
     def gated(self) -> tuple[str, ...]:
@@ -92,6 +94,16 @@ def attempt_views(
         counts = tallies.get((key.dag_id, key.task_id, key.run_id, key.map_index, key.attempt))
         tally = Tally(*counts) if counts else None
         views.append(AttemptView(key, shown, verdict(shown, gate, ti, decided_state=state, tally=tally), gate))
+    return views
+
+
+def with_warnings(reads: CatalogReads, views: list[AttemptView]) -> list[AttemptView]:
+    """``views`` (a page's cards) with their runs' deadline warnings, read in one statement for all."""
+    if not views:
+        return views
+    found = reads.deadline_warnings((v.key.dag_id, v.key.run_id, v.key.task_id, v.key.map_index) for v in views)
+    for v in views:
+        v.warnings = found.get((v.key.dag_id, v.key.run_id, v.key.task_id, v.key.map_index), [])
     return views
 
 

@@ -65,6 +65,9 @@ _TONE_OF = {
     # dbt pass decisions
     "built": "running",
     "reused": "success",
+    # early warnings before a deadline (catalog/deadline_warnings.py)
+    "warned": "up_for_retry",
+    "cleared": "success",
 }
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import Select, case, func, literal, select, tuple_
 from sqlalchemy.engine import Connection, Engine
 
 from airflow_leastaction.catalog.bridges import Bridge, bridges_of
+from airflow_leastaction.catalog.deadline_warnings import warnings_of
 from airflow_leastaction.catalog.declared_parents import parse_parents
 from airflow_leastaction.catalog.schema import consumption, gate_decision, late_arrival, task, task_run
 from airflow_leastaction.catalog.staleness import consumed_slot, is_stale
@@ -292,6 +293,14 @@ class CatalogReads:
             return {}
         with self.connect() as conn:
             return summaries(conn, keys)
+
+    def deadline_warnings(self, gates) -> dict:
+        """Per gate task instance ((DAG, run, task, map index)), its early warnings, newest deadline first."""
+        wanted = list(dict.fromkeys(gates))
+        if not wanted:
+            return {}
+        with self.connect() as conn:
+            return warnings_of(conn, wanted)
 
     def task_by_pk(self, pk: int) -> dict | None:
         with self.connect() as conn:

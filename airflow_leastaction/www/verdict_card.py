@@ -54,6 +54,7 @@ def verdict_card(
     out.append("</div>\n")
     if view.expected:
         out.append(f'<div class="expected">{escape(view.expected)}</div>\n')
+    out.extend(_warning(w, clock) for w in view.warnings)
     if v.why:
         out.append(f'<div class="why reason">{escape(clock.in_text(v.why))}</div>\n')
     if view.rows:
@@ -63,6 +64,29 @@ def verdict_card(
         out.append(f'<div class="why muted">Depends on: {deps}</div>\n')
     out.append("</section>\n")
     return Markup("".join(out))
+
+
+def _warning(w: dict, clock: Clock) -> str:
+    """An early warning before the gate's deadline: ``deadline 06:00 CET: warned at 04:12 CET, expected
+    06:40 CET (p90), waiting on feeds/orders``; when it cleared, when it came back on time."""
+
+    def at(value) -> str:
+        return "—" if value is None else f"{clock.local(value):%H:%M %Z}".strip()
+
+    text = f"deadline {at(w['deadline'])}: warned at {at(w['created_at'])}"
+    if w["state"] == "cleared":
+        text += f", back on time at {at(w['updated_at'])} (expected {at(w['expected_p90'])}, p90)"
+    else:
+        text += f", expected {at(w['expected_p90'])} (p90)"
+        if w["critical_path"]:
+            text += f", waiting on {w['critical_path']}"
+    if (w["callback_outcome"] or "").startswith("failed"):
+        text += f"; the callback {w['callback_outcome']}"
+    title = clock.when(w["deadline"])
+    return (
+        f'<div class="why deadline-warning tone-{escape(tone(w["state"]))}" data-state="{escape(w["state"])}" '
+        f'title="deadline {escape(title)}">{badge(w["state"])} {escape(text)}</div>\n'
+    )
 
 
 def _kind(view: AttemptView, airflow: AirflowLinks, request, gated_by: Callable) -> str:

@@ -15,7 +15,7 @@ from airflow_leastaction.gating.engine import DecisionResult
 from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS
-from airflow_leastaction.www.attempts import AttemptView, attempt_views, undecided_view, waiting_views
+from airflow_leastaction.www.attempts import AttemptView, attempt_views, undecided_view, waiting_views, with_warnings
 from airflow_leastaction.www.expected import expect_cards
 from airflow_leastaction.www.names import Names
 from airflow_leastaction.www.params import MAX_INT32, blank, bounded_int, one_of, parse_time
@@ -147,6 +147,7 @@ def decisions_page(
         waiting = [] if one or request.query_params.get("cursor") else _waiting(f, readable)
         cards = [*views, *waiting, *([undecided] if undecided else [])]
         expect_cards(reads, cards, clock, utcnow(), readable)
+        with_warnings(reads, cards)
     return render(
         request,
         "decisions.html",

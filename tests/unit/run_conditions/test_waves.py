@@ -12,6 +12,8 @@ from airflow_leastaction.exceptions import (
     DependencyCycleError,
     InactiveDependencyError,
     InvalidCountError,
+    InvalidDeadlineError,
+    InvalidFallbackError,
     RunConditionError,
     SelfDependencyError,
     UnknownDependencyTypeError,
@@ -28,6 +30,8 @@ ERROR_CLASSES = [
     CountWithoutNError,
     UnknownDependencyTypeError,
     InactiveDependencyError,
+    InvalidFallbackError,
+    InvalidDeadlineError,
 ]
 
 

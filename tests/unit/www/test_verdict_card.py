@@ -37,15 +37,25 @@ def row(key: AttemptKey, dependency: str, text: str) -> dict:
             "upstream_task_id": text}  # fmt: skip
 
 
+def warning(state: str, path: str, outcome: str) -> dict:
+    """A deadline warning as the catalog keeps it: deadline 06:00, warned at 04:12, expected 06:40."""
+    at = NOW + dt.timedelta(hours=4, minutes=12)
+    return {"deadline": NOW + dt.timedelta(hours=6), "state": state, "created_at": at,
+            "updated_at": at + dt.timedelta(minutes=50), "expected_p90": NOW + dt.timedelta(hours=6, minutes=40),
+            "critical_path": path, "callback_outcome": outcome}  # fmt: skip
+
+
 @given(
     dag=HOSTILE, task=HOSTILE, run=HOSTILE, text=HOSTILE, outcome=st.sampled_from(["admitted", "skipped", "waiting"]),
     kind=st.sampled_from(["gate", "sensor", "native", "run gate"]), rows=st.integers(0, 2),
+    warned=st.sampled_from(["warned", "cleared"]),
 )  # fmt: skip
-def test_no_text_of_the_catalog_reaches_the_page_as_markup(dag, task, run, text, outcome, kind, rows):
+def test_no_text_of_the_catalog_reaches_the_page_as_markup(dag, task, run, text, outcome, kind, rows, warned):
     key = AttemptKey(dag, task, run, -1, 1)
     verdict = Verdict(outcome, 1, 3, text, at=NOW, since=NOW, deadline=NOW, next_look=NOW, why=text)
     gate = Gate(kind, task, (text,), dependencies=(Dependency(text),))
     view = AttemptView(key, [row(key, text, text) for _ in range(rows)], verdict, gate, expected=text)
+    view.warnings = [warning(warned, text, f"failed: {text}")]
     card = verdict_card(view, AirflowLinks(), Clock(), NOW, request(), gated_by)
     assert TAG not in card
     assert "&lt;b id=x&gt;" in card
@@ -61,3 +71,27 @@ def test_a_waiting_card_shows_its_expected_time_line_and_a_card_without_one_none
     assert f'<div class="expected">{line}</div>' in card
     plain = AttemptView(key, [], Verdict("waiting", 0, 1, "ALL of 1"), gate)
     assert 'class="expected"' not in verdict_card(plain, AirflowLinks(), Clock(), NOW, request(), gated_by)
+
+
+def card_of(*warnings: dict, zone: str = "UTC") -> str:
+    key = AttemptKey("sales", "report__gate", "scheduled__1", -1, 1)
+    view = AttemptView(key, [], Verdict("waiting", 0, 1, "waiting"), None, warnings=list(warnings))
+    return str(verdict_card(view, AirflowLinks(), Clock.named(zone), NOW, request(), gated_by))
+
+
+class TestDeadlineWarnings:
+    def test_a_warned_gate_says_its_deadline_when_it_warned_the_p90_and_what_it_waits_on(self):
+        card = card_of(warning("warned", "feeds/orders", "called"), zone="Europe/Paris")
+        assert 'data-state="warned"' in card
+        assert "deadline 07:00 CET: warned at 05:12 CET, expected 07:40 CET (p90), waiting on feeds/orders" in card
+
+    def test_a_cleared_warning_says_when_it_came_back_on_time(self):
+        card = card_of(warning("cleared", "", "called"))
+        assert "deadline 06:00 UTC: warned at 04:12 UTC, back on time at 05:02 UTC (expected 06:40 UTC, p90)" in card
+
+    def test_a_callback_that_failed_is_said(self):
+        card = card_of(warning("warned", "feeds/orders", "failed: ConnectionError: pager unreachable"))
+        assert "the callback failed: ConnectionError: pager unreachable" in card
+
+    def test_a_gate_without_warnings_shows_none(self):
+        assert "deadline-warning" not in card_of()

@@ -1,0 +1,218 @@
+"""Early warnings before a gate's deadline. Pure, no Airflow import.
+
+A gate (a run condition, a DAG's run condition, a ``ParentIntervalSensor``) given ``deadline=`` warns,
+while it waits, when the p90 of its task's expected completion passes that deadline: once per run, task
+and deadline, then once more, "back on time", if the p90 comes back under it. A gate without its own
+deadline warns against its DAG's ``DeadlineAlert`` when the provider can compute that alert's time for
+the run (:data:`DAG_REFERENCES`).
+
+This module holds the declaration (:class:`DeadlineWarning`), its parse-time checks, when the deadline is
+for a run (a gate's own by the local-clock rule of :mod:`~airflow_leastaction.gating.local_deadline`, the
+fallback's rule), the one rule of when to warn and when to clear (:func:`next_step`), and the message.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+from airflow_leastaction.exceptions import InvalidDeadlineError
+from airflow_leastaction.gating.local_deadline import (
+    At,
+    at_as_dict,
+    at_from_dict,
+    deadline_at,
+    describe_at,
+    nominal,
+    parse_at,
+)
+
+#: The references of an Airflow ``DeadlineAlert`` whose time the provider computes for a run, as
+#: ``DeadlineReference`` names them: the run's logical date, when it was queued, a fixed instant.
+DAG_REFERENCES = ("DAGRUN_LOGICAL_DATE", "DAGRUN_QUEUED_AT", "FIXED_DATETIME")
+#: Callback kinds: awaited in the process that warns, or called in a thread of it.
+CALLBACK_KINDS = ("async", "sync")
+
+WARNED, CLEARED = "warned", "cleared"
+#: What :func:`next_step` asks for: claim the warning and call the callback, or mark it back on time.
+WARN, CLEAR = "warn", "clear"
+
+
+@dataclass(frozen=True)
+class DeadlineWarning:
+    """What a gate warns against, and whom it tells.
+
+    :param at: the gate's own deadline (``deadline=``): a ``timedelta`` after the slot, or a local time of
+        day, on the DAG's clock. None: the DAG's deadline alert (``reference``; neither: the DAG's alert,
+        once read from the DAG, with this ``callback`` instead of the alert's own).
+    :param reference: one of :data:`DAG_REFERENCES`: the DAG's ``DeadlineAlert`` this warning stands for.
+    :param interval: that alert's interval after its reference.
+    :param fixed: ``FIXED_DATETIME``'s instant (aware).
+    :param callback: what to call: ``{"kind": "async" | "sync", "path": dotted path, "kwargs": {...}}``
+        (Airflow's ``AsyncCallback`` / ``SyncCallback``, as :mod:`~airflow_leastaction.airflow_seam.
+        deadline_alerts` reads them), or None (the warning is logged and recorded only).
+    """
+
+    at: At | None = None
+    reference: str | None = None
+    interval: dt.timedelta = dt.timedelta(0)
+    fixed: dt.datetime | None = None
+    callback: dict | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if self.at is not None:
+            object.__setattr__(self, "at", parse_at(self.at, "deadline"))
+
+    def instant(
+        self,
+        slot: dt.datetime,
+        timezone: str,
+        logical_date: dt.datetime | None = None,
+        queued_at: dt.datetime | None = None,
+    ) -> dt.datetime | None:
+        """The deadline of the run whose slot is ``slot``, in UTC; None when the run lacks what the DAG's
+        alert is measured from (a run without a logical date, one not queued yet)."""
+        if self.at is not None:
+            return deadline_at(self.at, slot, timezone)
+        start = {"DAGRUN_LOGICAL_DATE": logical_date, "DAGRUN_QUEUED_AT": queued_at, "FIXED_DATETIME": self.fixed}
+        base = start.get(self.reference or "")
+        return None if base is None else base.astimezone(dt.UTC) + self.interval
+
+    def describe(self) -> str:
+        if self.at is not None:
+            return f"deadline {describe_at(self.at)}"
+        return f"the DAG's deadline alert ({self.reference} + {self.interval})"
+
+    def as_dict(self) -> dict:
+        """The form a trigger's kwargs carry (plain JSON)."""
+        if self.at is not None:
+            out: dict = {**at_as_dict(self.at)}
+        else:
+            out = {"reference": self.reference, "interval": self.interval.total_seconds()}
+            if self.fixed is not None:
+                out["fixed"] = self.fixed.isoformat()
+        return {**out, "callback": self.callback}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> DeadlineWarning:
+        callback = data.get("callback")
+        if "reference" in data:
+            fixed = data.get("fixed")
+            return cls(
+                None,
+                data["reference"],
+                dt.timedelta(seconds=float(data.get("interval") or 0)),
+                dt.datetime.fromisoformat(fixed) if fixed else None,
+                callback,
+            )
+        return cls(at_from_dict(data), callback=callback)
+
+
+def check_deadline(
+    dag_id: str | None,
+    task_id: str | None,
+    value,
+    wait_limit: dt.timedelta | None,
+    limit_name: str = "max_wait",
+) -> At | None:
+    """A gate's ``deadline=`` parsed, or :class:`InvalidDeadlineError` naming the DAG and task: not an
+    offset of zero or more nor a local time of day (the forms of a fallback's ``at``), or after the gate's
+    ``max_wait`` (the sensor's ``timeout``: ``limit_name``), where the gate would have given up already."""
+    if value is None:
+        return None
+    try:
+        at = parse_at(value, "deadline")
+    except ValueError as bad:
+        raise InvalidDeadlineError(dag_id, task_id, str(bad)) from None
+    if wait_limit is not None and nominal(at) > wait_limit:
+        raise InvalidDeadlineError(
+            dag_id,
+            task_id,
+            f"the deadline ({describe_at(at)}) is after {limit_name} ({wait_limit}): the task would give up "
+            "before it, and a warning could only come too late",
+        )
+    return at
+
+
+def default_wait(value) -> float:
+    """Seconds a gate without its own ``max_wait`` waits at least, given ``deadline=value``: until the
+    deadline (as it does for a fallback's), so that it is still waiting when a warning is due. 0 without a
+    deadline, or with one :func:`check_deadline` refuses."""
+    try:
+        return 0.0 if value is None else nominal(parse_at(value, "deadline")).total_seconds()
+    except ValueError:
+        return 0.0
+
+
+def next_step(state: str | None, p90: dt.datetime | None, deadline: dt.datetime, now: dt.datetime) -> str | None:
+    """What one look at the expectation asks for, given the warning's recorded ``state`` (None: none yet).
+
+    :data:`WARN` when nothing was recorded, the deadline is still ahead and the p90 is after it (a warning
+    is early or it is not one: a deadline already passed is Airflow's to report); :data:`CLEAR` when a
+    warning stands and the p90 is back at or before the deadline; None otherwise (no estimate, on time,
+    already warned, already cleared: a run is warned once per deadline, and cleared once)."""
+    if p90 is None:
+        return None
+    if state is None:
+        return WARN if now < deadline < p90 else None
+    if state == WARNED and p90 <= deadline:
+        return CLEAR
+    return None
+
+
+def task_names(critical_path: Sequence[str]) -> list[str]:
+    """The task names of a critical path of node keys (``task@slot``)."""
+    return [key.rpartition("@")[0] or key for key in critical_path]
+
+
+def path_text(critical_path: Sequence[str]) -> str:
+    """The tasks a critical path waits on, nearest first: ``feed_it, which waits on ingest``."""
+    return ", which waits on ".join(task_names(critical_path))
+
+
+def local_text(instant: dt.datetime, timezone: str) -> str:
+    """``instant`` on the DAG's clock, as a message says it: ``2026-11-20 06:00 CET``."""
+    return instant.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def warning_message(
+    task: str,
+    slot: dt.datetime,
+    deadline: dt.datetime,
+    p90: dt.datetime,
+    critical_path: Sequence[str],
+    timezone: str,
+) -> str:
+    """What the callback and the log are told: the task, its slot, the deadline, the expected p90 and
+    the tasks it waits on, on the DAG's clock."""
+    waiting = path_text(critical_path) or "nothing but itself"
+    return (
+        f"{task} (slot {local_text(slot, timezone)}) is expected to finish at {local_text(p90, timezone)} (p90), "
+        f"after its deadline {local_text(deadline, timezone)}; waiting on {waiting}"
+    )
+
+
+def cleared_message(task: str, slot: dt.datetime, deadline: dt.datetime, p90: dt.datetime, timezone: str) -> str:
+    return (
+        f"{task} (slot {local_text(slot, timezone)}) is back on time: expected at {local_text(p90, timezone)} "
+        f"(p90), before its deadline {local_text(deadline, timezone)}"
+    )
+
+
+__all__ = [
+    "CLEAR",
+    "CLEARED",
+    "DAG_REFERENCES",
+    "DeadlineWarning",
+    "WARN",
+    "WARNED",
+    "check_deadline",
+    "cleared_message",
+    "default_wait",
+    "next_step",
+    "path_text",
+    "task_names",
+    "warning_message",
+]

@@ -1,0 +1,149 @@
+"""The early warning's rules: when a run's deadline is, when to warn and when to clear, and what it says.
+Pure logic: no Airflow, no database."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from airflow_leastaction.exceptions import InvalidDeadlineError
+from airflow_leastaction.gating.deadline_warning import (
+    CLEAR,
+    CLEARED,
+    WARN,
+    WARNED,
+    DeadlineWarning,
+    check_deadline,
+    default_wait,
+    next_step,
+    warning_message,
+)
+from airflow_leastaction.gating.local_deadline import deadline_at
+
+UTC = dt.UTC
+SLOT = dt.datetime(2026, 11, 20, tzinfo=UTC)
+DEADLINE = SLOT + dt.timedelta(hours=6)
+H = dt.timedelta(hours=1)
+
+
+class TestWhenToWarn:
+    @pytest.mark.parametrize(
+        "state, p90, now, step",
+        [
+            pytest.param(None, DEADLINE + H, SLOT + 4 * H, WARN, id="nothing said, p90 after the deadline: warn"),
+            pytest.param(None, DEADLINE, SLOT + 4 * H, None, id="p90 at the deadline is on time"),
+            pytest.param(None, DEADLINE - H, SLOT + 4 * H, None, id="p90 before the deadline: nothing"),
+            pytest.param(None, None, SLOT + 4 * H, None, id="no estimate: nothing"),
+            pytest.param(None, DEADLINE + H, DEADLINE, None, id="the deadline passed: too late to warn"),
+            pytest.param(WARNED, DEADLINE + 2 * H, SLOT + 5 * H, None, id="warned once: never twice"),
+            pytest.param(WARNED, DEADLINE, SLOT + 5 * H, CLEAR, id="warned, p90 back at the deadline: clear"),
+            pytest.param(WARNED, DEADLINE - H, SLOT + 5 * H, CLEAR, id="warned, p90 back before it: clear"),
+            pytest.param(WARNED, None, SLOT + 5 * H, None, id="warned, no estimate now: it stands"),
+            pytest.param(CLEARED, DEADLINE + H, SLOT + 5 * H, None, id="cleared: late again says nothing"),
+            pytest.param(CLEARED, DEADLINE - H, SLOT + 5 * H, None, id="cleared once only"),
+        ],
+    )
+    def test_the_step_of_one_look(self, state, p90, now, step):
+        assert next_step(state, p90, DEADLINE, now) == step
+
+
+class TestTheRunsDeadline:
+    def test_an_own_deadline_is_the_fallbacks_rule_on_the_dags_clock(self):
+        paris = DeadlineWarning("06:00")
+        assert paris.instant(SLOT - H, "Europe/Paris") == deadline_at(dt.time(6), SLOT - H, "Europe/Paris")
+        assert paris.instant(SLOT - H, "Europe/Paris") == dt.datetime(2026, 11, 20, 5, tzinfo=UTC)
+
+    @pytest.mark.parametrize(
+        "reference, expected",
+        [
+            ("DAGRUN_LOGICAL_DATE", SLOT + dt.timedelta(minutes=5) + 2 * H),
+            ("DAGRUN_QUEUED_AT", SLOT + dt.timedelta(minutes=7) + 2 * H),
+            ("FIXED_DATETIME", dt.datetime(2026, 12, 1, tzinfo=UTC) + 2 * H),
+        ],
+    )
+    def test_a_dags_alert_is_its_reference_plus_its_interval(self, reference, expected):
+        fixed = dt.datetime(2026, 12, 1, tzinfo=UTC) if reference == "FIXED_DATETIME" else None
+        alert = DeadlineWarning(None, reference, 2 * H, fixed)
+        logical, queued = SLOT + dt.timedelta(minutes=5), SLOT + dt.timedelta(minutes=7)
+        assert alert.instant(SLOT, "UTC", logical, queued) == expected
+
+    def test_a_run_without_what_the_alert_is_measured_from_has_no_deadline(self):
+        assert DeadlineWarning(None, "DAGRUN_LOGICAL_DATE", H).instant(SLOT, "UTC", None, None) is None
+        assert DeadlineWarning(None, "DAGRUN_QUEUED_AT", H).instant(SLOT, "UTC", SLOT, None) is None
+
+    @pytest.mark.parametrize(
+        "warning",
+        [
+            DeadlineWarning(dt.timedelta(hours=6), callback={"kind": "async", "path": "m.f", "kwargs": {"a": 1}}),
+            DeadlineWarning(dt.time(6, 30)),
+            DeadlineWarning(None, "FIXED_DATETIME", H, dt.datetime(2026, 12, 1, tzinfo=UTC), {"kind": "sync"}),
+            DeadlineWarning(None, "DAGRUN_QUEUED_AT", dt.timedelta(minutes=90)),
+        ],
+    )
+    def test_a_warning_round_trips_through_its_trigger_form(self, warning):
+        again = DeadlineWarning.from_dict(warning.as_dict())
+        assert (again, again.callback) == (warning, warning.callback)
+
+
+#: The forms of ``deadline=``: offsets (some negative), times of day, their text, and things that are neither.
+forms = st.one_of(
+    st.integers(min_value=-48 * 60, max_value=48 * 60).map(lambda m: dt.timedelta(minutes=m)),
+    st.times().map(lambda t: t.replace(microsecond=0)),
+    st.times().map(lambda t: t.strftime("%H:%M")),
+    st.sampled_from(["6am", "", "25:00", 6, 6.0, None]),
+)
+limits = st.integers(min_value=0, max_value=30 * 3600).map(lambda s: dt.timedelta(seconds=s))
+
+
+def oracle(value, limit: dt.timedelta) -> str:
+    """From the docs' words: an offset of zero or more, or a local time of day ("HH:MM" or a time); refused
+    when negative, neither, or after the gate's limit (an offset, or the time since midnight)."""
+    if value is None:
+        return "none"
+    if isinstance(value, str) and len(value) == 5 and value[2] == ":" and value.replace(":", "").isdigit():
+        hours, minutes = int(value[:2]), int(value[3:])
+        if hours > 23:
+            return "refused"
+        value = dt.time(hours, minutes)
+    if isinstance(value, dt.time):
+        since_midnight = dt.timedelta(hours=value.hour, minutes=value.minute, seconds=value.second)
+        return "refused" if since_midnight > limit else "accepted"
+    if isinstance(value, dt.timedelta):
+        return "refused" if value < dt.timedelta(0) or value > limit else "accepted"
+    return "refused"
+
+
+@given(value=forms, limit=limits)
+def test_a_deadline_is_refused_exactly_when_negative_or_after_the_limit_naming_dag_and_task(value, limit):
+    expected = oracle(value, limit)
+    if expected == "refused":
+        with pytest.raises(InvalidDeadlineError, match=r"^DAG 'sales' task 'report': ") as raised:
+            check_deadline("sales", "report", value, limit)
+        assert raised.value.exit_status == 19
+        return
+    parsed = check_deadline("sales", "report", value, limit)
+    assert (parsed is None) == (expected == "none")
+
+
+def test_a_gate_without_max_wait_waits_until_its_deadline():
+    assert default_wait("06:30") == 6.5 * 3600
+    assert default_wait(dt.timedelta(hours=9)) == 9 * 3600
+    assert default_wait(None) == default_wait(dt.timedelta(hours=-1)) == default_wait("soon") == 0
+
+
+def test_the_message_names_the_task_slot_deadline_p90_and_the_tasks_waited_on_on_the_dags_clock():
+    text = warning_message(
+        "report",
+        SLOT - H,
+        DEADLINE - H,
+        DEADLINE - H + dt.timedelta(minutes=40),
+        ("feed_it@x", "ingest@y"),
+        "Europe/Paris",
+    )
+    assert text == (
+        "report (slot 2026-11-20 00:00 CET) is expected to finish at 2026-11-20 06:40 CET (p90), after its "
+        "deadline 2026-11-20 06:00 CET; waiting on feed_it, which waits on ingest"
+    )
