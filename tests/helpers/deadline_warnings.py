@@ -18,8 +18,17 @@ from airflow_leastaction.identity import TaskIdentity
 
 UTC = dt.UTC
 DAY = dt.timedelta(days=1)
-#: Tasks without a schedule (as a DAG with ``schedule=None``): a parent's slot is its child's.
+#: Tasks without a schedule (as a DAG with ``schedule=None``, whose tests pick each run's slot).
 ADHOC = TaskMeta()
+#: The feed's schedule: every minute, so that a child's slot on a whole minute is a slot of the feed
+#: too (its parent slot, by the interval rule), whatever the time of day the test runs at.
+FEED_META = TaskMeta(cron="* * * * *")
+
+
+def whole_minute(instant: dt.datetime) -> dt.datetime:
+    return instant.replace(second=0, microsecond=0)
+
+
 #: Six runs of history: enough for an estimate (five), a p90 that is the slowest of them.
 DAYS = 6
 
@@ -74,12 +83,12 @@ def history(
     report_takes: dt.timedelta,
     report_meta: TaskMeta = ADHOC,
 ) -> None:
-    """:data:`DAYS` days before ``today``: the feed done ``feed_done`` after its slot (it took
-    ``feed_takes``), the report started as it landed and took ``report_takes``."""
+    """:data:`DAYS` days before ``today`` (a whole minute): the feed (:data:`FEED_META`) done ``feed_done``
+    after its slot (it took ``feed_takes``), the report started as it landed and took ``report_takes``."""
     for d in range(DAYS, 0, -1):
         slot = today - d * DAY
         done = slot + feed_done
-        run(store, feed, slot, done - feed_takes, done)
+        run(store, feed, slot, done - feed_takes, done, meta=FEED_META)
         run(store, report, slot, done, done + report_takes, meta=report_meta)
 
 

@@ -129,12 +129,12 @@ def test_two_processes_warning_the_same_run_at_once_call_the_callback_once(pg_ur
     monkeypatch.setenv("RC_MARKERS", str(tmp_path))
     store = CatalogStore(get_engine(pg_url, migrate=True))
     feed, report = TaskIdentity("feed", "feeds"), TaskIdentity("report", "marts")
-    now = dt.datetime.now(UTC).replace(microsecond=0)
+    now = dw.whole_minute(dt.datetime.now(UTC))
     today = now - dt.timedelta(hours=3)
     store.declare_parents(report, dw.ADHOC, [feed])
     dw.history(store, feed, report, today, feed_done=dt.timedelta(hours=1), feed_takes=dt.timedelta(hours=3),
                report_takes=dt.timedelta(hours=2))  # fmt: skip
-    store.record_running(feed, today, meta=dw.ADHOC, at=now - dt.timedelta(minutes=5))  # late: done in ~3 h
+    store.record_running(feed, today, meta=dw.FEED_META, at=now - dt.timedelta(minutes=5))  # late: done in ~3 h
     callback = {"kind": "sync", "path": "tests.helpers.deadline_warnings.tell_now", "kwargs": {}}
     key = WarningKey("sales", "manual__1", "report__gate", -1, today + dt.timedelta(hours=6))
     spec = json.dumps(

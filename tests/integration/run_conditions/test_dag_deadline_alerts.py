@@ -55,11 +55,11 @@ def late(store, tmp_path, monkeypatch):
     is expected after 06:00. Returns (slot, now)."""
     monkeypatch.setenv("RC_MARKERS", str(tmp_path))
     monkeypatch.delenv("AIRFLOW_CONN_LEASTACTION_AIRFLOW_API_DEFAULT", raising=False)
-    now = dt.datetime.now(UTC).replace(microsecond=0)
+    now = dw.whole_minute(dt.datetime.now(UTC))
     slot = now - 4 * H - 30 * MIN
     dw.history(store, FEED, airflow_task("dwa_report", "report"), slot, feed_done=H, feed_takes=3 * H,
                report_takes=2 * H)  # fmt: skip
-    store.record_running(FEED, slot, meta=dw.ADHOC, at=now - 5 * MIN)
+    store.record_running(FEED, slot, meta=dw.FEED_META, at=now - 5 * MIN)
     return slot, now
 
 

@@ -38,7 +38,7 @@ def catalog(rc_catalog_any):
 
 def prepare(store, dag_id: str, at: dt.timedelta) -> tuple[dt.datetime, dt.datetime]:
     """History for ``dag_id``'s report and the feed, and today's slot ``at`` before now: (slot, now)."""
-    now = dt.datetime.now(UTC).replace(microsecond=0)
+    now = dw.whole_minute(dt.datetime.now(UTC))
     slot = now - at
     report = airflow_task(dag_id, "report")
     meta = TaskMeta(dag_id=dag_id, task_id="report")
@@ -52,7 +52,7 @@ def day(catalog, run_dag, dag_id: str, at: dt.timedelta, *, feed_running: bool =
     report must succeed. Returns the slot."""
     slot, now = prepare(catalog, dag_id, at)
     if feed_running:  # it usually takes 3 h
-        catalog.record_running(FEED, slot, meta=dw.ADHOC, at=now - 5 * MIN)
+        catalog.record_running(FEED, slot, meta=dw.FEED_META, at=now - 5 * MIN)
     lands = land_when(land_on or warned(catalog, dag_id), catalog, slot)
     run = run_dag(dag_id, slot)
     lands.join()

@@ -40,10 +40,10 @@ def markers(tmp_path, monkeypatch):
 def late_feed(store, at: dt.timedelta) -> tuple[dt.datetime, dt.datetime]:
     """The usual history (the feed takes 3 h, the report 2 h), today's slot ``at`` before now, and the feed
     running since five minutes ago: its report is expected about 5 h from now."""
-    now = dt.datetime.now(UTC).replace(microsecond=0)
+    now = dw.whole_minute(dt.datetime.now(UTC))
     slot = now - at
     dw.history(store, FEED, REPORT, slot, feed_done=H, feed_takes=3 * H, report_takes=2 * H)
-    store.record_running(FEED, slot, meta=dw.ADHOC, at=now - 5 * MIN)
+    store.record_running(FEED, slot, meta=dw.FEED_META, at=now - 5 * MIN)
     return slot, now
 
 
@@ -100,7 +100,7 @@ class TestARunConditionGatesTrigger:
         )
 
         async def land():
-            await asyncio.to_thread(store.record_success, FEED, slot, meta=dw.ADHOC)
+            await asyncio.to_thread(store.record_success, FEED, slot, meta=dw.FEED_META)
 
         await running(
             trigger,
