@@ -21,7 +21,8 @@ all in one memoised pass.
   time or the cap, whichever is earlier (and its p90 likewise, which bounds the parent's spread).
 * The estimate is the later of the two (median and p90 each); when the parents' median is later they
   decide, and the critical path is the deciding parent followed by that parent's own critical path. Once
-  the mode is met, its own estimate stands.
+  the mode is met, it is done no sooner than the parent that met it (ALL: the last to complete) plus its
+  median (p90) duration, nor than its own estimate; the critical path is empty.
 * No estimate: fewer than :data:`MIN_RUNS` runs; a deciding parent without an estimate (a key missing
   from the nodes is one) and no cap; a node waiting on parents in a cycle.
 
@@ -304,7 +305,13 @@ class _Pass:
         deciding = self.deciding(node.parents, need)
         parent = self.done.get(deciding)
         if parent is not None and parent.status == "complete":
-            return self.make(node, "waiting", median, p90, reason=own)
+            # Its parents are done: it is done no sooner than the one that let it start, plus its duration.
+            ready = parent.median
+            if ready + med_duration > median:
+                own = f"{task_of_key(deciding)} done at {self.clock(ready)}, {node.state or 'not started'}"
+            return self.make(
+                node, "waiting", max(median, ready + med_duration), max(p90, ready + p90_duration), reason=own
+            )
         waiting_on = f"waiting on {task_of_key(deciding)}"
         if parent is None or parent.median is None:
             if node.cap is None:

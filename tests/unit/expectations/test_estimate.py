@@ -316,3 +316,26 @@ def seconds(value: float) -> dt.timedelta:
 def test_the_median_and_p90_sorted_once_are_the_nearest_ranks(n):
     values = tuple(((i * 37) % 101) * MIN for i in range(n))
     assert median_and_p90(values) == (nearest_rank(values, MEDIAN), nearest_rank(values, P90))
+
+
+class TestParentsDone:
+    def test_a_slot_whose_late_parent_just_landed_is_expected_after_it_by_its_own_duration_not_now(self):
+        """A report that takes an hour, whose feed landed at 05:50: it is done near 06:50, not "now" (06:00
+        would clear a 06:00 deadline's warning that still stands)."""
+        nodes = graph(
+            node("feed", "success", done=FIVE_AT_0455, finished_at=at("05:50")),
+            node("report", done=("02:00",) * 5, took=(60, 60, 60, 60, 70), parents=("feed",)),
+        )
+        found = expect(nodes, at("05:51"))[key("report")]
+        assert (found.status, found.median, found.p90) == ("waiting", at("06:50"), at("07:00"))
+        assert found.critical_path == ()
+        assert found.reason == "feed done at 05:50, not started"
+
+    def test_a_slot_whose_parents_landed_early_keeps_its_own_estimate(self):
+        nodes = graph(
+            node("feed", "success", done=FIVE_AT_0455, finished_at=at("00:30")),
+            node("report", done=("02:00",) * 5, took=(60, 60, 60, 60, 70), parents=("feed",)),
+        )
+        found = expect(nodes, at("00:31"))[key("report")]
+        assert (found.median, found.p90) == (at("02:00"), at("02:10"))
+        assert found.reason == "usually done 02:00, not started"

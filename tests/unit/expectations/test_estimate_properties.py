@@ -82,8 +82,9 @@ def oracle(nodes, now, key):
         return ("no_estimate", None, None, ())
     results = {p: oracle(nodes, now, p) for p in node.parents}
     complete = sum(1 for r in results.values() if r[0] == "complete")
-    if complete >= need:
-        return floor
+    if complete >= need:  # it starts once the need-th of its parents to finish did, and takes its duration
+        ready = sorted(r[1] for r in results.values() if r[0] == "complete")[need - 1]
+        return ("waiting", max(floor[1], ready + half), max(floor[2], ready + ninety), ())
     estimated = sorted((r[1], r[2], p) for p, r in results.items() if r[0] in ("waiting", "running"))
     unknown = sorted(p for p, r in results.items() if r[0] in ("no_estimate", "missing"))
     pending = [p for _, _, p in estimated] + unknown
