@@ -136,6 +136,7 @@ DENIED_ROUTES = [
     "/graph?task_pk={rollup}",
     f"/dag?dag_id={DENIED}",
     f"/api/dag?dag_id={DENIED}",
+    f"/api/eta?dag_id={DENIED}&task_id=rollup&slot=2024-01-01T05:00:00%2B00:00",
     "/api/queue",
     "/queue",  # shared by every DAG: needs read access to all of them
 ]
