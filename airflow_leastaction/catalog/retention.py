@@ -22,6 +22,9 @@ The rules, in the order the tables are pruned (a later rule reads what an earlie
 * ``la_dbt_request``: older than the cutoff, unless one of its events is kept.
 * ``la_dbt_queue``: finished before the cutoff, unless it is the model's newest ``done`` row (the
   tier's minimum interval counts from its last build). Active rows are never pruned.
+* ``la_deadline_warning``: its deadline and its last change both before the cutoff. A warning is only
+  raised before its deadline and only cleared by an expectation at or before it, so once the deadline
+  has passed nothing reads or changes the row again: pruning it can neither repeat nor lose a warning.
 """
 
 from __future__ import annotations
@@ -36,7 +39,14 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from airflow_leastaction.catalog.audit_statements import ATTEMPT_COLUMNS
 from airflow_leastaction.catalog.changes import mark_pruned_slots
-from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_decision, task, task_run
+from airflow_leastaction.catalog.schema import (
+    consumption,
+    deadline_warning,
+    gate_attempt,
+    gate_decision,
+    task,
+    task_run,
+)
 from airflow_leastaction.catalog.staleness import consumed_slot, is_stale
 from airflow_leastaction.dbt.schema import (
     ACTIVE_STATUSES,
@@ -170,6 +180,11 @@ def queue_row_prunable(q: Table, cutoff: dt.datetime) -> ColumnElement:
     return and_(q.c.status.not_in(ACTIVE_STATUSES), q.c.finished_at < cutoff, ~last_build)
 
 
+def deadline_warning_prunable(w: Table, cutoff: dt.datetime) -> ColumnElement:
+    """May the early warning ``w`` go? Once its deadline is past (the cutoff is), it is final."""
+    return and_(w.c.deadline < cutoff, w.c.updated_at < cutoff)
+
+
 #: (table, rule), in pruning order: consumption before what it points at.
 RULES: tuple[tuple[Table, Callable[[Table, dt.datetime], ColumnElement]], ...] = (
     (consumption, consumption_prunable),
@@ -179,6 +194,7 @@ RULES: tuple[tuple[Table, Callable[[Table, dt.datetime], ColumnElement]], ...] =
     (dbt_request_event, request_event_prunable),
     (dbt_request, request_prunable),
     (dbt_queue, queue_row_prunable),
+    (deadline_warning, deadline_warning_prunable),
 )
 
 

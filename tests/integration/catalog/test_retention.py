@@ -7,13 +7,14 @@ import threading
 
 from sqlalchemy import insert, select
 
+from airflow_leastaction.catalog.deadline_warnings import Expected, WarningKey, claim_warning, clear_warning
 from airflow_leastaction.catalog.retention import (
     decision_prunable,
     delete_batch,
     prunable_ids,
     prune,
 )
-from airflow_leastaction.catalog.schema import consumption, gate_decision, task_run
+from airflow_leastaction.catalog.schema import consumption, deadline_warning, gate_decision, task_run
 from airflow_leastaction.catalog.store import TaskMeta
 from airflow_leastaction.dbt.schema import dbt_queue, dbt_request, dbt_request_event
 from airflow_leastaction.identity import TaskIdentity
@@ -260,6 +261,27 @@ class TestDbtQueueRules:
         assert ids(store, dbt_request) == {"req-active"}
 
 
+class TestDeadlineWarningRules:
+    def test_a_warning_goes_once_its_deadline_and_last_change_are_before_the_cutoff(self, store):
+        def warn(run_id, deadline, at, cleared_at=None):
+            key = WarningKey(CHILD_DAG, run_id, "wait", -1, deadline)
+            assert claim_warning(store, key, Expected(deadline, deadline, "orders_raw"), now=at)
+            if cleared_at is not None:
+                assert clear_warning(store, key, Expected(at, at, ""), now=cleared_at)
+            return run_id
+
+        gone = warn("old", deadline=OLD, at=OLD - dt.timedelta(hours=1))
+        kept = {
+            warn("deadline ahead of the cutoff", deadline=NEW, at=OLD),
+            warn("cleared after the cutoff", deadline=day(2), at=day(1), cleared_at=NEW),
+        }
+        report = prune(store.engine, CUTOFF)
+        with store.engine.connect() as conn:
+            left = set(conn.execute(select(deadline_warning.c.run_id)).scalars())
+        assert left == kept and gone not in left
+        assert report.counts()["la_deadline_warning"] == 1
+
+
 def seed_history(store, n: int):
     for i in range(1, n + 1):
         decide(store, at=OLD, result="UNSATISFIED", slot=day(i), run_id=f"r{i}")
@@ -288,6 +310,7 @@ class TestRuns:
             "la_dbt_request_event": 1,
             "la_dbt_request": 1,
             "la_dbt_queue": 2,
+            "la_deadline_warning": 0,
         }
 
     def test_a_small_batch_size_deletes_in_several_transactions(self, store):
