@@ -43,6 +43,22 @@ class Decision(_AttemptRecord):
     decided_at: dt.datetime
 
 
+class DeadlineWarning(BaseModel):
+    """An early warning of the attempt's run: its expected p90 passed the gate's deadline while it waited."""
+
+    deadline: dt.datetime
+    #: warned | cleared (the expectation came back at or before the deadline)
+    state: str
+    expected_median: dt.datetime | None
+    expected_p90: dt.datetime | None
+    #: The tasks it waited on, nearest first: "feed_it, which waits on ingest".
+    critical_path: str | None
+    #: "called", "no callback", or the callback's error.
+    callback_outcome: str | None
+    warned_at: dt.datetime
+    updated_at: dt.datetime
+
+
 class Attempt(BaseModel):
     """One gate attempt with its verdict: the condition, how many dependencies were met, the outcome."""
 
@@ -65,6 +81,8 @@ class Attempt(BaseModel):
     #: The tasks this attempt admits.
     gated: list[str]
     decisions: list[Decision]
+    #: Early warnings of its run before the gate's deadline, newest deadline first.
+    warnings: list[DeadlineWarning] = []
 
 
 class Consumption(_AttemptRecord):

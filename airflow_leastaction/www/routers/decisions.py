@@ -23,7 +23,7 @@ from airflow_leastaction.www.present import Clock
 from airflow_leastaction.www.queries import Cursor, DagScope, DecisionFilter, Page
 from airflow_leastaction.www.reads import ROWS_OF_ONE_ATTEMPT, ROWS_PER_ATTEMPT, CatalogReads
 from airflow_leastaction.www.render import Scope, catalog_reads, display_clock, page_scope, render
-from airflow_leastaction.www.schemas import Attempt, Decision, Listing
+from airflow_leastaction.www.schemas import Attempt, DeadlineWarning, Decision, Listing
 
 router = APIRouter(tags=["decisions"], dependencies=[READ_TASK_INSTANCES])
 
@@ -111,6 +111,7 @@ def attempt_model(view: AttemptView) -> Attempt:
         why=v.why,
         gated=list(view.gated),
         decisions=view.rows,
+        warnings=[DeadlineWarning(**w, warned_at=w["created_at"]) for w in view.warnings],
     )
 
 
@@ -120,7 +121,7 @@ def list_attempts(page=Depends(decision_page), readable: DagScope = READABLE_DAG
     decisions (an attempt cut by the page's end is listed whole on both pages)."""
     _, result, reads = page
     with airflow_state.one_session():
-        views = attempt_views(reads, result.rows, readable)
+        views = with_warnings(reads, attempt_views(reads, result.rows, readable))
     return Listing[Attempt](items=[attempt_model(v) for v in views], next_cursor=result.next_cursor)
 
 

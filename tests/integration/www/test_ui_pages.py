@@ -9,6 +9,7 @@ import re
 import pendulum
 import pytest
 
+from airflow_leastaction.catalog.deadline_warnings import Expected, WarningKey, claim_warning, record_callback
 from airflow_leastaction.catalog.store import AttemptKey
 from airflow_leastaction.gating.engine import Judgement
 from tests.helpers import www_scenario as scenario
@@ -47,6 +48,30 @@ class TestVerdicts:
         assert (attempt["met"], attempt["total"], len(attempt["decisions"])) == (2, 3, 3)  # the whole attempt
         page = client.get(P + "/decisions", params={"task_id": "publish"}).text
         assert page.count('class="verdict') == 1 and "2 of 3 met" in page
+
+    def test_an_attempts_warnings_before_its_deadline_are_in_the_json_as_on_its_card(self, client, story):
+        run = "scheduled__2024-01-02T03:00:00+00:00"
+        gate = AttemptKey("sales_daily", "publish__gate", run, -1, 1)
+        story.store.record_decisions(
+            gate, [Judgement("task:a", False, "a (SUCCESS): not run yet")], downstream_slot=scenario.day(2)
+        )
+        deadline = scenario.day(2, 6)
+        key = WarningKey("sales_daily", run, "publish__gate", -1, deadline)
+        expected = Expected(scenario.day(2, 5), scenario.day(2, 7), "load_orders, which waits on orders_raw")
+        assert claim_warning(story.store, key, expected, now=scenario.day(2, 4))
+        record_callback(story.store, key, "called", now=scenario.day(2, 4))
+        (attempt,) = client.get(P + "/api/attempts", params={"task_id": "publish"}).json()["items"]
+        (warning,) = attempt["warnings"]
+        assert pendulum.parse(warning["deadline"]) == deadline
+        assert pendulum.parse(warning["expected_p90"]) == scenario.day(2, 7)
+        assert pendulum.parse(warning["warned_at"]) == scenario.day(2, 4)
+        assert (warning["state"], warning["callback_outcome"]) == ("warned", "called")
+        assert warning["critical_path"] == "load_orders, which waits on orders_raw"
+        # an attempt of a run with no warning lists none
+        other = AttemptKey("sales_daily", "publish__gate", RUN4, -1, 1)
+        story.store.record_decisions(other, [Judgement("task:a", True, "ok")], downstream_slot=scenario.day(4))
+        items = client.get(P + "/api/attempts", params={"task_id": "publish", "run_id": RUN4}).json()["items"]
+        assert [a["warnings"] for a in items] == [[]]
 
     def test_the_task_instance_tab_opens_on_the_verdict_of_its_task(self, client, story):
         tab = {"tab": "task", "dag_id": "sales_daily", "task_id": "load_orders", "run_id": RUN4, "map_index": "-1"}

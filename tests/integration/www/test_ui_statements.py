@@ -59,9 +59,9 @@ def test_a_page_of_verdicts_reads_each_thing_once_whatever_its_attempts(client, 
     catalog, airflow = many
     assert len(catalog["statements"]) == len(few[0]["statements"])
     assert len(airflow["statements"]) == len(few[1]["statements"])
-    # The readable DAGs, the decisions, their attempts' first rows, their summaries and, on the HTML page,
-    # their warnings before a deadline: one connection.
-    assert len(catalog["statements"]) == (5 if path.startswith("/decisions") else 4), catalog["statements"]
+    # The readable DAGs, the decisions, their attempts' first rows, their summaries and their warnings
+    # before a deadline: one connection.
+    assert len(catalog["statements"]) == 5, catalog["statements"]
     assert catalog["checkouts"] == 1
     # Airflow's DAGs (the readable ones; the latest serialized versions), the attempts' task instances
     # and, on the HTML page, the gates waiting now; sessions: the login's, the readable DAGs', and one for
