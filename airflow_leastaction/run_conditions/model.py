@@ -14,6 +14,29 @@ from airflow_leastaction.identity import TaskIdentity
 #: its decisions are the run's (see :func:`airflow_leastaction.run_conditions.dag_run_condition`).
 DAG_GATE_TASK_ID = "leastaction_dag_gate"
 
+#: The suffix of a run-condition gate's task id (``<gated task>__gate``).
+GATE_SUFFIX = "__gate"
+
+
+def gate_task_id(task_id: str) -> str:
+    """The task id of the run-condition gate that admits ``task_id``: ``<task_id>__gate``."""
+    if not isinstance(task_id, str) or not task_id:
+        raise ValueError(f"a run-condition gate admits a task: task id {task_id!r} is not one")
+    return task_id + GATE_SUFFIX
+
+
+def gated_task_id(task_id: str | None) -> str | None:
+    """The task a run-condition gate admits, for a gate's task id (the inverse of :func:`gate_task_id`); None
+    for any other task id. A bare ``__gate`` is a task of its own: no gate is made from an empty task id."""
+    if not task_id or not task_id.endswith(GATE_SUFFIX) or task_id == GATE_SUFFIX:
+        return None
+    return task_id[: -len(GATE_SUFFIX)]
+
+
+def is_gate_task_id(task_id: str | None) -> bool:
+    """Whether ``task_id`` is written as a run-condition gate's task id (see :func:`gated_task_id`)."""
+    return gated_task_id(task_id) is not None
+
 
 @dataclass(frozen=True)
 class Dependency:

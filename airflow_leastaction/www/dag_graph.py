@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
+from airflow_leastaction.run_conditions.model import is_gate_task_id
 from airflow_leastaction.www.declared import (
     DBT_DRAIN,
     DBT_ENQUEUE,
@@ -115,7 +115,7 @@ def build(
         kind = "gate" if _plumbing(d) else "task"
         g.node(f"task:{task_id}", task_id, d.task_type, run.states.get(task_id), kind, task_id)
     for task_id, state in (catalog_tasks or {}).items():
-        if task_id not in tasks and (internal or not task_id.endswith(GATE_SUFFIX)):
+        if task_id not in tasks and (internal or not is_gate_task_id(task_id)):
             g.node(f"task:{task_id}", task_id, "in the catalog", run.states.get(task_id, state), "task", task_id)
             shown.add(task_id)
     covered: set[tuple[str, str]] = set()

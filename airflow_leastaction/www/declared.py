@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 
 from airflow_leastaction.gating.engine import ALL, RunCondition
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency
+from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, gated_task_id, is_gate_task_id
 from airflow_leastaction.run_conditions.native import TRIGGER_RULES
-from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 
 #: The task types (class names) of the provider's gates, as Airflow's serialized DAG names them.
 RUN_CONDITION_GATE = "RunConditionGate"
@@ -55,7 +54,7 @@ class DeclaredTask:
     @property
     def internal(self) -> bool:
         """The provider's own plumbing: gates, the run-outcome task, the run gate."""
-        return self.task_type in (RUN_CONDITION_GATE, RUN_OUTCOME, RUN_GATE) or self.task_id.endswith(GATE_SUFFIX)
+        return self.task_type in (RUN_CONDITION_GATE, RUN_OUTCOME, RUN_GATE) or is_gate_task_id(self.task_id)
 
 
 @dataclass(frozen=True)
@@ -153,7 +152,7 @@ def _gate(t: DeclaredTask, tasks: Mapping[str, DeclaredTask]) -> Gate | None:
         return Gate("run gate", t.task_id, roots or ("the whole run",))
     if t.task_type != RUN_CONDITION_GATE:
         return None
-    gated = kw.get("task_id") or (t.task_id.removesuffix(GATE_SUFFIX) if t.task_id.endswith(GATE_SUFFIX) else None)
+    gated = kw.get("task_id") or gated_task_id(t.task_id)
     gated_ids = (gated,) if gated else t.downstream
     if not kw:  # started on a worker: only the edges into the gate are known
         deps = tuple(Dependency(u) for u in t.upstream if u != DAG_GATE_TASK_ID)
