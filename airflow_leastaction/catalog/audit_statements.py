@@ -16,6 +16,7 @@ from airflow_leastaction.catalog.bound_rows import bound_rows
 from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_decision
 from airflow_leastaction.gating.engine import CONSUMED_RESULTS, DecisionResult, Judgement
 from airflow_leastaction.identity import TaskIdentity, airflow_task_name
+from airflow_leastaction.run_conditions.model import task_of_key
 
 
 def decision_values(
@@ -53,9 +54,10 @@ def missing_identity(dependency: str, own_run: tuple[str, str] | None) -> str | 
     kind, _, rest = dependency.partition(":")
     if kind == "catalog":
         return rest
-    if kind == "task" and own_run is not None:
+    task_id = task_of_key(dependency)
+    if task_id is not None and own_run is not None:
         dag_id, project = own_run
-        return str(TaskIdentity(airflow_task_name(dag_id, rest), project))
+        return str(TaskIdentity(airflow_task_name(dag_id, task_id), project))
     return None
 
 

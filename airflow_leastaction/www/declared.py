@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 
 from airflow_leastaction.gating.engine import ALL, RunCondition
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, gated_task_id, is_gate_task_id
+from airflow_leastaction.run_conditions.model import (
+    DAG_GATE_TASK_ID,
+    Dependency,
+    gated_task_id,
+    is_gate_task_id,
+    task_of_key,
+)
 from airflow_leastaction.run_conditions.native import TRIGGER_RULES
 
 #: The task types (class names) of the provider's gates, as Airflow's serialized DAG names them.
@@ -167,7 +173,7 @@ def native_gate(task: DeclaredTask, recorded: Iterable[tuple[str, str]] = ()) ->
     rule, its dependencies from ``recorded`` (dependency key, type) pairs of its decisions."""
     deps = []
     for key, kind in recorded:
-        upstream = key.removeprefix("task:") if key.startswith("task:") else None
+        upstream = task_of_key(key)
         if upstream is not None:
             deps.append(Dependency(upstream, kind))
     return Gate("native", task.task_id, (task.task_id,), _NATIVE_CONDITIONS.get(task.trigger_rule), tuple(deps))
