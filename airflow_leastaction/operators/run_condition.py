@@ -27,7 +27,7 @@ from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import MissingDataIntervalError
-from airflow_leastaction.gating.admission import gate_mode, settle
+from airflow_leastaction.gating.admission import GateMode, gate_mode, settle
 from airflow_leastaction.gating.deadline_warning import default_wait
 from airflow_leastaction.gating.engine import GateOutcome, RunCondition, Verdict, check_condition
 from airflow_leastaction.gating.fallback import Fallback, check_fallback
@@ -277,7 +277,7 @@ class RunConditionGate(_Waiting):
         self._step(context, event.get("clock"), event.get("mode") if event.get("status") == wire.RELAXED else None)
 
     def _step(self, context, carried: dict | None, mode: str | None = None) -> None:
-        mode = mode or gate_mode()
+        mode = gate_mode(mode)
         clock, said = self._clock(carried), None
         while True:
             try:
@@ -285,7 +285,7 @@ class RunConditionGate(_Waiting):
                 outcome, clock = self._judge(context, store, clock)
                 pending = in_run_pending(outcome)
                 # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
-                waits = outcome.verdict is Verdict.WAIT and (mode == "enforce" or pending)
+                waits = outcome.verdict is Verdict.WAIT and (not mode.relaxed or pending)
                 consumed = self._consumed(store, context["run_id"]) if waits else {}
                 if not waits:
                     judged_at = _judged_at(context)
@@ -318,7 +318,7 @@ class RunConditionGate(_Waiting):
             # Not deferrable, only other DAGs left: keep the check (its clock) in this process until decided.
             time.sleep(self.poll_interval)
 
-    def _conclude(self, outcome: GateOutcome, admission, mode: str) -> None:
+    def _conclude(self, outcome: GateOutcome, admission, mode: GateMode) -> None:
         for j in outcome.judgements:
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         if admission.admitted:
@@ -328,11 +328,11 @@ class RunConditionGate(_Waiting):
             return None
         raise AirflowSkipException(f"{self.gated_task_id} can never start in this run: {outcome.summary()}")
 
-    def _catalog_unreachable(self, context, clock: WaitClock, mode: str, exc: Exception) -> None:
+    def _catalog_unreachable(self, context, clock: WaitClock, mode: GateMode, exc: Exception) -> None:
         """Keep waiting while the catalog cannot be read: a run never fails because its audit store
         blinked. Relaxed gates admit (unrecorded) once no same-run upstream is still running."""
         unfinished = in_run_unfinished(self.spec, task_states(self.dag_id, context["run_id"]))
-        if mode != "enforce" and not unfinished:
+        if mode.relaxed and not unfinished:
             self.log.warning(
                 "%s admitted without judging or recording ([leastaction] gates = %s): catalog unreachable: %s",
                 self.gated_task_id,

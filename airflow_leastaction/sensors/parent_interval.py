@@ -25,7 +25,7 @@ from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, ParentFailedError
-from airflow_leastaction.gating.admission import gate_mode, settle
+from airflow_leastaction.gating.admission import GateMode, gate_mode, settle
 from airflow_leastaction.gating.engine import DependencyType, GateOutcome, Judgement
 from airflow_leastaction.gating.fallback import Fallback, check_fallback, decide_all_with_fallback, fallback_deadline
 from airflow_leastaction.identity import TaskIdentity
@@ -283,7 +283,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         unreachable nothing is judged: (False, {}) and the sensor keeps waiting, unless gates are relaxed.
         ``mode``: the gate mode to apply (default ``[leastaction] gates`` of this process)."""
         judged_at = self._slot(context)
-        mode = mode or gate_mode()
+        mode = gate_mode(mode)
         try:
             return self._check_slot(context, judged_at, mode)
         except Exception as exc:
@@ -291,9 +291,9 @@ class ParentIntervalSensor(BaseSensorOperator):
                 raise
             return self._catalog_unreachable(exc, mode), {}
 
-    def _catalog_unreachable(self, exc: Exception, mode: str) -> bool:
+    def _catalog_unreachable(self, exc: Exception, mode: GateMode) -> bool:
         """Whether to run the task although the catalog cannot be read: only when gates are relaxed."""
-        if mode == "enforce":
+        if not mode.relaxed:
             self.log.warning("catalog unreachable, waiting for it (judging nothing meanwhile): %s", exc)
             return False
         self.log.warning(
@@ -301,7 +301,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         )
         return True
 
-    def _check_slot(self, context, judged_at: RunSlot, mode: str) -> tuple[bool, dict]:
+    def _check_slot(self, context, judged_at: RunSlot, mode: GateMode) -> tuple[bool, dict]:
         store = self._store()
         if not getattr(self, "_declared", False):  # once per task instance object, once the catalog answers
             self._declare(store)

@@ -287,7 +287,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
 
     async def _for_worker(self, status: str, judgements, reasons: list[str]) -> TriggerEvent:
         event = self._event(status, judgements, reasons if status in (wire.TIMEOUT, wire.RELAXED) else None)
-        return TriggerEvent({**event, "mode": gate_mode()} if status == wire.RELAXED else event)
+        return TriggerEvent({**event, "mode": gate_mode().value} if status == wire.RELAXED else event)
 
     async def _watch(self, url: str, wait: _Wait, conclude: Conclude) -> TriggerEvent:
         """Judge on each shared poll until ``conclude`` gives an event, and return it (a coroutine, not a
@@ -328,7 +328,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                 if event is None and state != last_state:  # once per change, whatever the poll interval
                     self.log.info("not admitted yet: %s", "; ".join(reasons))
                     last_state = state
-                if event is None and gate_mode() != "enforce":
+                if event is None and gate_mode().relaxed:
                     # The deployment relaxed its gates after this wait began: a worker admits and records
                     # BYPASSED decisions.
                     event = await conclude(wire.RELAXED, judgements, reasons)

@@ -342,7 +342,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         worker: with relaxed gates (the worker records BYPASSED decisions under its own configuration)
         or when the catalog cannot take the decisions now."""
         mode = gate_mode()
-        if mode != "enforce":
+        if mode.relaxed:
             return event
         outcome = noted(outcome, started.judged_at)
         try:
@@ -375,13 +375,13 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         admits and records BYPASSED decisions), unless a same-run upstream is still pending: relaxing
         never reorders a run. ``outcome`` None: the catalog is down and Airflow alone tells."""
         mode = gate_mode()
-        if mode == "enforce":
+        if not mode.relaxed:
             return None
         if outcome is not None and in_run_pending(outcome):
             return None
         if outcome is None and not await self._in_run_finished(spec):
             return None
-        return TriggerEvent({"status": wire.RELAXED, "mode": mode, "summary": summary, "clock": clock.as_dict()})
+        return TriggerEvent({"status": wire.RELAXED, "mode": mode.value, "summary": summary, "clock": clock.as_dict()})
 
     async def _in_run_finished(self, spec: GateSpec) -> bool:
         """Whether every same-run upstream is finished, from Airflow alone (the catalog is down)."""
