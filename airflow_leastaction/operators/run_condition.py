@@ -47,6 +47,7 @@ from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 from airflow_leastaction.run_conditions.waves import check_type, check_upstreams
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
+from airflow_leastaction.triggers.wire import TriggerStatus
 from airflow_leastaction.version_compat import (
     AirflowSkipException,
     starts_in_triggerer,
@@ -274,7 +275,9 @@ class RunConditionGate(_Waiting):
         # The trigger saw ADMIT or SKIP (or the gates relaxed, in the triggerer's configuration), or,
         # started in the triggerer, could not decide there; decide again here, on the worker, and record it.
         event = event or {}
-        self._step(context, event.get("clock"), event.get("mode") if event.get("status") == wire.RELAXED else None)
+        self._step(
+            context, event.get("clock"), event.get("mode") if event.get("status") == TriggerStatus.RELAXED else None
+        )
 
     def _step(self, context, carried: dict | None, mode: str | None = None) -> None:
         mode = gate_mode(mode)

@@ -33,9 +33,8 @@ from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requ
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.refs import airflow_task
-from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
-from airflow_leastaction.triggers.wire import encode_consumed
+from airflow_leastaction.triggers.wire import TriggerStatus, encode_consumed
 from airflow_leastaction.version_compat import AirflowSensorTimeout, starts_in_triggerer
 
 ON_PARENT_FAILURE = ("wait", "fail")
@@ -366,12 +365,12 @@ class ParentIntervalSensor(BaseSensorOperator):
         event = event or {}
         status = event.get("status")
         reasons = "; ".join(event.get("reasons") or []) or "no reason given"
-        if status == wire.TIMEOUT:
+        if status == TriggerStatus.TIMEOUT:
             raise AirflowSensorTimeout(f"task {self.task_id!r}: parents not satisfied in time: {reasons}")
-        if status == wire.FAILED:
+        if status == TriggerStatus.FAILED:
             raise ParentFailedError(f"task {self.task_id!r}: parent failed: {reasons}")
         # The trigger saw the parents satisfied (or the gates relaxed, in the triggerer's configuration);
         # admission is decided here, on the worker, and recorded.
-        admitted, consumed = self._check(context, event.get("mode") if status == wire.RELAXED else None)
+        admitted, consumed = self._check(context, event.get("mode") if status == TriggerStatus.RELAXED else None)
         if not admitted:
             self._defer(context, consumed, dt.datetime.fromisoformat(deadline) if deadline else None)

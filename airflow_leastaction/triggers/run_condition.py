@@ -46,6 +46,7 @@ from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.run_states import RunStates
 from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
 from airflow_leastaction.triggers.trigger_log import ClassLog
+from airflow_leastaction.triggers.wire import TriggerStatus
 
 
 def _last_consumed(
@@ -276,7 +277,11 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                     None
                     if outcome.verdict is Verdict.WAIT
                     else TriggerEvent(
-                        {"status": outcome.verdict.value, "summary": outcome.summary(), "clock": clock.as_dict()}
+                        {
+                            "status": TriggerStatus.of(outcome.verdict).value,
+                            "summary": outcome.summary(),
+                            "clock": clock.as_dict(),
+                        }
                     )
                 )
                 if event is not None and started is not None:
@@ -368,7 +373,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
 
     @staticmethod
     def _undecided() -> TriggerEvent:
-        return TriggerEvent({"status": wire.UNDECIDED, "clock": WaitClock().as_dict()})
+        return TriggerEvent({"status": TriggerStatus.UNDECIDED.value, "clock": WaitClock().as_dict()})
 
     async def _relaxed(self, spec: GateSpec, clock: WaitClock, outcome, summary: str) -> TriggerEvent | None:
         """The ``relaxed`` event once the deployment relaxed its gates after this wait began (the worker
@@ -381,7 +386,9 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             return None
         if outcome is None and not await self._in_run_finished(spec):
             return None
-        return TriggerEvent({"status": wire.RELAXED, "mode": mode.value, "summary": summary, "clock": clock.as_dict()})
+        return TriggerEvent(
+            {"status": TriggerStatus.RELAXED.value, "mode": mode.value, "summary": summary, "clock": clock.as_dict()}
+        )
 
     async def _in_run_finished(self, spec: GateSpec) -> bool:
         """Whether every same-run upstream is finished, from Airflow alone (the catalog is down)."""
