@@ -21,7 +21,7 @@ from airflow_leastaction.airflow_seam.deadline_alerts import declared_warning
 from airflow_leastaction.airflow_seam.deadline_runs import run_watch, warning_spec
 from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_sync
 from airflow_leastaction.airflow_seam.run_tasks import task_states, triggers_run_inline
-from airflow_leastaction.airflow_seam.schedule import schedule_meta
+from airflow_leastaction.airflow_seam.schedule import task_timezone
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
@@ -30,7 +30,7 @@ from airflow_leastaction.exceptions import MissingDataIntervalError
 from airflow_leastaction.gating.admission import GateMode, gate_mode, settle
 from airflow_leastaction.gating.deadline_warning import default_wait
 from airflow_leastaction.gating.engine import GateOutcome, RunCondition, Verdict, check_condition
-from airflow_leastaction.gating.fallback import Fallback, check_fallback
+from airflow_leastaction.gating.fallback import Fallback, check_fallback, reruns_on_late_arrival
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.operators.waiting import _Waiting, utcnow
 from airflow_leastaction.refs import airflow_task
@@ -52,8 +52,6 @@ from airflow_leastaction.version_compat import (
     AirflowSkipException,
     starts_in_triggerer,
 )
-
-RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
 
 
 def run_slot(context) -> dt.datetime:
@@ -209,29 +207,25 @@ class RunConditionGate(_Waiting):
             self.task_id,
             run_gate=self.run_gate,
             fallback=self.fallback,
-            timezone=self._timezone(),
+            timezone=task_timezone(self),
         )
 
     def rerun_on_arrival(self) -> RerunOnArrival | None:
         """What a degraded admission re-runs once its missing dependencies arrive (``on_late_arrival``)."""
-        if self.fallback is None or self.fallback.on_late_arrival != "rerun":
+        if not reruns_on_late_arrival(self.fallback):
             return None
         return RerunOnArrival((self.gated_task_id,))
 
     def _warning_spec(self) -> dict | None:
         """The warning as the trigger reads it: the gated task's expected completion, by its run condition."""
         target, dag = airflow_task(self.dag_id, self.gated_task_id), self.dag if self.has_dag() else None
-        kind, n, deps, tz = self.condition.kind, self.condition.count, self.dependencies, self._timezone()
+        kind, n, deps, tz = self.condition.kind, self.condition.count, self.dependencies, task_timezone(self)
         return warning_spec(self.deadline_warning, dag, target, self.gated_task_id, tz, kind, n, deps)
 
     def _watch(self, context) -> DeadlineWatch | None:
         slot = run_slot(context)
         kw = dict(dag_id=self.dag_id, task_id=self.task_id, slot=slot, cap=self.spec.deadline(slot))
         return run_watch(self, self._warning_spec, context, **kw)
-
-    def _timezone(self) -> str:
-        """The DAG's timezone (its timetable's), on whose clock the fallback's deadline is read."""
-        return schedule_meta(self.dag).timezone if self.has_dag() else "UTC"
 
     # -- reading and judging ------------------------------------------------------------------------
     def _identities(self) -> dict[str, Any]:
@@ -395,7 +389,7 @@ class RunConditionGate(_Waiting):
             active=self.active,
             end_from_trigger=end_from_trigger,
             fallback=self.fallback.as_dict() if self.fallback else None,
-            timezone=self._timezone(),
+            timezone=task_timezone(self),
             run_started=run_started.isoformat() if run_started is not None else None,
             warning=self._warning_spec() if end_from_trigger else watch.as_dict() if watch else None,
         )

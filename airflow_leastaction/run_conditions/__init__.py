@@ -28,6 +28,7 @@ from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, GateSpec, gate_task_id
 from airflow_leastaction.run_conditions.native import make_native, native_spec, native_trigger_rule
+from airflow_leastaction.run_conditions.run_outcome import RUN_OUTCOME_TASK_ID
 from airflow_leastaction.run_conditions.waves import (
     Node,
     check_type,
@@ -217,7 +218,6 @@ def run_condition(
 
 
 def _add_run_outcome(dag, gate_kwargs: dict) -> None:
-    from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID
     from airflow_leastaction.operators.run_outcome import RunOutcome
 
     if RUN_OUTCOME_TASK_ID not in dag.task_dict:
@@ -259,7 +259,7 @@ def dag_run_condition(
     """
     from airflow_leastaction.exceptions import RunConditionError
     from airflow_leastaction.operators.dag_run_condition import DagRunGate
-    from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID, RunConditionGate
+    from airflow_leastaction.operators.run_condition import RunConditionGate
 
     dag_id = dag.dag_id
     declared = _pipeline_dependencies(dag_id, dependencies)

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from airflow_leastaction.run_conditions.model import is_gate_task_id
 from airflow_leastaction.states import KEPT_FROM_RUNNING_STATES
 
+#: The run-outcome task's id: one per DAG with run conditions, added by the declaration helpers.
+RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
+
 #: The XCom key of the run-outcome task's summary.
 RUN_SUMMARY_KEY = "leastaction_run_summary"
 

@@ -20,14 +20,20 @@ from airflow_leastaction.airflow_seam.context import attempt_key, resolve_poll_i
 from airflow_leastaction.airflow_seam.deadline_alerts import declared_warning
 from airflow_leastaction.airflow_seam.deadline_runs import run_watch, warning_spec
 from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_sync
-from airflow_leastaction.airflow_seam.schedule import schedule_meta
+from airflow_leastaction.airflow_seam.schedule import task_timezone
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, ParentFailedError
 from airflow_leastaction.gating.admission import GateMode, gate_mode, settle
 from airflow_leastaction.gating.engine import DependencyType, GateOutcome, Judgement
-from airflow_leastaction.gating.fallback import Fallback, check_fallback, decide_all_with_fallback, fallback_deadline
+from airflow_leastaction.gating.fallback import (
+    Fallback,
+    check_fallback,
+    decide_all_with_fallback,
+    fallback_deadline,
+    reruns_on_late_arrival,
+)
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
@@ -244,20 +250,17 @@ class ParentIntervalSensor(BaseSensorOperator):
 
     def _fallback_kwargs(self) -> dict:
         """The fallback as the trigger reads it (nothing without one: the trigger's kwargs stay as they were)."""
-        return {"fallback": self.fallback.as_dict(), "timezone": self._timezone()} if self.fallback else {}
-
-    def _timezone(self) -> str:
-        return schedule_meta(self.dag).timezone if self.has_dag() else "UTC"
+        return {"fallback": self.fallback.as_dict(), "timezone": task_timezone(self)} if self.fallback else {}
 
     def _fallback_deadline(self, slot: dt.datetime) -> tuple[dt.datetime, int] | None:
         if self.fallback is None:
             return None
-        return fallback_deadline(self.fallback.at, slot, self._timezone()), self.fallback.require
+        return fallback_deadline(self.fallback.at, slot, task_timezone(self)), self.fallback.require
 
     def _warning_spec(self) -> dict | None:
         """The warning as the trigger reads it: the expected completion of the first task this gates."""
         gated, dag = self._consumers()[0], self.dag if self.has_dag() else None
-        return warning_spec(self.deadline_warning, dag, airflow_task(self.dag_id, gated), gated, self._timezone())
+        return warning_spec(self.deadline_warning, dag, airflow_task(self.dag_id, gated), gated, task_timezone(self))
 
     def _watch(self, context, slot: dt.datetime) -> DeadlineWatch | None:
         fallback = self._fallback_deadline(slot)
@@ -267,7 +270,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         )
 
     def _rerun(self) -> RerunOnArrival | None:
-        if self.fallback is None or self.fallback.on_late_arrival != "rerun":
+        if not reruns_on_late_arrival(self.fallback):
             return None
         return RerunOnArrival(tuple(t for t in self._consumers() if t != self.task_id))
 

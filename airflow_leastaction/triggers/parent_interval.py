@@ -26,7 +26,12 @@ from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gating.admission import gate_mode
 from airflow_leastaction.gating.engine import Verdict
-from airflow_leastaction.gating.fallback import Fallback, decide_all_with_fallback, fallback_deadline
+from airflow_leastaction.gating.fallback import (
+    Fallback,
+    decide_all_with_fallback,
+    fallback_deadline,
+    reruns_on_late_arrival,
+)
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
@@ -364,7 +369,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
 
     def _rerun(self) -> RerunOnArrival | None:
         """What a degraded admission in the triggerer re-runs on late arrival: the sensor's consumers."""
-        if (self.fallback or {}).get("on_late_arrival") != "rerun":
+        if not reruns_on_late_arrival(self.fallback):
             return None
         return RerunOnArrival(tuple(t for t in self.consumers if t != self.task_instance.task_id))
 

@@ -27,7 +27,7 @@ from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.exceptions import RunStatesUnreadableError
 from airflow_leastaction.gating.admission import gate_mode
 from airflow_leastaction.gating.engine import RunCondition, Verdict
-from airflow_leastaction.gating.fallback import Fallback
+from airflow_leastaction.gating.fallback import Fallback, reruns_on_late_arrival
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.run_conditions.judging import (
@@ -351,11 +351,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             return event
         outcome = noted(outcome, started.judged_at)
         try:
-            rerun = (
-                RerunOnArrival((self.gated_task_id,))
-                if (self.fallback or {}).get("on_late_arrival") == "rerun"
-                else None
-            )
+            rerun = RerunOnArrival((self.gated_task_id,)) if reruns_on_late_arrival(self.fallback) else None
             admission = await settle_from_trigger(
                 url, started.attempt, outcome, downstream_slot=started.judged_at.instant, mode=mode, rerun=rerun
             )

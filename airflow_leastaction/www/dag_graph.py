@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.model import is_gate_task_id, task_key, task_of_key
+from airflow_leastaction.run_conditions.run_outcome import RUN_OUTCOME_TASK_ID
 from airflow_leastaction.www.declared import (
     DBT_DRAIN,
     DBT_ENQUEUE,
-    RUN_OUTCOME_TASK_ID,
     DeclaredTask,
     Gate,
     native_gate,

@@ -35,10 +35,6 @@ RUN_OUTCOME = "RunOutcome"
 DBT_ENQUEUE = "DbtEnqueueOperator"
 DBT_DRAIN = "DbtDrainOperator"
 
-#: The run-outcome task's id (:data:`airflow_leastaction.operators.run_condition.RUN_OUTCOME_TASK_ID`,
-#: which imports Airflow).
-RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
-
 #: Trigger rule -> the native condition it stands for (the inverse of the native table).
 _NATIVE_CONDITIONS = {rule: RunCondition(kind) for (kind, _type), rule in TRIGGER_RULES.items()}
 
