@@ -196,7 +196,7 @@ async def run_outcome(r: int) -> None:
 
 async def fire(trigger) -> float:
     async for event in trigger.run():
-        if event.payload["status"] != "ADMIT":
+        if event.payload["status"] != "admitted":
             raise RuntimeError(f"a gate fired {event.payload}")
     return time.monotonic()
 

@@ -15,6 +15,7 @@ from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import ConfigurationError, MissingDataIntervalError
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.instants import parse_iso_instant
 from airflow_leastaction.intervals.run_slot import RunSlot, explicit_slot
 from airflow_leastaction.refs import airflow_task
 
@@ -27,7 +28,7 @@ def instant(value, what: str, task_id: str) -> dt.datetime:
     """``value`` (ISO-8601 text or an aware datetime) as a plain UTC datetime; ``what`` names the argument."""
     if isinstance(value, str):
         try:
-            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            value = parse_iso_instant(value)
         except ValueError as exc:
             raise ConfigurationError(f"task {task_id!r}: {what} {value!r} is not ISO-8601") from exc
     if value.tzinfo is None:

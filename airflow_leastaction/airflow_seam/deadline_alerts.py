@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from airflow_leastaction.exceptions import InvalidDeadlineError
 from airflow_leastaction.gating.deadline_warning import DeadlineWarning, check_deadline
+from airflow_leastaction.instants import parse_iso_instant
 from airflow_leastaction.version_compat import deadline_callback_classes
 
 #: Airflow's reference classes whose time a run's values give, by the ``DeadlineReference`` name.
@@ -101,7 +102,7 @@ def queued_at(dag_id: str, run_id: str) -> dt.datetime | None:
         value = AirflowApi.from_connection().run(dag_id, run_id).get("queued_at")
     except Exception:  # an alert's time is a convenience: the run's start stands in for it
         return None
-    return dt.datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    return parse_iso_instant(value) if value else None
 
 
 # -- calling a callback as Airflow does ------------------------------------------------------------------

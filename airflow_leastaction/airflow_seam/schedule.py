@@ -28,3 +28,9 @@ def schedule_meta(dag, task_id: str | None = None, *, dag_id: str | None = None)
         # Only a schedule known to be of that kind: any other error reading it is raised, never taken for
         # "ad hoc" (which would judge the task's slots as if it had no schedule).
         return TaskMeta(cron=None, timezone="UTC", dag_id=dag_id, task_id=task_id)
+
+
+def task_timezone(task) -> str:
+    """The timezone of ``task``'s DAG (its timetable's), on whose clock a fallback's deadline and a deadline
+    warning are read; UTC for a task not in a DAG yet."""
+    return schedule_meta(task.dag).timezone if task.has_dag() else "UTC"

@@ -23,6 +23,7 @@ from airflow_leastaction.exceptions import (
     UnreadablePartitionKeyError,
 )
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.instants import parse_iso_instant
 from airflow_leastaction.intervals.slots import resolve_timezone
 from airflow_leastaction.triggers.catalog_asset import CatalogAssetTrigger
 from airflow_leastaction.version_compat import PARTITIONED_ASSETS
@@ -172,7 +173,7 @@ def _slot_text(value: str | dt.datetime | None, owner: str) -> str | None:
     if not isinstance(value, str | dt.datetime):
         raise ConfigurationError(f"{owner}: from_slot {value!r} is neither an ISO-8601 instant nor a datetime")
     try:
-        slot = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        slot = value if isinstance(value, dt.datetime) else parse_iso_instant(value)
     except ValueError as exc:
         raise ConfigurationError(f"{owner}: from_slot {value!r} is not an ISO-8601 instant: {exc}") from exc
     if slot.tzinfo is None:

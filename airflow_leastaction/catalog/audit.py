@@ -19,6 +19,7 @@ from airflow_leastaction.catalog.audit_statements import (
     consumption_statement,
     decision_values,
     decisions_insert,
+    same_attempt,
     summary_params,
     summary_statement,
 )
@@ -177,18 +178,7 @@ class AuditRecords:
         it)? The slot keeps the lookup to the consumer index's range of that slot."""
         c = consumption.c
         return (
-            conn.execute(
-                select(c.id)
-                .where(
-                    c.dag_id == who.dag_id,
-                    c.task_id == who.task_id,
-                    c.downstream_slot == slot,
-                    c.run_id == who.run_id,
-                    c.map_index == who.map_index,
-                    c.attempt == who.attempt,
-                )
-                .limit(1)
-            ).first()
+            conn.execute(select(c.id).where(same_attempt(consumption, who), c.downstream_slot == slot).limit(1)).first()
             is not None
         )
 
@@ -215,15 +205,7 @@ class AuditRecords:
         with self.engine.connect() as conn:
             return (
                 conn.execute(
-                    select(gate_decision)
-                    .where(
-                        gate_decision.c.dag_id == attempt.dag_id,
-                        gate_decision.c.task_id == attempt.task_id,
-                        gate_decision.c.run_id == attempt.run_id,
-                        gate_decision.c.map_index == attempt.map_index,
-                        gate_decision.c.attempt == attempt.attempt,
-                    )
-                    .order_by(gate_decision.c.id)
+                    select(gate_decision).where(same_attempt(gate_decision, attempt)).order_by(gate_decision.c.id)
                 )
                 .mappings()
                 .all()

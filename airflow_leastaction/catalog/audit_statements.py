@@ -8,7 +8,7 @@ a statement or its parameters.
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, case, func, insert, select, type_coerce, union_all
+from sqlalchemy import and_, bindparam, case, func, insert, select, type_coerce, union_all
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -16,6 +16,7 @@ from airflow_leastaction.catalog.bound_rows import bound_rows
 from airflow_leastaction.catalog.schema import consumption, gate_attempt, gate_decision
 from airflow_leastaction.gating.engine import CONSUMED_RESULTS, DecisionResult, Judgement
 from airflow_leastaction.identity import TaskIdentity, airflow_task_name
+from airflow_leastaction.run_conditions.model import task_of_key
 
 
 def decision_values(
@@ -53,9 +54,10 @@ def missing_identity(dependency: str, own_run: tuple[str, str] | None) -> str | 
     kind, _, rest = dependency.partition(":")
     if kind == "catalog":
         return rest
-    if kind == "task" and own_run is not None:
+    task_id = task_of_key(dependency)
+    if task_id is not None and own_run is not None:
         dag_id, project = own_run
-        return str(TaskIdentity(airflow_task_name(dag_id, rest), project))
+        return str(TaskIdentity(airflow_task_name(dag_id, task_id), project))
     return None
 
 
@@ -93,6 +95,15 @@ def decisions_insert(conn: Connection, attempt, downstream_slot, now, rows: list
 
 #: The columns that name an attempt (``AttemptKey``'s fields, in its order), in every table keyed by one.
 ATTEMPT_COLUMNS = ("dag_id", "task_id", "run_id", "map_index", "attempt")
+
+
+def same_attempt(table, key):
+    """The condition on ``table`` (any table keyed by an attempt: decisions, attempt summaries, consumption)
+    of one attempt's rows: ``key`` an ``AttemptKey``, or its five values (or bound columns) in the order of
+    :data:`ATTEMPT_COLUMNS`."""
+    values = key if isinstance(key, tuple | list) else [getattr(key, name) for name in ATTEMPT_COLUMNS]
+    return and_(*(table.c[name] == value for name, value in zip(ATTEMPT_COLUMNS, values, strict=True)))
+
 
 _DECISIONS: dict[tuple, tuple] = {}
 

@@ -11,6 +11,7 @@ from airflow_leastaction.catalog.spool_check import check_outcome
 from airflow_leastaction.catalog.store import CatalogStore, SlotOutcome, external_meta
 from airflow_leastaction.exceptions import InvalidReportError, TaskOwnedByDagError, UnappliableOutcomeError
 from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
+from airflow_leastaction.instants import parse_iso_instant
 from airflow_leastaction.intervals.slots import slot_in_range
 from airflow_leastaction.refs import deployment_project
 
@@ -98,7 +99,7 @@ def report_completion(
 def _aware(slot: dt.datetime | str, identity: TaskIdentity) -> dt.datetime:
     if isinstance(slot, str):
         try:
-            slot = dt.datetime.fromisoformat(slot.replace("Z", "+00:00"))
+            slot = parse_iso_instant(slot)
         except ValueError:
             raise InvalidReportError(identity, f"slot {slot!r} is not an ISO-8601 time") from None
     if slot.tzinfo is None:

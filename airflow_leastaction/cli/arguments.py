@@ -20,6 +20,7 @@ from sqlalchemy import Column
 from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.identity import TaskIdentity, airflow_task_ids, airflow_task_name
+from airflow_leastaction.instants import parse_iso_instant
 from airflow_leastaction.intervals.slots import slot_in_range
 
 #: The largest whole number the catalog stores (a 64-bit signed integer).
@@ -123,7 +124,7 @@ class Instant(Kind):
 
     def convert(self, text: str) -> dt.datetime:
         try:
-            value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+            value = parse_iso_instant(text)
         except ValueError:
             raise self.fail(text) from None
         if value.tzinfo is None:

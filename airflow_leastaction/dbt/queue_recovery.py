@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from airflow_leastaction.dbt.policy import ModelOutcome
 from airflow_leastaction.dbt.queue_clock import utcnow
 from airflow_leastaction.dbt.queue_transactions import QueueTransactions
-from airflow_leastaction.dbt.schema import dbt_batch, dbt_queue, dbt_worker_lease
+from airflow_leastaction.dbt.schema import BatchStatus, dbt_batch, dbt_queue, dbt_worker_lease
 
 q = dbt_queue.c
 log = logging.getLogger(__name__)
@@ -56,7 +56,9 @@ class QueueRecovery:
         b = dbt_batch.c
         earlier_try = (b.airflow_ti == airflow_ti) & (b.owner != owner) if airflow_ti and owner else false()
         stale_batches = select(dbt_batch).where(
-            b.environment == environment, b.status == "running", (b.heartbeat_at < now - grace) | earlier_try
+            b.environment == environment,
+            b.status == BatchStatus.RUNNING.value,
+            (b.heartbeat_at < now - grace) | earlier_try,
         )
         answers = None
         if is_alive is not None:
@@ -150,13 +152,13 @@ class QueueRecovery:
             b = dbt_batch.c
             res = conn.execute(
                 update(dbt_batch)
-                .where(b.id == batch_id, b.owner == owner, b.status == "running")
+                .where(b.id == batch_id, b.owner == owner, b.status == BatchStatus.RUNNING.value)
                 .values(heartbeat_at=now)
             )
             if res.rowcount == 1:
                 return True
             status = conn.execute(select(b.status).where(b.id == batch_id)).scalar()
-            return status != "abandoned"
+            return status != BatchStatus.ABANDONED.value
 
     def release_lease(self, environment: str, owner: str) -> None:
         lease = dbt_worker_lease.c
@@ -179,7 +181,7 @@ def hold_lease(conn: Connection, environment: str, owner: str, now: dt.datetime)
 def _running_of(holder: Mapping):
     b = dbt_batch.c
     return select(dbt_batch).where(
-        b.environment == holder["environment"], b.owner == holder["owner"], b.status == "running"
+        b.environment == holder["environment"], b.owner == holder["owner"], b.status == BatchStatus.RUNNING.value
     )
 
 
@@ -226,6 +228,6 @@ def _requeue_batch(conn: Connection, batch: Mapping, why: str, now: dt.datetime)
     conn.execute(
         update(dbt_batch)
         .where(dbt_batch.c.id == batch["id"])
-        .values(status="abandoned", finished_at=now, message=f"{why}; {len(uids)} model(s) requeued")
+        .values(status=BatchStatus.ABANDONED.value, finished_at=now, message=f"{why}; {len(uids)} model(s) requeued")
     )
     return list(uids)

@@ -43,6 +43,7 @@ from airflow_leastaction.dbt.queue_sql import (
 from airflow_leastaction.dbt.queue_transactions import QueueTransactions
 from airflow_leastaction.dbt.schema import (
     ACTIVE_STATUSES,
+    BatchStatus,
     dbt_batch,
     dbt_queue,
     dbt_request,
@@ -263,7 +264,8 @@ class QueueStore(QueueReads, QueueRecovery):
             key = chosen[0].key
             conn.execute(insert(dbt_batch).values(
                 id=batch_id, **key_columns(key),
-                owner=owner, status="running", selection=" ".join(r.fqn for r in rows), model_count=len(rows),
+                owner=owner, status=BatchStatus.RUNNING.value, selection=" ".join(r.fqn for r in rows),
+                model_count=len(rows),
                 claimed_at=now, heartbeat_at=now, invocations=0, airflow_ti=airflow_ti,
             ))  # fmt: skip
         claimed = tuple(ClaimedRow(r.id, r.unique_id, r.fqn, r.tier, r.force, r.request_slot) for r in rows)
@@ -278,7 +280,11 @@ class QueueStore(QueueReads, QueueRecovery):
         with self.transactions.write() as conn:
             res = conn.execute(
                 update(dbt_batch)
-                .where(dbt_batch.c.id == batch_id, dbt_batch.c.owner == owner, dbt_batch.c.status == "running")
+                .where(
+                    dbt_batch.c.id == batch_id,
+                    dbt_batch.c.owner == owner,
+                    dbt_batch.c.status == BatchStatus.RUNNING.value,
+                )
                 .values(heartbeat_at=now or utcnow())
             )
             return res.rowcount == 1
@@ -338,7 +344,7 @@ class QueueStore(QueueReads, QueueRecovery):
             )  # fmt: skip
             conn.execute(
                 update(dbt_batch)
-                .where(dbt_batch.c.id == batch.id, dbt_batch.c.status == "running")
+                .where(dbt_batch.c.id == batch.id, dbt_batch.c.status == BatchStatus.RUNNING.value)
                 .values(
                     status=status,
                     finished_at=now,

@@ -31,6 +31,25 @@ class RowStatus(str, enum.Enum):
 ACTIVE_STATUSES = (RowStatus.PENDING.value, RowStatus.RUNNING.value)
 
 
+class BatchStatus(enum.StrEnum):
+    """Status of a batch (``la_dbt_batch.status``): RUNNING while its worker holds it, then how it ended."""
+
+    RUNNING = "running"
+    #: dbt built (or reused) every model of the batch.
+    SUCCESS = "success"
+    #: Some models were built, others failed.
+    PARTIAL = "partial"
+    #: No model was built.
+    FAILED = "failed"
+    #: Its worker lost the environment's lease (recovery took the batch back, or the worker saw it lost).
+    ABANDONED = "abandoned"
+
+    @classmethod
+    def of(cls, built: int, asked: int) -> BatchStatus:
+        """How a batch that built ``built`` of the ``asked`` models it was given ended."""
+        return cls.SUCCESS if built == asked else (cls.PARTIAL if built else cls.FAILED)
+
+
 class PassDecision(str, enum.Enum):
     """A finished pass's ``decision``: dbt built the model, or it stood on an earlier build (reused)."""
 
@@ -143,7 +162,7 @@ dbt_batch = Table(
     Column("exclude_selector", Text, nullable=False, default="", server_default=""),
     Column("target", String(250), nullable=False, default="", server_default=""),
     Column("owner", String(250), nullable=False),
-    Column("status", String(20), nullable=False),  # running | success | partial | failed | abandoned
+    Column("status", String(20), nullable=False),  # a BatchStatus
     Column("selection", Text, nullable=False),
     Column("model_count", Integer, nullable=False),
     Column("claimed_at", UtcDateTime(), nullable=False),

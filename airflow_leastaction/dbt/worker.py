@@ -34,6 +34,7 @@ from airflow_leastaction.dbt.policy import (
 )
 from airflow_leastaction.dbt.queue_store import Batch, ClaimedRow, QueueStore
 from airflow_leastaction.dbt.runner import DbtRunner, DbtSession, Invocation, NodeResults
+from airflow_leastaction.dbt.schema import BatchStatus
 from airflow_leastaction.exceptions import ConfigurationError, DbtLeaseLostError
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ def default_owner() -> str:
 class BatchReport:
     batch_id: str
     selection: list[str]
-    status: str  # success | partial | failed
+    status: str  # a BatchStatus value: how the batch ended
     outcomes: dict[str, str]  # unique id -> model outcome, of the models dbt was asked to build
     settled: dict[str, str]  # unique id -> row status after the batch (done, failed, pending)
     invocations: list[str] = field(default_factory=list)  # "build", "rerun (conflict)", "retry"...
@@ -230,7 +231,10 @@ class QueueWorker:
             # What did not succeed might have been retried had the lease held: it is not_run, and goes
             # back to the queue (unless recovery took it back already). What was built stays built.
             outcomes = {u: _unless_built(o) for u, o in outcomes.items()}
-            status, message = "abandoned", f"lease lost after {len(steps)} dbt command(s); " + (message or "")
+            status, message = (
+                BatchStatus.ABANDONED.value,
+                f"lease lost after {len(steps)} dbt command(s); " + (message or ""),
+            )
         settled = self.store.finish(
             batch,
             outcomes,
@@ -323,8 +327,7 @@ def _has_errors(inv: Invocation, results: NodeResults) -> bool:
 
 def _batch_status(outcomes) -> str:
     outcomes = list(outcomes)
-    ok = sum(o is ModelOutcome.SUCCESS for o in outcomes)
-    return "success" if ok == len(outcomes) else ("partial" if ok else "failed")
+    return BatchStatus.of(sum(o is ModelOutcome.SUCCESS for o in outcomes), len(outcomes)).value
 
 
 def _failure_summary(inv: Invocation | None, results: NodeResults) -> str | None:

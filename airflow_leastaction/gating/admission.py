@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
@@ -31,15 +32,38 @@ from airflow_leastaction.refs import deployment_project
 
 log = logging.getLogger(__name__)
 
-GATE_MODES = ("enforce", "warn", "off")
+
+class GateMode(StrEnum):
+    """The deployment's ``[leastaction] gates``: what a gate whose dependencies are not met does. The values
+    are the setting's text, and the text a ``relaxed`` trigger event carries to the worker."""
+
+    #: The gate waits (the default).
+    ENFORCE = "enforce"
+    #: The gate admits its task, records BYPASSED decisions and logs a warning.
+    WARN = "warn"
+    #: The gate admits its task and records BYPASSED decisions.
+    OFF = "off"
+
+    @property
+    def relaxed(self) -> bool:
+        """Whether a gate that would wait admits its task instead (warn or off)."""
+        return self is not GateMode.ENFORCE
+
+    @classmethod
+    def parse(cls, text: str) -> GateMode:
+        """The mode ``text`` names, in any case and with blanks around it; empty text is the default."""
+        mode = text.strip().lower() or cls.ENFORCE.value
+        try:
+            return cls(mode)
+        except ValueError:
+            expected = ", ".join(m.value for m in cls)
+            raise ConfigurationError(f"[leastaction] gates = {mode!r}; expected one of {expected}") from None
 
 
-def gate_mode() -> str:
-    """The deployment's ``[leastaction] gates`` setting: enforce (default), warn or off."""
-    mode = setting("gates", "enforce").strip().lower() or "enforce"
-    if mode not in GATE_MODES:
-        raise ConfigurationError(f"[leastaction] gates = {mode!r}; expected one of {', '.join(GATE_MODES)}")
-    return mode
+def gate_mode(carried: str | None = None) -> GateMode:
+    """The gate mode: ``carried`` (the text a trigger's ``relaxed`` event brought from the triggerer) when
+    given, else the deployment's ``[leastaction] gates`` setting: enforce (default), warn or off."""
+    return GateMode.parse(carried or setting("gates", GateMode.ENFORCE.value))
 
 
 @dataclass(frozen=True)
@@ -57,7 +81,7 @@ def settle(
     outcome: GateOutcome,
     *,
     downstream_slot: dt.datetime | None,
-    mode: str | None = None,
+    mode: GateMode | str | None = None,
     once: bool = False,
     rerun: RerunOnArrival | None = None,
 ) -> Admission:
@@ -67,7 +91,7 @@ def settle(
     triggerer restarted, between recording and ending the task): the admission is the recorded one.
     ``rerun``: admitted degraded, the run re-runs once what it ran without arrives (``on_late_arrival``).
     """
-    mode = mode or gate_mode()
+    mode = gate_mode(mode)
     if once and (recorded := store.decisions_for(attempt)):
         return recorded_admission(outcome.condition, recorded)[1]
     if outcome.verdict is Verdict.ADMIT:
@@ -80,8 +104,8 @@ def settle(
             project=deployment_project(),
         )
         return Admission(True, False, tuple(ids), outcome.degraded)
-    if mode in ("warn", "off"):
-        if mode == "warn":
+    if mode.relaxed:
+        if mode is GateMode.WARN:
             log.warning("gate bypassed ([leastaction] gates = warn): %s", outcome.summary())
         ids = store.record_decisions(
             attempt, outcome.judgements, downstream_slot=downstream_slot, bypass_reason=f"gates={mode}"

@@ -11,7 +11,7 @@ checks. When the deadline is (on the DAG's local clock, daylight-saving changes 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from airflow_leastaction.exceptions import InvalidFallbackError
@@ -37,6 +37,17 @@ from airflow_leastaction.gating.local_deadline import deadline_at as fallback_de
 #: What a degraded task does when its missing dependencies arrive: nothing (None, listed stale) or
 #: ``"rerun"`` (its run is cleared and re-run once through Airflow's API).
 LATE_ARRIVAL = (None, "rerun")
+
+
+def reruns_on_late_arrival(fallback: Fallback | Mapping | None) -> bool:
+    """Whether a run admitted degraded under ``fallback`` (a :class:`Fallback`, or the form a trigger carries,
+    :meth:`Fallback.as_dict`) re-runs once what it ran without arrives: ``on_late_arrival="rerun"``."""
+    if fallback is None:
+        return False
+    chosen = fallback.get("on_late_arrival") if isinstance(fallback, Mapping) else fallback.on_late_arrival
+    return chosen == "rerun"
+
+
 #: Dependency types a fallback cannot stand in for: their "missing" upstream is an outcome, not late data.
 NO_FALLBACK_TYPES = (DependencyType.FAILURE, DependencyType.ALWAYS)
 

@@ -18,6 +18,7 @@ from openlineage.client.facet_v2 import RunFacet, error_message_run, parent_run
 
 from airflow_leastaction import __version__
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
+from airflow_leastaction.dbt.schema import BatchStatus
 from airflow_leastaction.listeners.catalog import admitting_gates, is_gate
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ def consumed_entry(row: Mapping) -> dict[str, Any]:
 
 #: The OpenLineage run state of a batch, by its status: only a batch that built everything COMPLETEs; a
 #: batch whose worker lost the environment was stopped from outside (ABORT); any other failed.
-BATCH_RUN_STATES = {"success": RunState.COMPLETE, "abandoned": RunState.ABORT}
+BATCH_RUN_STATES = {BatchStatus.SUCCESS.value: RunState.COMPLETE, BatchStatus.ABANDONED.value: RunState.ABORT}
 
 
 def batch_run_state(status: str) -> RunState:

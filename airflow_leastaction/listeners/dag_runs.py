@@ -18,9 +18,9 @@ from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
 from airflow_leastaction.listeners.catalog import run_slot_of, run_type_of
-from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID
 from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
+from airflow_leastaction.run_conditions.run_outcome import RUN_OUTCOME_TASK_ID
 
 log = logging.getLogger(__name__)
 

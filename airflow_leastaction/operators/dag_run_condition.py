@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_leastaction.airflow_seam.deadline_runs import warning_spec
+from airflow_leastaction.airflow_seam.schedule import task_timezone
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import RunConditionError
 from airflow_leastaction.gating.admission import recorded_admission
-from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID, RunConditionGate
+from airflow_leastaction.operators.run_condition import RunConditionGate
 from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
+from airflow_leastaction.run_conditions.run_outcome import RUN_OUTCOME_TASK_ID
 from airflow_leastaction.version_compat import AirflowSkipException
 
 
@@ -49,7 +51,7 @@ class DagRunGate(RunConditionGate):
     def _warning_spec(self) -> dict | None:
         """The run gate warns about the run's expected completion (the DAG's catalog task), by its condition."""
         dag, target = self.dag if self.has_dag() else None, airflow_dag(self.dag_id)
-        kind, n, tz = self.condition.kind, self.condition.count, self._timezone()
+        kind, n, tz = self.condition.kind, self.condition.count, task_timezone(self)
         return warning_spec(self.deadline_warning, dag, target, f"DAG {self.dag_id}", tz, kind, n, self.dependencies)
 
     def rerun_on_arrival(self) -> RerunOnArrival | None:

@@ -21,16 +21,16 @@ from airflow_leastaction.airflow_seam.deadline_alerts import declared_warning
 from airflow_leastaction.airflow_seam.deadline_runs import run_watch, warning_spec
 from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_sync
 from airflow_leastaction.airflow_seam.run_tasks import task_states, triggers_run_inline
-from airflow_leastaction.airflow_seam.schedule import schedule_meta
+from airflow_leastaction.airflow_seam.schedule import task_timezone
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import MissingDataIntervalError
-from airflow_leastaction.gating.admission import gate_mode, settle
+from airflow_leastaction.gating.admission import GateMode, gate_mode, settle
 from airflow_leastaction.gating.deadline_warning import default_wait
 from airflow_leastaction.gating.engine import GateOutcome, RunCondition, Verdict, check_condition
-from airflow_leastaction.gating.fallback import Fallback, check_fallback
+from airflow_leastaction.gating.fallback import Fallback, check_fallback, reruns_on_late_arrival
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.operators.waiting import _Waiting, utcnow
 from airflow_leastaction.refs import airflow_task
@@ -47,12 +47,11 @@ from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 from airflow_leastaction.run_conditions.waves import check_type, check_upstreams
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
+from airflow_leastaction.triggers.wire import TriggerStatus
 from airflow_leastaction.version_compat import (
     AirflowSkipException,
     starts_in_triggerer,
 )
-
-RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
 
 
 def run_slot(context) -> dt.datetime:
@@ -208,29 +207,25 @@ class RunConditionGate(_Waiting):
             self.task_id,
             run_gate=self.run_gate,
             fallback=self.fallback,
-            timezone=self._timezone(),
+            timezone=task_timezone(self),
         )
 
     def rerun_on_arrival(self) -> RerunOnArrival | None:
         """What a degraded admission re-runs once its missing dependencies arrive (``on_late_arrival``)."""
-        if self.fallback is None or self.fallback.on_late_arrival != "rerun":
+        if not reruns_on_late_arrival(self.fallback):
             return None
         return RerunOnArrival((self.gated_task_id,))
 
     def _warning_spec(self) -> dict | None:
         """The warning as the trigger reads it: the gated task's expected completion, by its run condition."""
         target, dag = airflow_task(self.dag_id, self.gated_task_id), self.dag if self.has_dag() else None
-        kind, n, deps, tz = self.condition.kind, self.condition.count, self.dependencies, self._timezone()
+        kind, n, deps, tz = self.condition.kind, self.condition.count, self.dependencies, task_timezone(self)
         return warning_spec(self.deadline_warning, dag, target, self.gated_task_id, tz, kind, n, deps)
 
     def _watch(self, context) -> DeadlineWatch | None:
         slot = run_slot(context)
         kw = dict(dag_id=self.dag_id, task_id=self.task_id, slot=slot, cap=self.spec.deadline(slot))
         return run_watch(self, self._warning_spec, context, **kw)
-
-    def _timezone(self) -> str:
-        """The DAG's timezone (its timetable's), on whose clock the fallback's deadline is read."""
-        return schedule_meta(self.dag).timezone if self.has_dag() else "UTC"
 
     # -- reading and judging ------------------------------------------------------------------------
     def _identities(self) -> dict[str, Any]:
@@ -274,10 +269,12 @@ class RunConditionGate(_Waiting):
         # The trigger saw ADMIT or SKIP (or the gates relaxed, in the triggerer's configuration), or,
         # started in the triggerer, could not decide there; decide again here, on the worker, and record it.
         event = event or {}
-        self._step(context, event.get("clock"), event.get("mode") if event.get("status") == wire.RELAXED else None)
+        self._step(
+            context, event.get("clock"), event.get("mode") if event.get("status") == TriggerStatus.RELAXED else None
+        )
 
     def _step(self, context, carried: dict | None, mode: str | None = None) -> None:
-        mode = mode or gate_mode()
+        mode = gate_mode(mode)
         clock, said = self._clock(carried), None
         while True:
             try:
@@ -285,7 +282,7 @@ class RunConditionGate(_Waiting):
                 outcome, clock = self._judge(context, store, clock)
                 pending = in_run_pending(outcome)
                 # Relaxed gates never reorder a run: same-run upstreams still have to finish first.
-                waits = outcome.verdict is Verdict.WAIT and (mode == "enforce" or pending)
+                waits = outcome.verdict is Verdict.WAIT and (not mode.relaxed or pending)
                 consumed = self._consumed(store, context["run_id"]) if waits else {}
                 if not waits:
                     judged_at = _judged_at(context)
@@ -318,7 +315,7 @@ class RunConditionGate(_Waiting):
             # Not deferrable, only other DAGs left: keep the check (its clock) in this process until decided.
             time.sleep(self.poll_interval)
 
-    def _conclude(self, outcome: GateOutcome, admission, mode: str) -> None:
+    def _conclude(self, outcome: GateOutcome, admission, mode: GateMode) -> None:
         for j in outcome.judgements:
             self.log.info("  %s %s", "+" if j.satisfied else "-", j.reason)
         if admission.admitted:
@@ -328,11 +325,11 @@ class RunConditionGate(_Waiting):
             return None
         raise AirflowSkipException(f"{self.gated_task_id} can never start in this run: {outcome.summary()}")
 
-    def _catalog_unreachable(self, context, clock: WaitClock, mode: str, exc: Exception) -> None:
+    def _catalog_unreachable(self, context, clock: WaitClock, mode: GateMode, exc: Exception) -> None:
         """Keep waiting while the catalog cannot be read: a run never fails because its audit store
         blinked. Relaxed gates admit (unrecorded) once no same-run upstream is still running."""
         unfinished = in_run_unfinished(self.spec, task_states(self.dag_id, context["run_id"]))
-        if mode != "enforce" and not unfinished:
+        if mode.relaxed and not unfinished:
             self.log.warning(
                 "%s admitted without judging or recording ([leastaction] gates = %s): catalog unreachable: %s",
                 self.gated_task_id,
@@ -392,7 +389,7 @@ class RunConditionGate(_Waiting):
             active=self.active,
             end_from_trigger=end_from_trigger,
             fallback=self.fallback.as_dict() if self.fallback else None,
-            timezone=self._timezone(),
+            timezone=task_timezone(self),
             run_started=run_started.isoformat() if run_started is not None else None,
             warning=self._warning_spec() if end_from_trigger else watch.as_dict() if watch else None,
         )

@@ -21,6 +21,7 @@ from airflow_leastaction.catalog.schema import consumption, in_chunks, task, tas
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import PlanError
 from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
+from airflow_leastaction.instants import parse_iso_instant
 from airflow_leastaction.intervals.slots import END_OF_SLOTS, expected_slot, slot_in_range
 from airflow_leastaction.reruns.plan import Consumed, PlannedTask, RerunPlan, plan_rerun
 
@@ -139,9 +140,7 @@ def slot_argument(value: str | dt.datetime, what: str) -> dt.datetime:
     """A slot as UTC, from an aware datetime or the ISO-8601 text a person typed."""
     shown = repr(value.isoformat() if isinstance(value, dt.datetime) else value)
     try:
-        slot = (
-            value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        )
+        slot = value if isinstance(value, dt.datetime) else parse_iso_instant(value)
     except ValueError:
         raise PlanError(f"{what} {shown} is not an ISO-8601 instant") from None
     if slot.tzinfo is None:

@@ -26,9 +26,9 @@ from airflow_leastaction.gating.engine import ALL, ANY, DependencyType, RunCondi
 from airflow_leastaction.gating.fallback import Fallback
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage
-from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, GateSpec
+from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency, GateSpec, gate_task_id
 from airflow_leastaction.run_conditions.native import make_native, native_spec, native_trigger_rule
-from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
+from airflow_leastaction.run_conditions.run_outcome import RUN_OUTCOME_TASK_ID
 from airflow_leastaction.run_conditions.waves import (
     Node,
     check_type,
@@ -156,7 +156,7 @@ def run_condition(
     for dep in deps:
         _check_coverage(dag_id, task_id, dep)
     check_upstreams(dag_id, task_id, [d.upstream for d in deps if d.in_run], dag.task_dict)
-    gate_id = task_id + GATE_SUFFIX
+    gate_id = gate_task_id(task_id)
     if gate_id in dag.task_dict or native_spec(operator) is not None:
         raise ConfigurationError(f"DAG {dag_id!r} task {task_id!r}: its run condition is already declared")
     run_gate = dag.task_dict.get(DAG_GATE_TASK_ID)
@@ -218,7 +218,6 @@ def run_condition(
 
 
 def _add_run_outcome(dag, gate_kwargs: dict) -> None:
-    from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID
     from airflow_leastaction.operators.run_outcome import RunOutcome
 
     if RUN_OUTCOME_TASK_ID not in dag.task_dict:
@@ -260,7 +259,7 @@ def dag_run_condition(
     """
     from airflow_leastaction.exceptions import RunConditionError
     from airflow_leastaction.operators.dag_run_condition import DagRunGate
-    from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID, RunConditionGate
+    from airflow_leastaction.operators.run_condition import RunConditionGate
 
     dag_id = dag.dag_id
     declared = _pipeline_dependencies(dag_id, dependencies)
@@ -339,7 +338,7 @@ def task_node(dag, task_id: str) -> Node | None:
     task = dag.task_dict[task_id]
     if isinstance(task, _Waiting):
         return None
-    gate = dag.task_dict.get(task_id + GATE_SUFFIX)
+    gate = dag.task_dict.get(gate_task_id(task_id))
     if isinstance(gate, RunConditionGate) and gate.gated_task_id == task_id:
         spec = gate.spec
         return Node(

@@ -24,7 +24,7 @@ from airflow_leastaction.gating.fallback import awaits_own_run
 from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord, judge_latest_run
-from airflow_leastaction.run_conditions.model import GateSpec
+from airflow_leastaction.run_conditions.model import GateSpec, task_key, task_of_key
 from airflow_leastaction.run_conditions.wait_rule import (
     WaitClock,
     WaitPolicy,
@@ -184,7 +184,7 @@ def held_by_run_gate(spec: GateSpec, run: RunView) -> GateOutcome | None:
     state = None if state in NOT_STARTED_STATES else str(state)
     if state == "success":
         return None
-    dependency = f"task:{spec.run_gate}"
+    dependency = task_key(spec.run_gate)
     if state in UNFINISHED_STATES:
         held = Judgement(
             dependency,
@@ -285,4 +285,4 @@ def in_run_unfinished(spec: GateSpec, states: Mapping[str, str | None]) -> list[
 
 def in_run_pending(outcome: GateOutcome) -> bool:
     """Whether a same-run dependency is not final yet: a relaxed gate still waits for it."""
-    return any(not j.final for j in outcome.judgements if j.dependency.startswith("task:"))
+    return any(not j.final for j in outcome.judgements if task_of_key(j.dependency) is not None)

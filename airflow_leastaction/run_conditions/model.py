@@ -14,6 +14,47 @@ from airflow_leastaction.identity import TaskIdentity
 #: its decisions are the run's (see :func:`airflow_leastaction.run_conditions.dag_run_condition`).
 DAG_GATE_TASK_ID = "leastaction_dag_gate"
 
+#: The suffix of a run-condition gate's task id (``<gated task>__gate``).
+GATE_SUFFIX = "__gate"
+
+
+def gate_task_id(task_id: str) -> str:
+    """The task id of the run-condition gate that admits ``task_id``: ``<task_id>__gate``."""
+    if not isinstance(task_id, str) or not task_id:
+        raise ValueError(f"a run-condition gate admits a task: task id {task_id!r} is not one")
+    return task_id + GATE_SUFFIX
+
+
+def gated_task_id(task_id: str | None) -> str | None:
+    """The task a run-condition gate admits, for a gate's task id (the inverse of :func:`gate_task_id`); None
+    for any other task id. A bare ``__gate`` is a task of its own: no gate is made from an empty task id."""
+    if not task_id or not task_id.endswith(GATE_SUFFIX) or task_id == GATE_SUFFIX:
+        return None
+    return task_id[: -len(GATE_SUFFIX)]
+
+
+def is_gate_task_id(task_id: str | None) -> bool:
+    """Whether ``task_id`` is written as a run-condition gate's task id (see :func:`gated_task_id`)."""
+    return gated_task_id(task_id) is not None
+
+
+#: How the key of a dependency on a task of the same run starts (``task:<task_id>``); a catalog task's key
+#: is its identity's (:attr:`~airflow_leastaction.identity.TaskIdentity.key`, ``catalog:...``).
+TASK_KEY_PREFIX = "task:"
+
+
+def task_key(task_id: str) -> str:
+    """The key of a dependency on ``task_id``, a task of the same run: ``task:<task_id>``. Gate decisions are
+    recorded under it, and the DAG graph names the task's node with it."""
+    return TASK_KEY_PREFIX + task_id
+
+
+def task_of_key(key: str | None) -> str | None:
+    """The task id of a same-run dependency's key (the inverse of :func:`task_key`); None for any other key."""
+    if not key or not key.startswith(TASK_KEY_PREFIX) or key == TASK_KEY_PREFIX:
+        return None
+    return key[len(TASK_KEY_PREFIX) :]
+
 
 @dataclass(frozen=True)
 class Dependency:
@@ -37,7 +78,7 @@ class Dependency:
         in_run = isinstance(self.upstream, str)
         object.__setattr__(self, "in_run", in_run)
         object.__setattr__(self, "whole_interval", not in_run and self.upstream.coverage == "interval")
-        object.__setattr__(self, "key", f"task:{self.upstream}" if in_run else self.upstream.key)
+        object.__setattr__(self, "key", task_key(self.upstream) if in_run else self.upstream.key)
 
     #: True for a task of the same DAG run; False for a catalog task elsewhere.
     in_run: bool = field(init=False, repr=False, compare=False)

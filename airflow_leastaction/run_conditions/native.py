@@ -30,11 +30,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gating.engine import ALL, ANY, DependencyType, GateOutcome, Verdict
 from airflow_leastaction.run_conditions.model import GateSpec
+
+if TYPE_CHECKING:
+    from airflow_leastaction.gating.admission import GateMode
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +126,7 @@ class NativeAdmission:
 
                 if not is_outage(exc):
                     raise
-                if mode != "enforce":
+                if mode.relaxed:
                     log.warning(
                         "%s admitted without recording ([leastaction] gates = %s): %s", self.spec.task_id, mode, exc
                     )
@@ -145,7 +148,7 @@ class NativeAdmission:
             f"trigger rule?): {outcome.summary()}"
         )
 
-    def _settle(self, context, mode: str) -> tuple[GateOutcome | None, Any]:
+    def _settle(self, context, mode: GateMode) -> tuple[GateOutcome | None, Any]:
         from airflow_leastaction.airflow_seam.context import attempt_key
         from airflow_leastaction.airflow_seam.run_tasks import run_structure, task_states
         from airflow_leastaction.catalog.store import CatalogStore
@@ -174,7 +177,7 @@ class NativeAdmission:
         view = RunView(run_id, states, upstream, frozenset(waiting) | {self.spec.task_id}, records)
         outcome = decide(self.spec.condition, judge_in_run(self.spec, view))
         outcome = noted(outcome, judged_at)
-        if outcome.verdict is Verdict.WAIT and mode == "enforce":
+        if outcome.verdict is Verdict.WAIT and not mode.relaxed:
             return outcome, None
         return outcome, settle(store, key, outcome, downstream_slot=judged_at.instant, mode=mode)
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from airflow_leastaction.run_conditions.model import is_gate_task_id
 from airflow_leastaction.states import KEPT_FROM_RUNNING_STATES
+
+#: The run-outcome task's id: one per DAG with run conditions, added by the declaration helpers.
+RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
 
 #: The XCom key of the run-outcome task's summary.
 RUN_SUMMARY_KEY = "leastaction_run_summary"
-
-#: The suffix of a run-condition gate's task id (``<gated task>__gate``).
-GATE_SUFFIX = "__gate"
 
 
 @dataclass(frozen=True)
@@ -45,5 +46,5 @@ def summarize(states: Mapping[str, str | None], downstream: Callable[[str], Iter
             if down not in seen:
                 seen.add(down)
                 todo.append(down)
-    because = sorted(t for t in seen if states.get(t) in KEPT_FROM_RUNNING_STATES and not t.endswith(GATE_SUFFIX))
+    because = sorted(t for t in seen if states.get(t) in KEPT_FROM_RUNNING_STATES and not is_gate_task_id(t))
     return RunSummary(tuple(failed), tuple(because))

@@ -20,22 +20,27 @@ from airflow_leastaction.airflow_seam.context import attempt_key, resolve_poll_i
 from airflow_leastaction.airflow_seam.deadline_alerts import declared_warning
 from airflow_leastaction.airflow_seam.deadline_runs import run_watch, warning_spec
 from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_sync
-from airflow_leastaction.airflow_seam.schedule import schedule_meta
+from airflow_leastaction.airflow_seam.schedule import task_timezone
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import ConfigurationError, DuplicateParentError, ParentFailedError
-from airflow_leastaction.gating.admission import gate_mode, settle
+from airflow_leastaction.gating.admission import GateMode, gate_mode, settle
 from airflow_leastaction.gating.engine import DependencyType, GateOutcome, Judgement
-from airflow_leastaction.gating.fallback import Fallback, check_fallback, decide_all_with_fallback, fallback_deadline
+from airflow_leastaction.gating.fallback import (
+    Fallback,
+    check_fallback,
+    decide_all_with_fallback,
+    fallback_deadline,
+    reruns_on_late_arrival,
+)
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.refs import airflow_task
-from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
-from airflow_leastaction.triggers.wire import encode_consumed
+from airflow_leastaction.triggers.wire import TriggerStatus, encode_consumed
 from airflow_leastaction.version_compat import AirflowSensorTimeout, starts_in_triggerer
 
 ON_PARENT_FAILURE = ("wait", "fail")
@@ -245,20 +250,17 @@ class ParentIntervalSensor(BaseSensorOperator):
 
     def _fallback_kwargs(self) -> dict:
         """The fallback as the trigger reads it (nothing without one: the trigger's kwargs stay as they were)."""
-        return {"fallback": self.fallback.as_dict(), "timezone": self._timezone()} if self.fallback else {}
-
-    def _timezone(self) -> str:
-        return schedule_meta(self.dag).timezone if self.has_dag() else "UTC"
+        return {"fallback": self.fallback.as_dict(), "timezone": task_timezone(self)} if self.fallback else {}
 
     def _fallback_deadline(self, slot: dt.datetime) -> tuple[dt.datetime, int] | None:
         if self.fallback is None:
             return None
-        return fallback_deadline(self.fallback.at, slot, self._timezone()), self.fallback.require
+        return fallback_deadline(self.fallback.at, slot, task_timezone(self)), self.fallback.require
 
     def _warning_spec(self) -> dict | None:
         """The warning as the trigger reads it: the expected completion of the first task this gates."""
         gated, dag = self._consumers()[0], self.dag if self.has_dag() else None
-        return warning_spec(self.deadline_warning, dag, airflow_task(self.dag_id, gated), gated, self._timezone())
+        return warning_spec(self.deadline_warning, dag, airflow_task(self.dag_id, gated), gated, task_timezone(self))
 
     def _watch(self, context, slot: dt.datetime) -> DeadlineWatch | None:
         fallback = self._fallback_deadline(slot)
@@ -268,7 +270,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         )
 
     def _rerun(self) -> RerunOnArrival | None:
-        if self.fallback is None or self.fallback.on_late_arrival != "rerun":
+        if not reruns_on_late_arrival(self.fallback):
             return None
         return RerunOnArrival(tuple(t for t in self._consumers() if t != self.task_id))
 
@@ -283,7 +285,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         unreachable nothing is judged: (False, {}) and the sensor keeps waiting, unless gates are relaxed.
         ``mode``: the gate mode to apply (default ``[leastaction] gates`` of this process)."""
         judged_at = self._slot(context)
-        mode = mode or gate_mode()
+        mode = gate_mode(mode)
         try:
             return self._check_slot(context, judged_at, mode)
         except Exception as exc:
@@ -291,9 +293,9 @@ class ParentIntervalSensor(BaseSensorOperator):
                 raise
             return self._catalog_unreachable(exc, mode), {}
 
-    def _catalog_unreachable(self, exc: Exception, mode: str) -> bool:
+    def _catalog_unreachable(self, exc: Exception, mode: GateMode) -> bool:
         """Whether to run the task although the catalog cannot be read: only when gates are relaxed."""
-        if mode == "enforce":
+        if not mode.relaxed:
             self.log.warning("catalog unreachable, waiting for it (judging nothing meanwhile): %s", exc)
             return False
         self.log.warning(
@@ -301,7 +303,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         )
         return True
 
-    def _check_slot(self, context, judged_at: RunSlot, mode: str) -> tuple[bool, dict]:
+    def _check_slot(self, context, judged_at: RunSlot, mode: GateMode) -> tuple[bool, dict]:
         store = self._store()
         if not getattr(self, "_declared", False):  # once per task instance object, once the catalog answers
             self._declare(store)
@@ -366,12 +368,12 @@ class ParentIntervalSensor(BaseSensorOperator):
         event = event or {}
         status = event.get("status")
         reasons = "; ".join(event.get("reasons") or []) or "no reason given"
-        if status == wire.TIMEOUT:
+        if status == TriggerStatus.TIMEOUT:
             raise AirflowSensorTimeout(f"task {self.task_id!r}: parents not satisfied in time: {reasons}")
-        if status == wire.FAILED:
+        if status == TriggerStatus.FAILED:
             raise ParentFailedError(f"task {self.task_id!r}: parent failed: {reasons}")
         # The trigger saw the parents satisfied (or the gates relaxed, in the triggerer's configuration);
         # admission is decided here, on the worker, and recorded.
-        admitted, consumed = self._check(context, event.get("mode") if status == wire.RELAXED else None)
+        admitted, consumed = self._check(context, event.get("mode") if status == TriggerStatus.RELAXED else None)
         if not admitted:
             self._defer(context, consumed, dt.datetime.fromisoformat(deadline) if deadline else None)

@@ -26,7 +26,12 @@ from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.exceptions import ConfigurationError
 from airflow_leastaction.gating.admission import gate_mode
 from airflow_leastaction.gating.engine import Verdict
-from airflow_leastaction.gating.fallback import Fallback, decide_all_with_fallback, fallback_deadline
+from airflow_leastaction.gating.fallback import (
+    Fallback,
+    decide_all_with_fallback,
+    fallback_deadline,
+    reruns_on_late_arrival,
+)
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
@@ -36,10 +41,11 @@ from airflow_leastaction.triggers.poll_group import readable_catalog_url
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
 from airflow_leastaction.triggers.task_end import record_success_from_trigger, settle_from_trigger, store_at
 from airflow_leastaction.triggers.trigger_log import ClassLog
+from airflow_leastaction.triggers.wire import TriggerStatus
 
-#: What the watch loop concludes with: a status of :mod:`~airflow_leastaction.triggers.wire`, the last
+#: What the watch loop concludes with: a :class:`~airflow_leastaction.triggers.wire.TriggerStatus`, the last
 #: judgements and reasons; the answer is the event to fire, or None to keep waiting.
-Conclude = Callable[[str, list, list[str]], Awaitable[TriggerEvent | None]]
+Conclude = Callable[[TriggerStatus, list, list[str]], Awaitable[TriggerEvent | None]]
 
 
 async def _nothing() -> None:
@@ -248,14 +254,14 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         wait.prepare = prepare
         attempt = attempt_key(context, ti.dag_id, ti.task_id)
 
-        async def conclude(status: str, judgements, reasons: list[str]) -> TriggerEvent | None:
-            if status == wire.ADMITTED:
+        async def conclude(status: TriggerStatus, judgements, reasons: list[str]) -> TriggerEvent | None:
+            if status == TriggerStatus.ADMITTED:
                 outcome = noted(wait.decide(judgements, dt.datetime.now(dt.UTC)), judged_at)
                 return await self._admit(url, attempt, outcome, judged_at.instant)
-            if status == wire.FAILED:
+            if status == TriggerStatus.FAILED:
                 self.log.error("parent failed: %s", "; ".join(j.reason for j in judgements if j.rejected))
                 return TaskFailedEvent()
-            if status == wire.TIMEOUT and not getattr(self.task, "retries", 0):
+            if status == TriggerStatus.TIMEOUT and not getattr(self.task, "retries", 0):
                 self.log.error("parents not satisfied in time: %s", "; ".join(reasons) or "no reason given")
                 return TaskFailedEvent()
             return await self._for_worker(status, judgements, reasons)
@@ -286,8 +292,10 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         return TaskSuccessEvent()
 
     async def _for_worker(self, status: str, judgements, reasons: list[str]) -> TriggerEvent:
-        event = self._event(status, judgements, reasons if status in (wire.TIMEOUT, wire.RELAXED) else None)
-        return TriggerEvent({**event, "mode": gate_mode()} if status == wire.RELAXED else event)
+        event = self._event(
+            status, judgements, reasons if status in (TriggerStatus.TIMEOUT, TriggerStatus.RELAXED) else None
+        )
+        return TriggerEvent({**event, "mode": gate_mode().value} if status == TriggerStatus.RELAXED else event)
 
     async def _watch(self, url: str, wait: _Wait, conclude: Conclude) -> TriggerEvent:
         """Judge on each shared poll until ``conclude`` gives an event, and return it (a coroutine, not a
@@ -310,7 +318,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                         continue
                 except DeadlineReached:
                     # A deadline may pass before the first read answers (a short timeout, a slow catalog).
-                    event = await conclude(wire.TIMEOUT, judgements, reasons or [NOTHING_READ_YET])
+                    event = await conclude(TriggerStatus.TIMEOUT, judgements, reasons or [NOTHING_READ_YET])
                 except Exception as exc:  # the catalog is down: keep waiting, judge nothing; a bug fails the task
                     if not is_outage(exc):
                         raise
@@ -320,7 +328,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                     judgements = judge_parents(wait.parents, wait.child, snapshot, wait.consumed, interval_end=wait.end)
                     outcome = wait.decide(judgements, dt.datetime.now(dt.UTC))
                     if outcome.verdict is Verdict.ADMIT:
-                        event = await conclude(wire.ADMITTED, judgements, [])
+                        event = await conclude(TriggerStatus.ADMITTED, judgements, [])
                         if event is not None:
                             return event
                     reasons = outcome.waiting_reasons
@@ -328,12 +336,12 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                 if event is None and state != last_state:  # once per change, whatever the poll interval
                     self.log.info("not admitted yet: %s", "; ".join(reasons))
                     last_state = state
-                if event is None and gate_mode() != "enforce":
+                if event is None and gate_mode().relaxed:
                     # The deployment relaxed its gates after this wait began: a worker admits and records
                     # BYPASSED decisions.
-                    event = await conclude(wire.RELAXED, judgements, reasons)
+                    event = await conclude(TriggerStatus.RELAXED, judgements, reasons)
                 if event is None and self.on_parent_failure == "fail" and any(j.rejected for j in judgements):
-                    event = await conclude(wire.FAILED, judgements, reasons)
+                    event = await conclude(TriggerStatus.FAILED, judgements, reasons)
                 if event is not None:
                     return event
         finally:
@@ -361,13 +369,13 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
 
     def _rerun(self) -> RerunOnArrival | None:
         """What a degraded admission in the triggerer re-runs on late arrival: the sensor's consumers."""
-        if (self.fallback or {}).get("on_late_arrival") != "rerun":
+        if not reruns_on_late_arrival(self.fallback):
             return None
         return RerunOnArrival(tuple(t for t in self.consumers if t != self.task_instance.task_id))
 
-    def _event(self, status: str, judgements, reasons: list[str] | None = None) -> dict[str, Any]:
+    def _event(self, status: TriggerStatus, judgements, reasons: list[str] | None = None) -> dict[str, Any]:
         return {
-            "status": status,
+            "status": status.value,
             "judgements": [j.as_event() for j in judgements],
             "reasons": reasons if reasons is not None else [j.reason for j in judgements if not j.satisfied],
         }

@@ -29,6 +29,8 @@ from contextlib import asynccontextmanager
 from airflow_leastaction.catalog.snapshots import task_snapshot
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.config import setting
+from airflow_leastaction.exceptions import ConfigurationError
+from airflow_leastaction.gating.admission import gate_mode
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.poll_group import PollGroup, backoff
 from airflow_leastaction.triggers.poll_views import VIEWS, View
@@ -294,7 +296,10 @@ class CatalogPoller:
         woken = dict(read_now)
         for ident in changed:
             woken.update(self._watching.get(ident, {}))
-        gates = setting("gates", "enforce")
+        try:
+            gates = gate_mode()
+        except ConfigurationError:  # not a mode: the gates woken by the change each judge it and say so
+            gates = setting("gates", "")
         if self._gates is not None and gates != self._gates:  # every waiting gate judges the new mode
             woken.update(self._subs)
         self._gates = gates

@@ -27,7 +27,7 @@ from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.exceptions import RunStatesUnreadableError
 from airflow_leastaction.gating.admission import gate_mode
 from airflow_leastaction.gating.engine import RunCondition, Verdict
-from airflow_leastaction.gating.fallback import Fallback
+from airflow_leastaction.gating.fallback import Fallback, reruns_on_late_arrival
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.run_conditions.judging import (
@@ -46,6 +46,7 @@ from airflow_leastaction.triggers.poller import CatalogPoller
 from airflow_leastaction.triggers.run_states import RunStates
 from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
 from airflow_leastaction.triggers.trigger_log import ClassLog
+from airflow_leastaction.triggers.wire import TriggerStatus
 
 
 def _last_consumed(
@@ -276,7 +277,11 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                     None
                     if outcome.verdict is Verdict.WAIT
                     else TriggerEvent(
-                        {"status": outcome.verdict.value, "summary": outcome.summary(), "clock": clock.as_dict()}
+                        {
+                            "status": TriggerStatus.of(outcome.verdict).value,
+                            "summary": outcome.summary(),
+                            "clock": clock.as_dict(),
+                        }
                     )
                 )
                 if event is not None and started is not None:
@@ -342,15 +347,11 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         worker: with relaxed gates (the worker records BYPASSED decisions under its own configuration)
         or when the catalog cannot take the decisions now."""
         mode = gate_mode()
-        if mode != "enforce":
+        if mode.relaxed:
             return event
         outcome = noted(outcome, started.judged_at)
         try:
-            rerun = (
-                RerunOnArrival((self.gated_task_id,))
-                if (self.fallback or {}).get("on_late_arrival") == "rerun"
-                else None
-            )
+            rerun = RerunOnArrival((self.gated_task_id,)) if reruns_on_late_arrival(self.fallback) else None
             admission = await settle_from_trigger(
                 url, started.attempt, outcome, downstream_slot=started.judged_at.instant, mode=mode, rerun=rerun
             )
@@ -368,20 +369,22 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
 
     @staticmethod
     def _undecided() -> TriggerEvent:
-        return TriggerEvent({"status": wire.UNDECIDED, "clock": WaitClock().as_dict()})
+        return TriggerEvent({"status": TriggerStatus.UNDECIDED.value, "clock": WaitClock().as_dict()})
 
     async def _relaxed(self, spec: GateSpec, clock: WaitClock, outcome, summary: str) -> TriggerEvent | None:
         """The ``relaxed`` event once the deployment relaxed its gates after this wait began (the worker
         admits and records BYPASSED decisions), unless a same-run upstream is still pending: relaxing
         never reorders a run. ``outcome`` None: the catalog is down and Airflow alone tells."""
         mode = gate_mode()
-        if mode == "enforce":
+        if not mode.relaxed:
             return None
         if outcome is not None and in_run_pending(outcome):
             return None
         if outcome is None and not await self._in_run_finished(spec):
             return None
-        return TriggerEvent({"status": wire.RELAXED, "mode": mode, "summary": summary, "clock": clock.as_dict()})
+        return TriggerEvent(
+            {"status": TriggerStatus.RELAXED.value, "mode": mode.value, "summary": summary, "clock": clock.as_dict()}
+        )
 
     async def _in_run_finished(self, spec: GateSpec) -> bool:
         """Whether every same-run upstream is finished, from Airflow alone (the catalog is down)."""

@@ -9,9 +9,9 @@ from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSuccessEvent
 
 from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY, summarize
 from airflow_leastaction.states import TERMINAL_STATES
-from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.run_states import RunStates
 from airflow_leastaction.triggers.trigger_log import ClassLog
+from airflow_leastaction.triggers.wire import TriggerStatus
 
 
 class RunOutcomeTrigger(ClassLog, BaseTrigger):
@@ -70,7 +70,7 @@ class RunOutcomeTrigger(ClassLog, BaseTrigger):
     def _conclusion(self, states: dict[str, str | None]) -> TriggerEvent:
         dag = getattr(getattr(self.task_instance, "task", None), "dag", None)
         if not self.end_from_trigger or dag is None:
-            return TriggerEvent({"status": wire.FINISHED, "states": states})
+            return TriggerEvent({"status": TriggerStatus.FINISHED.value, "states": states})
         summary = summarize(states, lambda t: dag.get_task(t).downstream_task_ids)
         xcoms = {RUN_SUMMARY_KEY: summary.as_dict()}
         if summary.failed:

@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
 from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.catalog.store import CatalogStore
-from airflow_leastaction.gating.admission import Admission, settle
+from airflow_leastaction.gating.admission import Admission, GateMode, settle
 from airflow_leastaction.gating.engine import GateOutcome
 
 
@@ -31,7 +31,7 @@ async def settle_from_trigger(
     outcome: GateOutcome,
     *,
     downstream_slot: dt.datetime | None,
-    mode: str,
+    mode: GateMode,
     rerun: RerunOnArrival | None = None,
 ) -> Admission:
     """:func:`~airflow_leastaction.gating.admission.settle` for ``attempt``, from the triggerer."""

@@ -2,34 +2,47 @@
 payload of a catalog slot published as an asset event.
 
 Pure, no Airflow import. These are wire formats: a trigger's event is stored by Airflow and read by a
-worker that may run another release, so a value never changes, and a decoder keeps reading every form
-an earlier release wrote.
+worker that may run another release, so a value, once released, never changes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import NamedTuple
 
 from airflow_leastaction.gating.engine import Verdict
 
-#: ParentIntervalTrigger: every parent interval is satisfied.
-ADMITTED = "admitted"
-#: ParentIntervalTrigger: a parent failed and the sensor fails with it (``on_parent_failure="fail"``).
-FAILED = "failed"
-#: ParentIntervalTrigger: the deadline passed with parents still unsatisfied.
-TIMEOUT = "timeout"
-#: Both gate triggers: the deployment relaxed its gates (``[leastaction] gates``) after the wait began.
-RELAXED = "relaxed"
-#: RunConditionTrigger: the run condition is met, or can never be (the verdict's value).
-ADMIT = Verdict.ADMIT.value
-SKIP = Verdict.SKIP.value
-#: RunConditionTrigger started in the triggerer: it cannot decide there (no run context, catalog down
-#: while it records); the worker judges and records instead.
-UNDECIDED = "undecided"
-#: RunOutcomeTrigger: every other task of the run reached a terminal state.
-FINISHED = "finished"
+
+class TriggerStatus(StrEnum):
+    """The ``status`` of every event the provider's triggers fire, one vocabulary for all of them. The value
+    is the text an event carries (a plain string: write ``.value``); ``TriggerStatus(text)`` reads it."""
+
+    #: Both gate triggers: the task may run (every parent interval is satisfied; the run condition is met).
+    ADMITTED = "admitted"
+    #: RunConditionTrigger: the run condition can never be met in this run.
+    SKIPPED = "skipped"
+    #: ParentIntervalTrigger: a parent failed and the sensor fails with it (``on_parent_failure="fail"``).
+    FAILED = "failed"
+    #: ParentIntervalTrigger: the deadline passed with parents still unsatisfied.
+    TIMEOUT = "timeout"
+    #: Both gate triggers: the deployment relaxed its gates (``[leastaction] gates``) after the wait began.
+    RELAXED = "relaxed"
+    #: RunConditionTrigger started in the triggerer: it cannot decide there (no run context, catalog down
+    #: while it records); the worker judges and records instead.
+    UNDECIDED = "undecided"
+    #: RunOutcomeTrigger: every other task of the run reached a terminal state.
+    FINISHED = "finished"
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> TriggerStatus:
+        """The status of a gate's final verdict (ADMIT or SKIP; a WAIT fires no event)."""
+        if verdict is Verdict.ADMIT:
+            return cls.ADMITTED
+        if verdict is Verdict.SKIP:
+            return cls.SKIPPED
+        raise ValueError(f"a {verdict.value} verdict fires no trigger event")
 
 
 # -- consumed revisions -----------------------------------------------------------------------------

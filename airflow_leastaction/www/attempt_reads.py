@@ -20,6 +20,7 @@ from sqlalchemy import and_, bindparam, func, select, true
 from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.audit_statements import ATTEMPT_COLUMNS as ATTEMPT
+from airflow_leastaction.catalog.audit_statements import same_attempt
 from airflow_leastaction.catalog.bound_rows import BoundRows, bound_rows
 from airflow_leastaction.catalog.schema import gate_attempt, gate_decision, task, task_run
 from airflow_leastaction.www.params import MAX_ID
@@ -34,10 +35,6 @@ def _keys(dialect) -> BoundRows:
     return bound_rows(dialect, "attempt", [(name, gate_decision.c[name].type) for name in ATTEMPT])
 
 
-def _same_attempt(table, keys: BoundRows):
-    return and_(*(table.c[name] == col for name, col in zip(ATTEMPT, keys.columns, strict=True)))
-
-
 _FIRST: dict[tuple, object] = {}
 
 
@@ -50,7 +47,7 @@ def _first_rows_statement(dialect):
             # time the nested form below takes on PostgreSQL (1.8 ms of a 3 ms read at 200 rows).
             first = (
                 select(gate_decision)
-                .where(_same_attempt(gate_decision, keys))
+                .where(same_attempt(gate_decision, keys.columns))
                 .order_by(d.id)
                 .limit(bindparam("skip") + 1)
                 .lateral("first")
@@ -60,12 +57,15 @@ def _first_rows_statement(dialect):
             x = gate_decision.alias("nth")
             # The id of the attempt's n-th decision (none: it has fewer, and all are shown).
             nth = (
-                select(x.c.id).where(_same_attempt(x, keys)).order_by(x.c.id).limit(1).offset(bindparam("skip"))
+                select(x.c.id).where(same_attempt(x, keys.columns)).order_by(x.c.id).limit(1).offset(bindparam("skip"))
             ).scalar_subquery()
             ids = (
                 select(d.id)
                 .select_from(keys.table)
-                .join(gate_decision, and_(_same_attempt(gate_decision, keys), d.id <= func.coalesce(nth, MAX_ID)))
+                .join(
+                    gate_decision,
+                    and_(same_attempt(gate_decision, keys.columns), d.id <= func.coalesce(nth, MAX_ID)),
+                )
                 .subquery("ids")
             )
             first = select(gate_decision).select_from(ids.join(gate_decision, d.id == ids.c.id)).subquery("first")
@@ -111,7 +111,7 @@ def _summary_statement(dialect):
         keys, s = _keys(dialect), gate_attempt.c
         _SUMMARY[key] = select(
             *(s[name] for name in ATTEMPT), s.decisions, s.satisfied, s.bypassed, s.decided_at, s.missing
-        ).join_from(keys.table, gate_attempt, _same_attempt(gate_attempt, keys))
+        ).join_from(keys.table, gate_attempt, same_attempt(gate_attempt, keys.columns))
     return _SUMMARY[key]
 
 

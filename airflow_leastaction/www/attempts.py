@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from airflow_leastaction.catalog.audit import AttemptKey
-from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
+from airflow_leastaction.run_conditions.model import gated_task_id
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.declared import DeclaredTask, Gate, gates_of, native_gate
 from airflow_leastaction.www.queries import EVERY_DAG, DagScope
@@ -37,9 +37,7 @@ class AttemptView:
         """The tasks this attempt admits (itself for a native condition)."""
         if self.gate is not None:
             return self.gate.gated
-        if self.key.task_id.endswith(GATE_SUFFIX):
-            return (self.key.task_id.removesuffix(GATE_SUFFIX),)
-        return (self.key.task_id,)
+        return (gated_task_id(self.key.task_id) or self.key.task_id,)
 
 
 class DagGates:

@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
+from airflow_leastaction.run_conditions.model import is_gate_task_id, task_key, task_of_key
+from airflow_leastaction.run_conditions.run_outcome import RUN_OUTCOME_TASK_ID
 from airflow_leastaction.www.declared import (
     DBT_DRAIN,
     DBT_ENQUEUE,
-    RUN_OUTCOME_TASK_ID,
     DeclaredTask,
     Gate,
     native_gate,
@@ -113,17 +113,17 @@ def build(
     for task_id in shown:
         d = tasks[task_id]
         kind = "gate" if _plumbing(d) else "task"
-        g.node(f"task:{task_id}", task_id, d.task_type, run.states.get(task_id), kind, task_id)
+        g.node(task_key(task_id), task_id, d.task_type, run.states.get(task_id), kind, task_id)
     for task_id, state in (catalog_tasks or {}).items():
-        if task_id not in tasks and (internal or not task_id.endswith(GATE_SUFFIX)):
-            g.node(f"task:{task_id}", task_id, "in the catalog", run.states.get(task_id, state), "task", task_id)
+        if task_id not in tasks and (internal or not is_gate_task_id(task_id)):
+            g.node(task_key(task_id), task_id, "in the catalog", run.states.get(task_id, state), "task", task_id)
             shown.add(task_id)
     covered: set[tuple[str, str]] = set()
     for gate in gates.values():
         _gate_edges(g, gate, run, shown, covered, dag_id)
         for task_id in gate.gated:
-            if f"task:{task_id}" in g.nodes and gate.condition is not None:
-                g.nodes[f"task:{task_id}"].condition = gate.condition_text
+            if task_key(task_id) in g.nodes and gate.condition is not None:
+                g.nodes[task_key(task_id)].condition = gate.condition_text
     for task_id in shown & set(tasks):  # native run conditions: decisions under the task's own id
         if task_id not in gates and run.decisions.get(task_id):
             recorded = [(r["dependency"], r["dependency_type"]) for r in run.decisions[task_id]]
@@ -134,7 +134,7 @@ def build(
     for task_id in shown & set(tasks):  # Airflow's own edges not already drawn as a dependency
         for child in tasks[task_id].downstream:
             if child in shown and (task_id, child) not in covered:
-                g.edge(f"task:{task_id}", f"task:{child}", "airflow")
+                g.edge(task_key(task_id), task_key(child), "airflow")
     _place(g)
     return g
 
@@ -156,19 +156,19 @@ def _gate_edges(g: DagGraph, gate: Gate, run: JudgedRun, shown: set, covered: se
             row = recorded.get(dep.key)
             state = row["result"] if row else _upstream_state(dep.upstream, run)
             kind = "interval" if gate.kind == "sensor" else dep.type.value
-            g.edge(parent, f"task:{target}", kind, state, row["reason"] if row else "not judged in this run")
+            g.edge(parent, task_key(target), kind, state, row["reason"] if row else "not judged in this run")
             if dep.in_run:
                 covered.add((dep.upstream, target))
                 covered.add((dep.upstream, gate.task_id))
         for row in extra:
             parent = _recorded_node(g, row, run)
-            g.edge(parent, f"task:{target}", row["dependency_type"], row["result"], row["reason"])
+            g.edge(parent, task_key(target), row["dependency_type"], row["result"], row["reason"])
         covered.add((gate.task_id, target))
 
 
 def _dependency_node(g: DagGraph, upstream, run: JudgedRun) -> str:
     if isinstance(upstream, str):
-        return f"task:{upstream}"
+        return task_key(upstream)
     key = catalog_key(upstream)
     g.node(key, upstream.name, upstream.project, None, "catalog")
     return key
@@ -176,8 +176,8 @@ def _dependency_node(g: DagGraph, upstream, run: JudgedRun) -> str:
 
 def _recorded_node(g: DagGraph, row: Mapping, run: JudgedRun) -> str:
     dep = row["dependency"]
-    if dep.startswith("task:"):
-        return f"task:{dep[5:]}"
+    if task_of_key(dep) is not None:
+        return dep
     project, _, task_name = dep.removeprefix("catalog:").partition("/")
     g.node(dep, task_name or project, project if task_name else "", None, "catalog")
     return dep
@@ -204,14 +204,14 @@ def _catalog_edges(g: DagGraph, lineage, dag_id: str, shown: set, covered: set) 
             if any(p == parent for p, _ in drawn):
                 continue  # drawn already: a sensor's or a gate's parent
             g.node(parent, e.parent.name, e.parent.project, state, "catalog")
-            g.edge(parent, f"task:{child_task}", "interval", state, e.reason)
+            g.edge(parent, task_key(child_task), "interval", state, e.reason)
         elif parent_task in shown and child_task is None:
             child = catalog_key(e.child)
             g.node(child, e.child.name, e.child.project, None, "catalog")
-            g.edge(f"task:{parent_task}", child, "interval", state, e.reason)
+            g.edge(task_key(parent_task), child, "interval", state, e.reason)
         elif parent_task in shown and child_task in shown:
             covered.add((parent_task, child_task))
-            g.edge(f"task:{parent_task}", f"task:{child_task}", "interval", state, e.reason)
+            g.edge(task_key(parent_task), task_key(child_task), "interval", state, e.reason)
 
 
 def _dbt_edges(g: DagGraph, tasks: Mapping[str, DeclaredTask], shown: set, run: JudgedRun) -> None:
@@ -221,11 +221,11 @@ def _dbt_edges(g: DagGraph, tasks: Mapping[str, DeclaredTask], shown: set, run: 
         if d.task_type == DBT_ENQUEUE:
             key = f"dbt:{env}:{d.fields.get('selector')}"
             g.node(key, str(d.fields.get("selector") or "dbt models"), f"dbt models · queue {env}", None, "dbt")
-            g.edge(f"task:{task_id}", key, "requests", run.states.get(task_id))
+            g.edge(task_key(task_id), key, "requests", run.states.get(task_id))
         elif d.task_type == DBT_DRAIN:
             key = f"dbt:{env}"
             g.node(key, f"dbt queue {env}", "models requested by any DAG", None, "dbt")
-            g.edge(key, f"task:{task_id}", "builds", run.states.get(task_id))
+            g.edge(key, task_key(task_id), "builds", run.states.get(task_id))
 
 
 #: Task types worth naming in a box (others are plain tasks: the box shows their state alone).

@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 
 from airflow_leastaction.gating.engine import ALL, RunCondition
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID, Dependency
+from airflow_leastaction.run_conditions.model import (
+    DAG_GATE_TASK_ID,
+    Dependency,
+    gated_task_id,
+    is_gate_task_id,
+    task_of_key,
+)
 from airflow_leastaction.run_conditions.native import TRIGGER_RULES
-from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
 
 #: The task types (class names) of the provider's gates, as Airflow's serialized DAG names them.
 RUN_CONDITION_GATE = "RunConditionGate"
@@ -29,10 +34,6 @@ SENSOR = "ParentIntervalSensor"
 RUN_OUTCOME = "RunOutcome"
 DBT_ENQUEUE = "DbtEnqueueOperator"
 DBT_DRAIN = "DbtDrainOperator"
-
-#: The run-outcome task's id (:data:`airflow_leastaction.operators.run_condition.RUN_OUTCOME_TASK_ID`,
-#: which imports Airflow).
-RUN_OUTCOME_TASK_ID = "leastaction_run_outcome"
 
 #: Trigger rule -> the native condition it stands for (the inverse of the native table).
 _NATIVE_CONDITIONS = {rule: RunCondition(kind) for (kind, _type), rule in TRIGGER_RULES.items()}
@@ -55,7 +56,7 @@ class DeclaredTask:
     @property
     def internal(self) -> bool:
         """The provider's own plumbing: gates, the run-outcome task, the run gate."""
-        return self.task_type in (RUN_CONDITION_GATE, RUN_OUTCOME, RUN_GATE) or self.task_id.endswith(GATE_SUFFIX)
+        return self.task_type in (RUN_CONDITION_GATE, RUN_OUTCOME, RUN_GATE) or is_gate_task_id(self.task_id)
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def _gate(t: DeclaredTask, tasks: Mapping[str, DeclaredTask]) -> Gate | None:
         return Gate("run gate", t.task_id, roots or ("the whole run",))
     if t.task_type != RUN_CONDITION_GATE:
         return None
-    gated = kw.get("task_id") or (t.task_id.removesuffix(GATE_SUFFIX) if t.task_id.endswith(GATE_SUFFIX) else None)
+    gated = kw.get("task_id") or gated_task_id(t.task_id)
     gated_ids = (gated,) if gated else t.downstream
     if not kw:  # started on a worker: only the edges into the gate are known
         deps = tuple(Dependency(u) for u in t.upstream if u != DAG_GATE_TASK_ID)
@@ -168,7 +169,7 @@ def native_gate(task: DeclaredTask, recorded: Iterable[tuple[str, str]] = ()) ->
     rule, its dependencies from ``recorded`` (dependency key, type) pairs of its decisions."""
     deps = []
     for key, kind in recorded:
-        upstream = key.removeprefix("task:") if key.startswith("task:") else None
+        upstream = task_of_key(key)
         if upstream is not None:
             deps.append(Dependency(upstream, kind))
     return Gate("native", task.task_id, (task.task_id,), _NATIVE_CONDITIONS.get(task.trigger_rule), tuple(deps))

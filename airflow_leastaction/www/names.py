@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 
 from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.identity import TaskIdentity
-from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
+from airflow_leastaction.run_conditions.model import gate_task_id, is_gate_task_id
 
 #: At most this many names a partial filter stands for (the page says when it was cut).
 MAX_MATCHES = 200
@@ -44,7 +44,7 @@ class Names:
         if dag_ids:
             stmt = stmt.where(t.dag_id.in_(dag_ids))
         found = self._with(text, stmt.distinct().order_by(t.task_id).limit(MAX_MATCHES))
-        gates = tuple(f + GATE_SUFFIX for f in found if not f.endswith(GATE_SUFFIX))
+        gates = tuple(gate_task_id(f) for f in found if f and not is_gate_task_id(f))
         return tuple(dict.fromkeys(found + gates))
 
     def catalog_tasks(self, text: str) -> tuple[int, ...]:

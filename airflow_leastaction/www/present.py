@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
+from airflow_leastaction.instants import parse_iso_instant
+
 #: The tones of Airflow's UI (its task-state colour tokens); ``style.css`` has a class for each.
 TONES = (
     "success",
@@ -141,7 +143,7 @@ class Clock:
         Raises ValueError for anything else, or an instant a page cannot show (year 1 or 9999 shifted
         out of range by its offset).
         """
-        value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        value = parse_iso_instant(text)
         if value.tzinfo is None:
             value = value.replace(tzinfo=self.zone)
         try:
@@ -155,7 +157,7 @@ class Clock:
 
     def _iso(self, found: str) -> str:
         try:
-            return self.when(dt.datetime.fromisoformat(found.replace("Z", "+00:00")))
+            return self.when(parse_iso_instant(found))
         except (ValueError, OverflowError):
             return found
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup, escape
 
+from airflow_leastaction.run_conditions.model import task_of_key
 from airflow_leastaction.www.fragments import badge, task_instance, to_airflow
 from airflow_leastaction.www.links import AirflowLinks
 from airflow_leastaction.www.present import Clock, ago, tone
@@ -126,8 +127,8 @@ def _decisions(view: AttemptView, airflow: AirflowLinks, clock: Clock, request) 
 
 def _row(d: dict, airflow: AirflowLinks, clock: Clock) -> str:
     dependency = d["dependency"]
-    if dependency.startswith("task:"):
-        name = dependency[5:]
+    name = task_of_key(dependency)
+    if name is not None:
         dependency_html = to_airflow(airflow.task_instance(d["dag_id"], d["run_id"], name, d["map_index"]), name)
     else:
         dependency_html = escape(dependency)

@@ -299,6 +299,7 @@ LAYERS = {
     f"{PACKAGE}.config": KERNEL,
     f"{PACKAGE}.version_compat": KERNEL,
     f"{PACKAGE}.crash_points": KERNEL,
+    f"{PACKAGE}.instants": KERNEL,
     # Pure judges: the rules of each model, and the names DAG code gives catalog tasks.
     f"{PACKAGE}.refs": RULES,
     f"{PACKAGE}.gating": RULES,

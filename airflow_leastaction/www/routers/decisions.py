@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse
 
 from airflow_leastaction.catalog.store import utcnow
 from airflow_leastaction.gating.engine import DecisionResult
-from airflow_leastaction.run_conditions.run_outcome import GATE_SUFFIX
+from airflow_leastaction.run_conditions.model import gate_task_id, gated_task_id, is_gate_task_id
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.access import READ_TASK_INSTANCES, READABLE_DAGS
 from airflow_leastaction.www.attempts import AttemptView, attempt_views, undecided_view, waiting_views, with_warnings
@@ -66,16 +66,14 @@ def decision_filter(
 
 def gate_of(task_id: str | None) -> str | None:
     """The run-condition gate that records ``task_id``'s decisions (None for a gate itself)."""
-    if task_id is None or task_id.endswith(GATE_SUFFIX):
+    if not task_id or is_gate_task_id(task_id):
         return None
-    return task_id + GATE_SUFFIX
+    return gate_task_id(task_id)
 
 
 def gated_by(task_id: str | None) -> str | None:
     """The task a run-condition gate admits, for a gate's task id (else None)."""
-    if task_id is None or not task_id.endswith(GATE_SUFFIX) or task_id == GATE_SUFFIX:
-        return None
-    return task_id[: -len(GATE_SUFFIX)]
+    return gated_task_id(task_id)
 
 
 def decision_page(

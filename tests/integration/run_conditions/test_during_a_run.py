@@ -7,8 +7,7 @@ import json
 from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
 
-from airflow_leastaction.operators.run_condition import RUN_OUTCOME_TASK_ID
-from airflow_leastaction.run_conditions.run_outcome import RUN_SUMMARY_KEY
+from airflow_leastaction.run_conditions.run_outcome import RUN_OUTCOME_TASK_ID, RUN_SUMMARY_KEY
 from tests.helpers.run_conditions import consumed, decisions, later, states, tis
 
 

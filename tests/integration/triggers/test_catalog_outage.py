@@ -101,7 +101,7 @@ async def test_gates_started_during_an_outage_wait_and_are_released_when_the_cat
     await asyncio.to_thread(CatalogStore(get_engine(url)).record_success, OTHER, DAY, run_id="o")
     payloads = await asyncio.wait_for(asyncio.gather(sensor, gate), timeout=120)
     assert payloads[0]["status"] == "admitted"
-    assert payloads[1]["status"] == "ADMIT"
+    assert payloads[1]["status"] == "admitted"
     # Said once per change, however many polls failed: by the poll loop (naming its read kinds), and by
     # each trigger.
     polls_said = [r.getMessage() for r in caplog.records if r.name == "airflow_leastaction.triggers.poll_group"]

@@ -34,7 +34,7 @@ class TestWaiting:
         finisher = asyncio.create_task(finish_later())
         event = await first_event(gate_trigger())
         await finisher
-        assert event.payload["status"] == "ADMIT"
+        assert event.payload["status"] == "admitted"
         assert event.payload["clock"]["looks"] >= 1
 
     async def test_the_trigger_skips_when_the_latest_finished_run_failed_and_no_wait_is_left(
@@ -43,5 +43,5 @@ class TestWaiting:
         use_catalog(catalog_url)
         store.record_finished(OTHER, day(2), "failed", meta=TaskMeta(cron="0 0 * * *"), run_id="o2")
         event = await first_event(gate_trigger(max_wait=0.0))
-        assert event.payload["status"] == "SKIP"
+        assert event.payload["status"] == "skipped"
         assert "is failed" in event.payload["summary"]

@@ -55,3 +55,16 @@ def test_a_schedule_that_fails_to_read_raises_instead_of_being_recorded_ad_hoc()
 
     with pytest.raises(KeyError, match="lost its expression"):
         schedule_meta(Dag(), "t")
+
+
+def test_a_tasks_timezone_is_its_dags_and_utc_before_it_is_in_a_dag():
+    import pendulum
+    from airflow.sdk import DAG
+    from airflow.sdk.bases.operator import BaseOperator
+
+    from airflow_leastaction.airflow_seam.schedule import task_timezone
+
+    with DAG("tz_dag", schedule="0 6 * * *", start_date=pendulum.datetime(2026, 1, 1, tz="Europe/Paris")):
+        in_dag = BaseOperator(task_id="t")
+    assert task_timezone(in_dag) == "Europe/Paris"
+    assert task_timezone(BaseOperator(task_id="alone")) == "UTC"

@@ -1,20 +1,38 @@
-"""The trigger event statuses are a wire format: events stored by one release are read by the next."""
+"""What travels between a waiting task and its trigger: event statuses, consumed revisions, cursors."""
 
 import datetime as dt
+import json
+
+import pytest
 
 from airflow_leastaction.gating.engine import Verdict
 from airflow_leastaction.triggers import wire
+from airflow_leastaction.triggers.wire import TriggerStatus
 
 
-def test_event_statuses_keep_their_stored_values():
-    assert (wire.ADMITTED, wire.FAILED, wire.TIMEOUT, wire.RELAXED, wire.FINISHED) == (
+def test_every_event_status_reads_back_from_the_text_an_event_carries():
+    for status in TriggerStatus:
+        text = json.loads(json.dumps({"status": status.value}))["status"]
+        assert type(text) is str and TriggerStatus(text) is status and text == status
+
+
+def test_the_statuses_are_one_lower_case_vocabulary_for_every_trigger():
+    assert [s.value for s in TriggerStatus] == [
         "admitted",
+        "skipped",
         "failed",
         "timeout",
         "relaxed",
+        "undecided",
         "finished",
-    )
-    assert (wire.ADMIT, wire.SKIP) == ("ADMIT", "SKIP") == (Verdict.ADMIT.value, Verdict.SKIP.value)
+    ]
+
+
+def test_a_gates_final_verdict_fires_the_status_of_the_same_name_and_a_wait_fires_none():
+    assert TriggerStatus.of(Verdict.ADMIT) is TriggerStatus.ADMITTED
+    assert TriggerStatus.of(Verdict.SKIP) is TriggerStatus.SKIPPED
+    with pytest.raises(ValueError, match="WAIT verdict fires no trigger event"):
+        TriggerStatus.of(Verdict.WAIT)
 
 
 UTC = dt.UTC

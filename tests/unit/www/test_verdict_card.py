@@ -95,3 +95,14 @@ class TestDeadlineWarnings:
 
     def test_a_gate_without_warnings_shows_none(self):
         assert "deadline-warning" not in card_of()
+
+
+def test_an_attempt_without_its_gate_admits_the_task_its_gate_id_names_and_a_bare_suffix_admits_itself():
+    def admits(task_id):
+        view = AttemptView(AttemptKey("shop", task_id, "r", -1, 1), [], Verdict("waiting", 0, 1, "waiting"), None)
+        return view.gated
+
+    assert admits("report__gate") == ("report",)
+    assert admits("report") == ("report",)
+    # A task named only "__gate" is no gate: the page names it, never an empty task.
+    assert admits("__gate") == ("__gate",)
