@@ -23,6 +23,9 @@ from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy
 
 #: What a gate takes for a read it does not make: the same object every tick, so it never looks changed.
 UNREAD = MappingProxyType({})
+#: Per read of a gate (slot records, latest runs, whole-interval snapshot, run states), what it takes when
+#: it does not make that read.
+NOT_MADE = (UNREAD, UNREAD, None, UNREAD)
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,11 @@ from airflow_leastaction.run_conditions.judging import (
     whole_interval_requests,
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
-from airflow_leastaction.run_conditions.rejudge import UNREAD, Judged, judged, stands
+from airflow_leastaction.run_conditions.rejudge import NOT_MADE, Judged, judged, stands
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poll_group import readable_catalog_url
-from airflow_leastaction.triggers.poller import CatalogPoller
+from airflow_leastaction.triggers.poller import CatalogPoller, look
 from airflow_leastaction.triggers.run_states import RunStates
 from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
 from airflow_leastaction.triggers.trigger_log import ClassLog
@@ -242,10 +242,9 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             blind = False
             while True:
                 try:
-                    found = await slots_sub.next()
-                    fresh_runs = await runs_sub.next() if runs_sub is not None else UNREAD
-                    snapshot = await intervals_sub.next() if intervals_sub is not None else None
-                    states = await states_sub.next() if states_sub is not None else UNREAD
+                    subs = (slots_sub, runs_sub, intervals_sub, states_sub)
+                    asleep = last is not None and self._watch is None  # a warning's watch looks every tick
+                    found, fresh_runs, snapshot, states = await look(subs, NOT_MADE, last and last.until, asleep)
                 except Exception as exc:  # catalog or API down: keep waiting, say why once; a bug fails the task
                     if not (is_outage(exc) or isinstance(exc, RunStatesUnreadableError)):
                         raise

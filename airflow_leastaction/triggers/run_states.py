@@ -132,7 +132,8 @@ class RunStates:
                 if states is not None and run_id in runs:
                     states = self._same(dag_id, run_id, states)
                 for sub in runs.get(run_id, {}).values():
-                    sub.deliver(states, error)
+                    if sub.every_tick or error is not None or sub._error is not None or sub._latest is not states:
+                        sub.deliver(states, error)  # a gate asleep until a change is not handed the same states
 
     def _same(self, dag_id: str, run_id: str, states: dict) -> dict:
         """``states``, or the equal object handed out before: a gate tells an unchanged run by identity."""
