@@ -117,6 +117,7 @@ class RunConditionGate(_Waiting):
     :param deadline: warn once per run when the p90 of the gated task's expected completion passes it (the
         forms of a fallback's ``at``; checked against ``max_wait``, which defaults to it; else the DAG's alert).
     :param deadline_callback: whom the warning tells: Airflow's ``AsyncCallback`` or ``SyncCallback``.
+    :param trigger_queue: the triggerer queue to wait in (default: where most dependencies hash).
     """
 
     ui_color = "#fff1c2"
@@ -181,7 +182,8 @@ class RunConditionGate(_Waiting):
         self.deadline_warning = declared_warning(dag_id, gated_task_id, deadline, deadline_callback, limit)
         # Last: Airflow reads start_trigger_args once __init__ returns, and it needs the fields above.
         self._trigger_start_asked = bool(deferrable and start_from_trigger)
-        self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked)
+        parents = [d.upstream for d in self.spec.elsewhere] + list(self._identities().values())
+        self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked, self._route(parents, deferrable))
 
     @property
     def start_trigger_args(self) -> StartTriggerArgs | None:
