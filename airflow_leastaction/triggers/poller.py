@@ -302,6 +302,10 @@ class CatalogPoller:
             self._by_key.pop((ident.name, ident.project, ident.account, ident.partition), None)
             self._view.forget(ident)
 
+    def _watched_names(self) -> list[str]:
+        """The names of the tasks it watches (read in the tick's thread: a copy of the keys, taken at once)."""
+        return [key[0] for key in list(self._by_key)]
+
     def _request_set(self, ident: TaskIdentity) -> frozenset:
         """The distinct requests of ``ident``'s subscribers (the same object until they change)."""
         distinct = self._distinct.get(ident)

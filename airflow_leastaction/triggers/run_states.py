@@ -112,6 +112,9 @@ class RunStates:
     def _drop_leaving(self) -> None:
         pass  # a gate that left is off the books at once: nothing of it is read after
 
+    def _watched_names(self) -> tuple:
+        return ()  # no catalog task
+
     async def _apply(self, store, rows, since, new) -> None:
         """This tick's questions, one per DAG (and per :data:`RUNS_PER_QUESTION` runs), asked together; each
         answer handed to the subscribers of the runs it names (a gate that joined meanwhile, for a run not
