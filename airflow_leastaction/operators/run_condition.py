@@ -117,7 +117,6 @@ class RunConditionGate(_Waiting):
     :param deadline: warn once per run when the p90 of the gated task's expected completion passes it (the
         forms of a fallback's ``at``; checked against ``max_wait``, which defaults to it; else the DAG's alert).
     :param deadline_callback: whom the warning tells: Airflow's ``AsyncCallback`` or ``SyncCallback``.
-    :param trigger_queue: the triggerer queue to wait in (default: where most dependencies hash).
     """
 
     ui_color = "#fff1c2"
