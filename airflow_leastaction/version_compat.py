@@ -20,6 +20,7 @@ __all__ = [
     "PARTITION_ROLLUPS",
     "RUNTIME_PARTITIONS",
     "TASK_RETRY_POLICIES",
+    "TRIGGERER_QUEUES",
     "TRIGGERER_STARTS_TASKS",
     "WALL_CLOCK_PARTITION_KEYS",
     "WATCHER_STATE_STORE",
@@ -75,6 +76,11 @@ else:
 #: worker. Airflow 3.0 to 3.2 carry the operator attributes but their scheduler never reads them (the
 #: task runs on a worker), so there a gate starts on a worker and defers.
 TRIGGERER_STARTS_TASKS: bool = AIRFLOW_V_3_3_PLUS
+
+#: Triggerer queues: with ``[triggerer] queues_enabled`` a task deferred from a worker gives its trigger
+#: the task's ``queue``, and ``airflow triggerer --queues`` runs only those queues' triggers (3.2). A task
+#: the scheduler starts in the triggerer gets no queue on any release so far.
+TRIGGERER_QUEUES: bool = AIRFLOW_V_3_2_PLUS
 
 #: A task can carry a retry policy (``retry_policy=ExceptionRetryPolicy(...)``) that decides, per raised
 #: exception, whether Airflow retries it: Airflow 3.3. The catalog listener records whatever Airflow
@@ -190,12 +196,20 @@ def say_once(what: str) -> None:
     _say_once(what, "Airflow %s: %s", ".".join(map(str, airflow_version())), what, level=logging.WARNING)
 
 
-def starts_in_triggerer(requested: bool) -> bool:
+def starts_in_triggerer(requested: bool, queue: str | None = None) -> bool:
     """Whether a task asked to start in the triggerer (``start_from_trigger``) does so on this Airflow.
 
     Where the scheduler cannot start a task in the triggerer the task starts on a worker and defers to
-    the same trigger: the wait still takes no worker slot, only the first check and the decision do.
+    the same trigger: the wait still takes no worker slot, only the first check and the decision do. So
+    does a task that waits in a triggerer ``queue``: the scheduler starts a trigger without its task's queue.
     """
+    if requested and queue is not None:
+        _say_once(
+            "trigger_queue",
+            "Airflow starts a task in the triggerer without its queue: leastaction's gates with a triggerer "
+            "queue start on a worker of that queue, check once and defer to the triggerer serving it",
+        )
+        return False
     if requested and not TRIGGERER_STARTS_TASKS:
         _say_once(
             "start_from_trigger",

@@ -4,8 +4,9 @@ tick, then the gates' release once the upstreams succeed.
 
 ``shared``: the triggers as they are, one question per DAG per tick for every gate (their runs in one
 ``GetTaskStates``, :mod:`airflow_leastaction.triggers.run_states`) and one more for the run-outcome
-triggers (a loop of their own). ``per_gate``: the call every one of them made before, each asking for its
-own run on each of its looks (``run_tasks.run_states``), put back by this benchmark only. ``reads``: the
+triggers (a loop of their own); a gate whose run and catalog reads did not change sleeps through the
+tick. ``per_gate``: how every one of them looked before, each woken every tick and asking for its own run
+on each of its looks (``run_tasks.run_states``), put back by this benchmark only. ``reads``: the
 gates' shared read alone, K subscriptions and nothing judging what they are handed.
 
 The gates spread over ``--runs`` runs of one DAG. The questions go through Airflow's own trigger-runner
@@ -160,9 +161,14 @@ class _PerGate:
 
 
 def _ask_per_gate() -> None:
-    from airflow_leastaction.triggers import run_condition, run_outcome
+    from airflow_leastaction.triggers import poller, run_condition, run_outcome
 
     run_condition.RunStates = run_outcome.RunStates = _PerGate
+
+    async def every_look(subs, unread, until, asleep):  # before: every gate looked, and asked, every tick
+        return await poller.look(subs, unread, until, False)
+
+    run_condition.look = every_look
 
 
 def gate(n: int, runs: int):

@@ -19,9 +19,9 @@ holds it wait for another lock (no deadlock).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from sqlalchemy import false, or_, select, update
+from sqlalchemy import exists, false, or_, select, update
 from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.schema import change_counter, in_chunks, task, task_run
@@ -81,31 +81,55 @@ def mark_pruned_slots(conn: Connection, run_pks: list[int]) -> None:
     mark_changed(conn, *pks)
 
 
-def changed_tasks(conn: Connection, columns, since: int | None, names: Iterable[str]) -> tuple[list, int]:
+def changed_tasks(
+    conn: Connection,
+    columns,
+    since: int | None,
+    names: Iterable[str],
+    watched: Callable[[], Iterable[str]] | None = None,
+) -> tuple[list, int]:
     """The poller's tick read: ``columns`` of the tasks changed after ``since`` or named in ``names``
     (subscriptions not read yet), and the counter's value read in the same statement, which the next
     tick passes as ``since``. One statement (one more per :data:`IN_CHUNK` names beyond the first).
 
     The counter row drives the statement (outer join), so the counter comes back even when no task
     changed: an idle tick is one statement returning one row of NULL task columns.
+
+    With ``watched`` (the names the reader's subscribers watch, asked only when a task changed), only the
+    changed tasks of those names are read: the first statement tells whether any task changed after
+    ``since`` (an index probe of ``ix_la_task_change_seq_name``); only then one more per :data:`IN_CHUNK`
+    watched names reads them (PostgreSQL: a range of that index, filtered by name within it; SQLite: a
+    probe of ``ix_la_task_name_id`` per watched name, the change number checked on each). A triggerer so reads
+    the changes of its own gates' parents, not every change of the catalog. A change committed between
+    the two statements may be read now and again next tick; none is missed (the counter is read first).
     """
     chunks = list(in_chunks(sorted(set(names)))) or [[]]
+    apart = watched is not None and since is not None
     rows: list = []
     high = None
+    changed = False
     for i, chunk in enumerate(chunks):
         terms = [task.c.name.in_(chunk)] if chunk else []
-        if i == 0 and since is not None:
+        first = i == 0 and since is not None
+        if first and not apart:
             terms.append(task.c.change_seq > since)
         joined = change_counter.outerjoin(task, or_(*terms) if terms else false())
+        later = task.alias("later")
+        flag = exists(select(later.c.id).where(later.c.change_seq > since)) if first and apart else false()
         query = (
-            select(change_counter.c.seq.label("high"), task.c.change_seq, *columns)
+            select(change_counter.c.seq.label("high"), flag.label("changed"), task.c.change_seq, *columns)
             .select_from(joined)
             .where(change_counter.c.id == 1)
         )
         for row in conn.execute(query):
-            high = row.high if high is None else high  # the first statement's: it read the changes
+            if high is None:  # the first statement's: it read the changes
+                high, changed = row.high, bool(row.changed)
             if row.id is not None:
                 rows.append(row)
     if high is None:
         raise CatalogError("the catalog has no change counter row (la_change_counter): run its migrations")
+    if apart and changed:
+        for chunk in in_chunks(sorted(set(watched()))):
+            query = select(task.c.change_seq, *columns).where(task.c.change_seq > since, task.c.name.in_(chunk))
+            rows.extend(conn.execute(query))
     return rows, high

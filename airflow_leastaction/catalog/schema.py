@@ -50,7 +50,8 @@ task = Table(
     UniqueConstraint("name", "project", "account", "partition"),
     Index("ix_la_task_dag", "dag_id", "task_id"),
     Index("ix_la_task_updated", "updated_at"),
-    Index("ix_la_task_change_seq", "change_seq"),
+    # A triggerer's tick: the tasks changed after its last one (``change_seq``) among those it watches (``name``).
+    Index("ix_la_task_change_seq_name", "change_seq", "name"),
 )
 
 #: The names each task declares as its parents, one row per (name, task): finds the tasks that may name a

@@ -180,7 +180,8 @@ class RunConditionGate(_Waiting):
         self.deadline_warning = declared_warning(dag_id, gated_task_id, deadline, deadline_callback, limit)
         # Last: Airflow reads start_trigger_args once __init__ returns, and it needs the fields above.
         self._trigger_start_asked = bool(deferrable and start_from_trigger)
-        self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked)
+        parents = [d.upstream for d in self.spec.elsewhere] + list(self._identities().values())
+        self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked, self._route(parents, deferrable))
 
     @property
     def start_trigger_args(self) -> StartTriggerArgs | None:

@@ -21,6 +21,7 @@ from airflow_leastaction.airflow_seam.deadline_alerts import declared_warning
 from airflow_leastaction.airflow_seam.deadline_runs import run_watch, warning_spec
 from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, warn_sync
 from airflow_leastaction.airflow_seam.schedule import task_timezone
+from airflow_leastaction.airflow_seam.trigger_queue import say_queue, trigger_queue_of
 from airflow_leastaction.catalog.audit import RerunOnArrival
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore
@@ -113,6 +114,9 @@ class ParentIntervalSensor(BaseSensorOperator):
         one, the DAG's ``DeadlineAlert`` is warned against when its time can be computed for the run.
     :param deadline_callback: whom the warning tells: Airflow's ``AsyncCallback`` or ``SyncCallback``, as
         a ``DeadlineAlert`` takes (default: the DAG alert's callback, else the log and the catalog only).
+    :param trigger_queue: the triggerer queue to wait in (a team's, a project's): the task's ``queue``.
+        Default: where most parents hash into ``[leastaction] trigger_queues`` (none: no queue). Airflow
+        3.2+ with ``[triggerer] queues_enabled``; such a sensor starts on a worker of that queue.
     """
 
     template_fields: Sequence[str] = ("child_interval", "child_interval_end")
@@ -135,8 +139,10 @@ class ParentIntervalSensor(BaseSensorOperator):
         fallback: Fallback | None = None,
         deadline: dt.timedelta | dt.time | str | None = None,
         deadline_callback=None,
+        trigger_queue: str | None = None,
         **kwargs,
     ):
+        given_queue = kwargs.get("queue")
         super().__init__(**kwargs)
         identities = [_as_identity(p, self.task_id) for p in parents]
         seen: set[TaskIdentity] = set()
@@ -175,7 +181,8 @@ class ParentIntervalSensor(BaseSensorOperator):
         timeout = dt.timedelta(seconds=float(self.timeout))
         self.deadline_warning = declared_warning(dag_id, self.task_id, deadline, deadline_callback, timeout, "timeout")
         self._trigger_start_asked = bool(deferrable and start_from_trigger)
-        self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked)
+        queue = trigger_queue_of(self, identities, trigger_queue, given_queue, deferrable)
+        self.start_from_trigger = starts_in_triggerer(self._trigger_start_asked, queue)
 
     @property
     def start_trigger_args(self) -> StartTriggerArgs | None:
@@ -345,6 +352,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         deadline = deadline or now + dt.timedelta(seconds=self.timeout)
         slot, end = self._slot(context).instant, self._interval_end(context)
         watch = self._watch(context, slot)
+        say_queue(self)
         self.defer(
             trigger=ParentIntervalTrigger(
                 parents=self._parents_with_coverage(),

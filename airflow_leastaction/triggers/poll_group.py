@@ -99,10 +99,16 @@ class PollGroup:
         self._since = high
 
     def _changes(self, store: CatalogStore, since: int | None, names: set[str]) -> tuple[list, int]:
-        """The tick's first statement: the rows of the tasks changed after ``since`` or named in ``names``,
-        and the change counter (:func:`~airflow_leastaction.catalog.changes.changed_tasks`)."""
+        """The tick's first statement: the rows of the tasks changed after ``since`` that a channel watches
+        (read only when a task changed), or named in ``names``, and the change counter
+        (:func:`~airflow_leastaction.catalog.changes.changed_tasks`)."""
+        channels = list(self.channels.values())
+
+        def watched() -> set[str]:  # in this thread, while the event loop may add subscribers: copies first
+            return {name for channel in channels for name in list(channel._watched_names())}
+
         with store.poll_read() as conn:
-            return changed_tasks(conn, task_columns(), since, names)
+            return changed_tasks(conn, task_columns(), since, names, watched)
 
     def _fail(self, error: BaseException) -> None:
         """A failed poll: every channel reads its subscriptions in full again (the catalog that returns may

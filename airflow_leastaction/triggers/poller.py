@@ -49,7 +49,7 @@ class Subscription:
     same request) instead of copies, and a wait that is one future, not a chain of coroutines.
     """
 
-    __slots__ = ("requests", "_ready", "_waiter", "_latest", "_error", "served", "every_tick")
+    __slots__ = ("requests", "_ready", "_waiter", "_latest", "_error", "served", "every_tick", "bell")
 
     def __init__(self, requests: tuple):
         #: Its distinct requests, each the poller's one object for that request (:meth:`CatalogPoller.join`).
@@ -63,9 +63,14 @@ class Subscription:
         self.served = False  # read in full once (a new subscription is, on the next tick)
         #: Woken every tick (``next``) or only when its snapshot changed (``next_change``).
         self.every_tick = True
+        #: Rung by the next delivery (:func:`until_handed`): a gate asleep on several subscriptions at once.
+        self.bell: asyncio.Future | None = None
 
     def deliver(self, snapshot, error: BaseException | None) -> None:
         self._latest, self._error = snapshot, error
+        bell = self.bell
+        if bell is not None and not bell.done():
+            bell.set_result(None)
         waiter = self._waiter
         if waiter is not None and not waiter.done():  # handed over now: nothing left to take
             self._waiter = None
@@ -100,6 +105,43 @@ class Subscription:
         else:
             self._waiter = waiter  # a wait cancelled meanwhile (a deadline) leaves the next delivery ready
         return waiter
+
+    def take(self):
+        """What it holds now, without waiting: the delivery not taken yet, else the last one taken (raises
+        the poll's error if that is what it was handed)."""
+        self._ready = False
+        if self._error is not None:
+            raise self._error
+        return self._latest
+
+
+async def until_handed(subs, until: dt.datetime | None) -> None:
+    """Sleep until one of ``subs`` is handed something (a change, an error: idle ticks hand nothing to a
+    subscription not woken every tick) or ``until`` comes (None: no instant); :meth:`Subscription.take`
+    then reads each. A gate that judged its reads as they are waits here, not tick after tick."""
+    if any(sub._ready for sub in subs):
+        return
+    bell = asyncio.get_running_loop().create_future()
+    for sub in subs:
+        sub.every_tick, sub.bell = False, bell
+    timeout = None if until is None else max(0.0, (until - dt.datetime.now(dt.UTC)).total_seconds())
+    try:
+        await asyncio.wait_for(bell, timeout)
+    except TimeoutError:
+        pass
+    finally:
+        for sub in subs:
+            sub.bell = None
+
+
+async def look(subs, unread: tuple, until: dt.datetime | None, asleep: bool) -> tuple:
+    """One look of a gate at each of ``subs`` (None: a read it does not make, ``unread``'s value instead):
+    awake, each one's next tick; asleep, what each holds once one of them is handed something or ``until``
+    comes (:func:`until_handed`)."""
+    if asleep:
+        await until_handed([s for s in subs if s is not None], until)
+        return tuple(gone if s is None else s.take() for s, gone in zip(subs, unread, strict=True))
+    return tuple([gone if s is None else await s.next() for s, gone in zip(subs, unread, strict=True)])
 
 
 class DeadlineReached(Exception):
@@ -261,6 +303,10 @@ class CatalogPoller:
             self._distinct.pop(ident, None)
             self._by_key.pop((ident.name, ident.project, ident.account, ident.partition), None)
             self._view.forget(ident)
+
+    def _watched_names(self) -> list[str]:
+        """The names of the tasks it watches (read in the tick's thread: a copy of the keys, taken at once)."""
+        return [key[0] for key in list(self._by_key)]
 
     def _request_set(self, ident: TaskIdentity) -> frozenset:
         """The distinct requests of ``ident``'s subscribers (the same object until they change)."""

@@ -39,10 +39,11 @@ from airflow_leastaction.run_conditions.judging import (
     whole_interval_requests,
 )
 from airflow_leastaction.run_conditions.model import Dependency, GateSpec
+from airflow_leastaction.run_conditions.rejudge import NOT_MADE, Judged, judged, stands
 from airflow_leastaction.run_conditions.wait_rule import WaitClock, WaitPolicy, due
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poll_group import readable_catalog_url
-from airflow_leastaction.triggers.poller import CatalogPoller
+from airflow_leastaction.triggers.poller import CatalogPoller, look
 from airflow_leastaction.triggers.run_states import RunStates
 from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
 from airflow_leastaction.triggers.trigger_log import ClassLog
@@ -216,6 +217,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         by_identity = {tid: TaskIdentity.from_dict(i) for tid, i in self.slot_requests.items()}
         last_reasons = None
         latest: dict = {}
+        last: Judged | None = None  # what the last judgement was made on: an unchanged tick does not judge
         async with AsyncExitStack() as stack:
             slots_sub = await stack.enter_async_context(
                 CatalogPoller.shared(url, self.poll_interval, "slot_records").subscribe(
@@ -241,16 +243,15 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
             blind = False
             while True:
                 try:
-                    found = await slots_sub.next()
-                    fresh_runs = await runs_sub.next() if runs_sub is not None else {}
-                    snapshot = await intervals_sub.next() if intervals_sub is not None else None
-                    states = await states_sub.next() if states_sub is not None else {}
+                    subs = (slots_sub, runs_sub, intervals_sub, states_sub)
+                    asleep = last is not None and self._watch is None  # a warning's watch looks every tick
+                    found, fresh_runs, snapshot, states = await look(subs, NOT_MADE, last and last.until, asleep)
                 except Exception as exc:  # catalog or API down: keep waiting, say why once; a bug fails the task
                     if not (is_outage(exc) or isinstance(exc, RunStatesUnreadableError)):
                         raise
                     if not blind:
                         self.log.warning("gate %s cannot look, waiting for the catalog: %s", self.gated_task_id, exc)
-                    blind = True
+                    blind, last = True, None
                     relaxed = await self._relaxed(spec, clock, None, f"catalog unreachable: {exc}")
                     if relaxed is not None:
                         yield relaxed
@@ -265,14 +266,18 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                     changed = seen is None or any(a is not b for a, b in zip(reads, seen, strict=True))
                     seen = reads
                     await warn_async(self._watch, url, now, self.log, changed)
+                if stands(last, (found, fresh_runs, snapshot, states), clock, now):
+                    continue  # nothing it reads changed and no instant it waits for came: the same verdict
                 if due(clock, now) or not latest:
                     latest = fresh_runs
                 records = {tid: found[(i, slot)] for tid, i in by_identity.items() if (i, slot) in found}
                 view = RunView(self.run_id, states, self.upstream, frozenset(self.waiting), records)
                 intervals = judge_whole_intervals(spec, snapshot, slot, end) if snapshot is not None else {}
+                before = clock
                 outcome, clock = evaluate(
                     spec, view, latest, consumed, clock, policy, now, intervals, deadline, run_started
                 )
+                last = judged((found, fresh_runs, snapshot, states), before, clock, policy, deadline, now)
                 event = (
                     None
                     if outcome.verdict is Verdict.WAIT

@@ -112,6 +112,9 @@ class RunStates:
     def _drop_leaving(self) -> None:
         pass  # a gate that left is off the books at once: nothing of it is read after
 
+    def _watched_names(self) -> tuple:
+        return ()  # no catalog task
+
     async def _apply(self, store, rows, since, new) -> None:
         """This tick's questions, one per DAG (and per :data:`RUNS_PER_QUESTION` runs), asked together; each
         answer handed to the subscribers of the runs it names (a gate that joined meanwhile, for a run not
@@ -132,7 +135,8 @@ class RunStates:
                 if states is not None and run_id in runs:
                     states = self._same(dag_id, run_id, states)
                 for sub in runs.get(run_id, {}).values():
-                    sub.deliver(states, error)
+                    if sub.every_tick or error is not None or sub._error is not None or sub._latest is not states:
+                        sub.deliver(states, error)  # a gate asleep until a change is not handed the same states
 
     def _same(self, dag_id: str, run_id: str, states: dict) -> dict:
         """``states``, or the equal object handed out before: a gate tells an unchanged run by identity."""

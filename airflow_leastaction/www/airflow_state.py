@@ -186,13 +186,22 @@ def task_instances(keys: Iterable[tuple[str, str, str, int]]) -> dict[tuple[str,
     with _session() as session:
         rows = session.execute(_task_instances_statement(len(wanted)), params).all()
         triggers = {r[9] for r in rows if r[9] is not None}
-        clocks = {}
+        clocks, unserved = {}, {}
         if triggers:
             for trig in session.scalars(select(Trigger).where(Trigger.id.in_(sorted(triggers)))):
                 clocks[trig.id] = _clock(trig)
+                # A queue no triggerer serves: nobody takes the trigger (Airflow 3.2+ gives triggers queues).
+                if getattr(trig, "queue", None) and trig.triggerer_id is None:
+                    unserved[trig.id] = trig.queue
         for r in rows:
             out[(r[0], r[1], r[2], r[3])] = TaskInstanceFacts(
-                _text(r[4]), r[5] or 0, _aware(r[6]), _aware(r[7]), _aware(r[8]), clocks.get(r[9], {})
+                _text(r[4]),
+                r[5] or 0,
+                _aware(r[6]),
+                _aware(r[7]),
+                _aware(r[8]),
+                clocks.get(r[9], {}),
+                unserved.get(r[9]),
             )
     return out
 

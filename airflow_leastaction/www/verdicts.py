@@ -33,6 +33,8 @@ class TaskInstanceFacts:
 
     :param clock: a waiting gate's check (``started``, ``looks``, ``next_look``), from its trigger.
     :param deadline: when Airflow's trigger timeout ends the wait, if set.
+    :param unserved_queue: the triggerer queue of a waiting trigger no triggerer has taken yet (None: taken,
+        or no queue).
     """
 
     state: str | None = None
@@ -41,6 +43,7 @@ class TaskInstanceFacts:
     end_date: dt.datetime | None = None
     deadline: dt.datetime | None = None
     clock: dict = field(default_factory=dict)
+    unserved_queue: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,9 @@ def _waiting(gate: Gate | None, ti: TaskInstanceFacts, total: int, condition: st
         since=since,
         deadline=deadline,
         next_look=_instant(ti.clock.get("next_look")),
-        why=_WAITING_WHY.get(str(ti.state), f"Airflow state {ti.state}"),
+        why=f"waiting for a triggerer serving queue {ti.unserved_queue}"
+        if ti.unserved_queue is not None and ti.state == "deferred"
+        else _WAITING_WHY.get(str(ti.state), f"Airflow state {ti.state}"),
     )
 
 

@@ -123,6 +123,25 @@ class TestOneQuestionPerDag:
         await tick(states)
         assert taken(sub) == {"up": "success"}
 
+    async def test_a_gate_asleep_until_a_change_is_rung_by_new_states_and_not_by_the_same_ones(self, supervisor):
+        from airflow_leastaction.triggers.poller import until_handed
+
+        comms = supervisor({"d": {"r1": {"up": "running"}}})
+        states = channel()
+        sub = states.join("d", "r1")
+        await tick(states)
+        first = taken(sub)
+        asleep = asyncio.create_task(until_handed([sub], None))
+        await asyncio.sleep(0)  # it is waiting now
+        for _ in range(3):
+            await tick(states)
+        assert not asleep.done()  # the same states, tick after tick: never woken
+        assert sub.take() is first
+        comms.runs["d"]["r1"] = {"up": "success"}
+        await tick(states)
+        await asyncio.wait_for(asleep, 5)
+        assert sub.take() == {"up": "success"}
+
     async def test_a_run_nobody_waits_on_any_more_is_not_asked(self, supervisor):
         comms = supervisor({"d": {"r1": {}, "r2": {}}})
         states = channel()

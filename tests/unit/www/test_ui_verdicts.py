@@ -100,6 +100,14 @@ class TestUndecided:
         assert v.since == started and v.deadline == started + dt.timedelta(minutes=30)
         assert v.next_look == dt.datetime(2026, 11, 25, 0, 2, tzinfo=UTC)
 
+    def test_a_gate_deferred_to_a_queue_no_triggerer_took_says_which_queue_it_waits_for(self):
+        started = dt.datetime(2026, 11, 25, tzinfo=UTC)
+        unserved = verdict([], gate(), TaskInstanceFacts("deferred", 1, started, unserved_queue="eu"))
+        served = verdict([], gate(), TaskInstanceFacts("deferred", 1, started))
+        assert unserved.outcome == served.outcome == "waiting"
+        assert unserved.why == "waiting for a triggerer serving queue eu"
+        assert served.why.startswith("waits in the triggerer (deferred)")
+
     def test_a_waiting_sensor_has_its_timeout_as_deadline(self):
         started = dt.datetime(2026, 11, 25, tzinfo=UTC)
         sensor = Gate("sensor", "wait", ("load",), RunCondition("ALL"), (Dependency("u"),), timeout=3600.0)
