@@ -12,6 +12,7 @@ from airflow_leastaction.run_conditions.model import Dependency
 from airflow_leastaction.triggers import run_condition
 from airflow_leastaction.triggers.poll_group import PollGroup
 from airflow_leastaction.triggers.run_states import RunStates
+from airflow_leastaction.triggers.wire import TriggerStatus
 from tests.helpers.triggers import gate_trigger
 from tests.unit.triggers.test_run_states import Supervisor
 
@@ -57,6 +58,6 @@ async def test_a_gate_judges_its_unchanged_run_once_and_its_changed_run_again(
 
     supervisor.runs["rc_t"]["r1"] = {"up": "success", "child__gate": "deferred"}
     event = await asyncio.wait_for(waiting, 30)
-    assert event.payload["status"] == "ADMIT"
+    assert event.payload["status"] == TriggerStatus.ADMITTED
     assert len(judgements) == judged_early + 1
     assert judgements[-1]["up"] == "success"
