@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import itertools
 import json
 import os
 import secrets
@@ -41,9 +42,11 @@ from tests.helpers.processes import (
     describe_processes,
     dump_stacks,
     group_members,
+    instance_base,
     instance_names,
     processes,
     signal_group,
+    subcommand,
 )
 
 DEFAULT_COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
@@ -128,14 +131,15 @@ class AirflowCluster:
     :param sql_alchemy_conn: Airflow's metadata database (default: SQLite in the home dir).
     :param catalog_url: the catalog's SQLAlchemy URL, passed as the default ``leastaction_catalog``
         connection (default: the embedded SQLite file under the home dir).
-    :param components: ``airflow`` subcommands to run, one process each (``"celery worker"`` included); a
-        subcommand listed twice runs twice, as instances ``name-1``, ``name-2`` (see :func:`instance_names`).
+    :param components: ``airflow`` subcommands to run, one process each (``"celery worker"`` included), with
+        their options if any (``"triggerer --queues team_a"``); a command listed twice runs twice, as
+        instances ``name-1``, ``name-2`` (see :func:`instance_names`).
     :param home: AIRFLOW_HOME (default: a new temp dir, also holding the logs).
     :param port: API server port (default: a free one).
     :param env: extra environment, applied last (``AIRFLOW__SECTION__KEY`` overrides).
     :param python: the interpreter of the virtualenv whose Airflow runs (default: the suite's own).
-    :param component_env: extra environment of one component only, by its ``airflow`` subcommand
-        (``{"triggerer": {...}}``), applied after ``env``.
+    :param component_env: extra environment of one component only, by its command as listed in
+        ``components`` (``{"triggerer": {...}}``), applied after ``env``.
     """
 
     dags_folder: Path
@@ -240,21 +244,42 @@ class AirflowCluster:
     def start(self, timeout: float = 120) -> AirflowCluster:
         """Start every component and wait until the API server reports them healthy."""
         for name, command in instance_names(self.components):
-            argv = [self.python, "-m", "airflow", *command.split()]
-            if command == "api-server":
-                argv += ["--port", str(self.port), "--host", "127.0.0.1"]
-            if command == "celery worker":
-                # Celery refuses two workers of one node name: each instance is its own node.
-                argv += ["--celery-hostname", f"{name}@%h"]
-            # Each instance serves its own logs: two workers or triggerers on one host need two ports.
-            own = {
-                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
-                "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
-                **self.component_env.get(command, {}),
-            }
-            self._procs.append(self._spawn(name, argv, own))
+            self._procs.append(self._spawn(name, self._argv(name, command), self._own_env(command)))
         self.wait_healthy(timeout)
         return self
+
+    def add(self, command: str) -> Component:
+        """Start one more component while the cluster runs (``"triggerer --queues team_a"``), named as
+        :meth:`start` names it, numbered after the instances of the same command; returns it at once."""
+        base = instance_base(command)
+        taken = {c.name for c in self._procs + self._stopped}
+        name = (
+            base if base not in taken else next(f"{base}-{n}" for n in itertools.count(2) if f"{base}-{n}" not in taken)
+        )
+        comp = self._spawn(name, self._argv(name, command), self._own_env(command))
+        self._procs.append(comp)
+        return comp
+
+    def _argv(self, name: str, command: str) -> list[str]:
+        argv = [self.python, "-m", "airflow", *command.split()]
+        if subcommand(command) == "api-server":
+            argv += ["--port", str(self.port), "--host", "127.0.0.1"]
+        if subcommand(command) == "celery worker":
+            # Celery refuses two workers of one node name: each instance is its own node.
+            argv += ["--celery-hostname", f"{name}@%h"]
+        return argv
+
+    def _own_env(self, command: str) -> dict[str, str]:
+        """A component's own environment: its log server ports (two workers or triggerers on one host
+        need two), ``[triggerer] queues_enabled`` for a triggerer started with ``--queues`` (Airflow
+        refuses the option without it), then ``component_env`` of its command."""
+        own = {
+            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+            "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+        }
+        if subcommand(command) == "triggerer" and "--queues" in command.split():
+            own["AIRFLOW__TRIGGERER__QUEUES_ENABLED"] = "True"
+        return {**own, **self.component_env.get(command, {})}
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Component:
         comp = Component(name, argv, self.log_dir / f"{name}.log")
@@ -390,7 +415,9 @@ class AirflowCluster:
 
     def wait_healthy(self, timeout: float = 120) -> dict:
         """Wait until the API server answers and every started component reports healthy."""
-        wanted = {"scheduler", "triggerer", "dag_processor"} & {c.replace("-", "_") for c in self.components}
+        wanted = {"scheduler", "triggerer", "dag_processor"} & {
+            subcommand(c).replace("-", "_") for c in self.components
+        }
         health: dict = {}
 
         def ready() -> bool:

@@ -11,15 +11,28 @@ import time
 from pathlib import Path
 
 
+def subcommand(command: str) -> str:
+    """The ``airflow`` subcommand of a component's command, without its options: ``celery worker`` for
+    ``celery worker --queues team_a``."""
+    words = command.split()
+    return " ".join(words[: next((i for i, w in enumerate(words) if w.startswith("-")), len(words))])
+
+
+def instance_base(command: str) -> str:
+    """A component's name before numbering: its words without option flags, dashes for spaces, a comma
+    list joined by ``+`` (``triggerer --queues team_a`` is ``triggerer-team_a``)."""
+    return "-".join(w.replace(",", "+") for w in command.split() if not w.startswith("-"))
+
+
 def instance_names(commands) -> list[tuple[str, str]]:
-    """``(instance name, command)`` for each component: the command with dashes for spaces, numbered from
-    1 when the command is listed more than once (``celery-worker-1``, ``celery-worker-2``)."""
+    """``(instance name, command)`` for each component: :func:`instance_base` of the command, numbered
+    from 1 when the command is listed more than once (``celery-worker-1``, ``celery-worker-2``)."""
     counts = {c: commands.count(c) for c in commands}
     seen: dict[str, int] = {}
     named = []
     for command in commands:
         seen[command] = seen.get(command, 0) + 1
-        base = command.replace(" ", "-")
+        base = instance_base(command)
         named.append((f"{base}-{seen[command]}" if counts[command] > 1 else base, command))
     return named
 
