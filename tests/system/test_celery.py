@@ -3,9 +3,11 @@ redis-server, started by this module), PostgreSQL for Airflow and the catalog, a
 dag-processor, API server, two triggerers and two Celery workers as separate processes.
 
 What only this topology shows runs here: two drain runs on two Celery workers competing for the dbt
-environment, sensors spread over two triggerers and one triggerer killed under them, a worker killed while
-its batch builds. The example flows' other checks (the backfill trio, the run-condition pipeline) run once,
-on the LocalExecutor deployment of tests/system/test_multiprocess.py.
+environment, sensors spread over two triggerers and one triggerer killed under them, sensors routed to a
+triggerer queue whose triggerer is killed under them (a Celery worker and two triggerers of that queue are
+added for it, on Airflow 3.2 and later), a worker killed while its batch builds. The example flows' other
+checks (the backfill trio, the run-condition pipeline) run once, on the LocalExecutor deployment of
+tests/system/test_multiprocess.py.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from airflow_leastaction.version_compat import TRIGGERER_QUEUES
 from tests.helpers.airflow_cluster import CELERY_COMPONENTS, celery_settings, free_port
+from tests.helpers.airflow_minors import needs
 from tests.helpers.example_flows import (
     EXAMPLES,
     RUN_TIMEOUT,
@@ -48,14 +52,28 @@ FAILOVER_TIMEOUT = RUN_TIMEOUT + 3 * GATES
 FAILOVER_DAY = "2026-11-20T00:00:00Z"
 CRASH_DAY = "2026-11-21T00:00:00Z"
 INGESTS = ("dbt_ingest_work_orders", "dbt_ingest_time_entries")
+HEALTH_CHECK_THRESHOLD = "10"
 FAILOVER_SETTINGS = {
     # A triggerer silent for 10 s is dead: the survivor takes its triggers on its next loop.
-    "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "10",
+    "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": HEALTH_CHECK_THRESHOLD,
     # A task whose worker died is failed (and retried) after 30 s without a heartbeat, not 5 minutes.
     "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
     "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
     "LEASTACTION_FAILOVER_GATES": str(GATES),
+    "LEASTACTION_QUEUE_FAILOVER_GATES": os.environ.get("LEASTACTION_QUEUE_FAILOVER_GATES", "8"),
 }
+#: ``[triggerer] queues_enabled`` is read where a task defers (the worker) and where leastaction chooses a
+#: gate's queue (the dag-processor, at parse time), and a triggerer needs it for ``--queues`` (the cluster
+#: sets it there). Only the worker of the routed queue has it: the default workers' deferrals keep no
+#: queue, as the other tests' triggerers (started without ``--queues``) expect on every Airflow minor.
+QUEUES_ENABLED = {"AIRFLOW__TRIGGERER__QUEUES_ENABLED": "True"}
+#: The routed queue of the queue failover test (celery_dags/failover_dags.py) and what serves it.
+QUEUE = "team_a"
+QUEUE_WORKER = f"celery worker --queues {QUEUE}"
+QUEUE_TRIGGERER = f"triggerer --queues {QUEUE}"
+# Its sensors: LEASTACTION_QUEUE_FAILOVER_GATES for another count; with LEASTACTION_FAILOVER_REPORT set,
+# the takeover's durations go to queue-failover.json beside that report.
+QUEUE_GATES = int(os.environ.get("LEASTACTION_QUEUE_FAILOVER_GATES", "8"))
 
 
 @pytest.fixture(scope="session")
@@ -91,8 +109,9 @@ def cluster(pg_admin_url, redis_url, tmp_path_factory):
             "LEASTACTION_TEST_DBT_HOLD": str(work / "hold-dbt"),
         }
 
+    routed = {"dag-processor": QUEUES_ENABLED, QUEUE_WORKER: QUEUES_ENABLED} if TRIGGERER_QUEUES else {}
     with example_deployment(
-        pg_admin_url, work, dags_folder=dags, settings=settings, components=CELERY_COMPONENTS
+        pg_admin_url, work, dags_folder=dags, settings=settings, components=CELERY_COMPONENTS, component_env=routed
     ) as cluster:
         yield cluster
 
@@ -249,6 +268,156 @@ class TestTriggererFailover:
         assert all(
             dt.datetime.fromisoformat(d["decided_at"]) >= parent_done for d in decisions if d["result"] == "SATISFIED"
         )
+
+
+def triggerer_jobs(cluster) -> set[int]:
+    return set(heartbeats(cluster))
+
+
+def queue_triggers(cluster) -> dict[str, tuple[str | None, int | None]]:
+    """Task id -> (trigger queue, triggerer job id) of each deferred sensor of ``queue_failover_gates``."""
+    rows = metadata(
+        cluster,
+        "SELECT ti.task_id, t.queue, t.triggerer_id FROM task_instance ti JOIN trigger t ON t.id = ti.trigger_id"
+        " WHERE ti.dag_id = 'queue_failover_gates'",
+    )
+    return {task_id: (queue, job) for task_id, queue, job in rows}
+
+
+def trigger_starts(cluster) -> dict[tuple[str, int], dt.datetime]:
+    """(task id, triggerer job id) -> when that triggerer started the task's trigger, for the sensors of
+    ``queue_failover_gates``: from the trigger log files Airflow writes per task and triggerer job
+    (``attempt=1.log.trigger.<job id>.log``), whose first line is the trigger's start."""
+    found = {}
+    for path in (Path(cluster.home) / "logs" / "dag_id=queue_failover_gates").rglob("*.log.trigger.*.log"):
+        first = path.read_text(errors="replace").partition("\n")
+        if not first[1]:
+            continue  # not written yet
+        task_id = next(part for part in path.parts if part.startswith("task_id=")).removeprefix("task_id=")
+        job = int(path.name.rsplit(".", 2)[-2])
+        found[task_id, job] = dt.datetime.fromisoformat(json.loads(first[0])["timestamp"])
+    return found
+
+
+def started_by(cluster, job: int) -> set[str]:
+    return {task_id for task_id, holder in trigger_starts(cluster) if holder == job}
+
+
+def add_triggerer(cluster, known: set[int]) -> tuple[str, int]:
+    """Start a triggerer of the routed queue; its name and its job id (the triggerer job not in ``known``)."""
+    name = cluster.add(QUEUE_TRIGGERER).name
+    job = cluster.wait_until(lambda: next(iter(triggerer_jobs(cluster) - known), None), RUN_TIMEOUT, f"{name}'s job")
+    return name, job
+
+
+@needs(TRIGGERER_QUEUES, "triggerer queues (airflow triggerer --queues, [triggerer] queues_enabled; Airflow 3.2)")
+class TestTriggererQueueFailover:
+    """Sensors routed to queue team_a wait in the one triggerer of that queue; a second triggerer of the
+    queue starts, the first is killed (-9) and the second takes every sensor over. The two triggerers
+    started without --queues run on beside them and must never run one."""
+
+    @pytest.fixture(scope="class")
+    def queue_failover(self, cluster):
+        gates = {f"gate_{i:03d}" for i in range(QUEUE_GATES)}
+        timeout = RUN_TIMEOUT + 3 * QUEUE_GATES
+        cluster.add(QUEUE_WORKER)
+        unrouted = triggerer_jobs(cluster)
+        # Each triggerer of the queue starts alone, so the job that appears is its own.
+        first, first_job = add_triggerer(cluster, unrouted)
+        cluster.wait_for_dag("queue_failover_gates")
+        cluster.backfill("queue_failover_gates", FAILOVER_DAY, FAILOVER_DAY)
+        cluster.unpause("queue_failover_gates")
+        before = cluster.wait_until(
+            lambda: (t := queue_triggers(cluster)) and set(t) == gates and all(job for _, job in t.values()) and t,
+            timeout,
+            f"{QUEUE_GATES} routed sensors deferred and assigned",
+        )
+        cluster.wait_until(lambda: started_by(cluster, first_job) >= gates, timeout, f"{first} to start every sensor")
+        _, standby_job = add_triggerer(cluster, unrouted | {first_job})
+        killed_at = metadata(cluster, "SELECT now()")[0][0]
+        cluster.kill(first)
+
+        def taken_over():
+            held = queue_triggers(cluster)
+            starts = trigger_starts(cluster)
+            moved = all(job not in (None, first_job) and (task, job) in starts for task, (_, job) in held.items())
+            return held if set(held) == gates and moved else None
+
+        after = cluster.wait_until(taken_over, timeout, f"the sensors of {first} to move")
+        (last_beat,) = metadata(cluster, "SELECT latest_heartbeat FROM job WHERE id = :id", id=first_job)[0]
+        cluster.wait_for_dag("queue_failover_parent")
+        cluster.backfill("queue_failover_parent", FAILOVER_DAY, FAILOVER_DAY)
+        cluster.unpause("queue_failover_parent")
+        (run,) = cluster.wait_for_runs("queue_failover_gates", 1, timeout)
+        result = {
+            "gates": gates,
+            "before": before,
+            "after": after,
+            "jobs": (first_job, standby_job, unrouted),
+            "starts": trigger_starts(cluster),
+            "killed_at": killed_at,
+            "last_beat": last_beat,
+            "run": run,
+        }
+        write_queue_failover_report(result)
+        return result
+
+    def test_the_killed_triggerer_held_every_routed_gate_and_the_standby_of_its_queue_took_them_all(
+        self, queue_failover
+    ):
+        first_job, standby_job, _ = queue_failover["jobs"]
+        assert queue_failover["before"] == dict.fromkeys(queue_failover["gates"], (QUEUE, first_job))
+        assert queue_failover["after"] == dict.fromkeys(queue_failover["gates"], (QUEUE, standby_job))
+
+    def test_no_triggerer_started_without_the_queue_ever_ran_a_routed_gate(self, queue_failover):
+        first_job, standby_job, unrouted = queue_failover["jobs"]
+        ran = {(task_id, job) for task_id, job in queue_failover["starts"]}
+        assert ran == {(g, job) for g in queue_failover["gates"] for job in (first_job, standby_job)}, ran
+        assert unrouted and not unrouted & {first_job, standby_job}
+
+    def test_the_standby_starts_a_gate_only_once_the_killed_triggerers_heartbeat_is_stale(self, queue_failover):
+        _, standby_job, _ = queue_failover["jobs"]
+        stale = queue_failover["last_beat"] + dt.timedelta(seconds=float(HEALTH_CHECK_THRESHOLD))
+        late = {t: at for (t, job), at in queue_failover["starts"].items() if job == standby_job and at < stale}
+        assert not late, (stale, late)
+
+    def test_every_routed_gate_runs_on_a_worker_of_its_queue_and_is_released_once_on_its_first_try(
+        self, cluster, queue_failover
+    ):
+        run = queue_failover["run"]
+        assert run["state"] == "success"
+        tis = cluster.task_instances("queue_failover_gates", run["dag_run_id"])
+        assert {(ti["task_id"], ti["state"], ti["try_number"], ti["queue"]) for ti in tis} == {
+            (g, "success", 1, QUEUE) for g in queue_failover["gates"]
+        }
+        parent = cluster.task_instances(
+            "queue_failover_parent", cluster.runs("queue_failover_parent")[0]["dag_run_id"]
+        )[0]
+        decisions = all_decisions(cluster, dag_id="queue_failover_gates")
+        satisfied = Counter(d["task_id"] for d in decisions if d["result"] == "SATISFIED")
+        assert satisfied == dict.fromkeys(queue_failover["gates"], 1), satisfied
+        parent_done = dt.datetime.fromisoformat(parent["end_date"])
+        assert all(
+            dt.datetime.fromisoformat(d["decided_at"]) >= parent_done for d in decisions if d["result"] == "SATISFIED"
+        )
+
+
+def write_queue_failover_report(result: dict) -> None:
+    """For `make failover`: how long after the kill the standby started the sensors, next to the report
+    of the unrouted scenario."""
+    if not FAILOVER_REPORT:
+        return
+    _, standby_job, _ = result["jobs"]
+    starts = [at for (_, job), at in result["starts"].items() if job == standby_job]
+    report = {
+        "gates": len(result["gates"]),
+        "heartbeat_to_kill_seconds": round((result["killed_at"] - result["last_beat"]).total_seconds(), 1),
+        "kill_to_first_start_seconds": round((min(starts) - result["killed_at"]).total_seconds(), 1),
+        "kill_to_last_start_seconds": round((max(starts) - result["killed_at"]).total_seconds(), 1),
+    }
+    path = Path(FAILOVER_REPORT).with_name("queue-failover.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
 
 
 def queue_rows(cluster, since: dt.datetime) -> list[dict]:

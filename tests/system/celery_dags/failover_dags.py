@@ -1,5 +1,6 @@
-"""DAGs of the Celery failover tests: many sensors waiting on one parent, and a second queue worker with a
-short grace that competes with the example's for the field_ops environment."""
+"""DAGs of the Celery failover tests: many sensors waiting on one parent, the same routed to one triggerer
+queue, and a second queue worker with a short grace that competes with the example's for the field_ops
+environment."""
 
 from __future__ import annotations
 
@@ -15,31 +16,48 @@ from airflow_leastaction.timetables import IntervalCronTimetable
 START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 DAILY = IntervalCronTimetable("0 0 * * *", timezone="UTC")
 GATES = int(os.environ.get("LEASTACTION_FAILOVER_GATES", "24"))
+# Sensors of the triggerer-queue failover test, all in queue team_a: each starts on a worker of that queue
+# and defers to a triggerer serving it.
+QUEUE = "team_a"
+QUEUE_GATES = int(os.environ.get("LEASTACTION_QUEUE_FAILOVER_GATES", "8"))
 # The worker-crash test holds the second drain's dbt processes at start-up (hold_dbt/sitecustomize.py)
 # while it kills the worker running the batch.
 DBT_HOOKS = os.environ.get("LEASTACTION_TEST_DBT_HOOKS")
 
-with DAG("failover_parent", schedule=DAILY, start_date=START, catchup=False, tags=["leastaction", "failover"]):
 
-    @task
-    def load():
-        return "loaded"
+def parent_and_sensors(parent_id: str, sensors_id: str, count: int, prefix: str, **sensor_kwargs) -> tuple[DAG, DAG]:
+    """A daily parent DAG with one task, ``load``, and a DAG of ``count`` sensors waiting on it."""
+    with DAG(parent_id, schedule=DAILY, start_date=START, catchup=False, tags=["leastaction", "failover"]) as parent:
 
-    load()
+        @task
+        def load():
+            return "loaded"
+
+        load()
+
+    with DAG(
+        sensors_id,
+        schedule=DAILY,
+        start_date=START,
+        catchup=False,
+        max_active_tasks=count,
+        tags=["leastaction", "failover"],
+    ) as sensors:
+        for i in range(count):
+            ParentIntervalSensor(
+                task_id=f"{prefix}_{i:03d}",
+                parents=[airflow_task(parent_id, "load")],
+                poke_interval=2,
+                timeout=3600,
+                **sensor_kwargs,
+            )
+    return parent, sensors
 
 
-with DAG(
-    "failover_gates",
-    schedule=DAILY,
-    start_date=START,
-    catchup=False,
-    max_active_tasks=GATES,
-    tags=["leastaction", "failover"],
-):
-    for i in range(GATES):
-        ParentIntervalSensor(
-            task_id=f"wait_{i:03d}", parents=[airflow_task("failover_parent", "load")], poke_interval=2, timeout=3600
-        )
+failover_parent, failover_gates = parent_and_sensors("failover_parent", "failover_gates", GATES, "wait")
+queue_failover_parent, queue_failover_gates = parent_and_sensors(
+    "queue_failover_parent", "queue_failover_gates", QUEUE_GATES, "gate", trigger_queue=QUEUE
+)
 
 
 with DAG(
