@@ -4,6 +4,7 @@ the layouts, per process, the goals, and the estimate for a larger deployment.""
 from __future__ import annotations
 
 from bench.markdown import ReportError, _table
+from bench.trigger_layouts import LAYOUTS
 from bench.trigger_route_figures import (
     ONE_CORE_GOAL_S,
     RATIO_GOAL,
@@ -28,7 +29,8 @@ def trigger_routes(doc: dict, part: str | None) -> list[str]:
 def _layouts(doc: dict) -> list[str]:
     i, layouts = doc["inputs"], doc["layouts"]
     rows = []
-    for name, lay in layouts.items():
+    for name in LAYOUTS:
+        lay = layouts[name]
         w = lay["watched_parents"]
         share = lay.get("all_parents_in_own_queue", lay.get("all_parents_in_own_team"))
         rows.append([name, f"{min(w):,} to {max(w):,}", "n/a" if share is None else f"{share:.0%}"])
@@ -61,7 +63,7 @@ def _per_process(doc: dict) -> list[str]:
     header = "release|layout|process|gates in it|released|rows read|parents judged|CPU s|median (s)|p99 (s)"
     return [
         "(a): per release (every parent in one transaction). (b): per 1,000 parents completed (one minute);"
-        " latencies of the gates released in the window.",
+        " latencies of the gates released in the window. Processes numbered in the order they reported.",
         "",
         *_table(header.split("|"), ["---", "---", "---:"] + ["---:"] * 7, rows),
     ]
@@ -104,7 +106,9 @@ def _estimate(doc: dict) -> list[str]:
         f" releases), {c['rows_per_judged_parent']:.2f} rows read per judged parent at"
         f" {c['statement_s_per_row'] * 1e6:,.0f} µs of statement time each, and an idle tick of"
         f" {c['idle_cpu_ms_per_tick']:.1f} ms CPU and {c['idle_statements_per_tick']:.0f} statement of"
-        f" {c['idle_statement_ms_per_tick']:.2f} ms per triggerer."
+        f" {c['idle_statement_ms_per_tick']:.2f} ms per triggerer; a tick while parents complete steadily costs"
+        f" {c['steady_cpu_ms_per_tick']:.1f} ms CPU beyond its releases. {e['all_parents_in_own_queue']:.0%} of"
+        " the gates have every parent in the queue they are routed to."
     )
     rows = []
     fields = (
@@ -118,7 +122,7 @@ def _estimate(doc: dict) -> list[str]:
         ("steady_triggerer_parents_per_min", "steady (b): parents judged per minute, busiest triggerer", "{:,.0f}"),
         ("steady_triggerer_cpu_s_per_min", "steady (b): CPU per minute, busiest triggerer (s)", "{:,.2f}"),
     )
-    layouts = [name for name in e if isinstance(e[name], dict)]
+    layouts = list(LAYOUTS)
     for key, label, fmt in fields:
         rows.append([label, *(fmt.format(e[name][key]) for name in layouts)])
     return [head, "", *_table(["per", *layouts], ["---", *("---:" for _ in layouts)], rows)]

@@ -96,12 +96,13 @@ def place(gates: Gates, processes: int, layout: str) -> list[int]:
     return [index[choose_queue([gates.parents[i] for i in gate], names)] for gate in gates.gates]
 
 
-def own_queue_share(gates: Gates, processes: int) -> float:
-    """The share of gates whose parents all hash to the queue the gate is routed to."""
+def own_queue_share(gates: Gates, processes: int, placed: list[int] | None = None) -> float:
+    """The share of gates whose parents all hash to the queue the gate is routed to (``placed``: the routed
+    placement, if already made)."""
     from airflow_leastaction.gating.trigger_queues import queue_of
 
     names = queues(processes)
-    placed = place(gates, processes, "routed")
+    placed = placed if placed is not None else place(gates, processes, "routed")
     home = [queue_of(p, names) for p in gates.parents]
     inside = sum(all(home[i] == names[n] for i in gate) for gate, n in zip(gates.gates, placed, strict=True))
     return inside / len(gates.gates)

@@ -76,7 +76,7 @@ def fit_costs(points: list[tuple[float, float, float]]) -> dict:
 def costs(doc: dict) -> dict:
     """The measured unit costs: CPU per released gate and per judged parent (one-transaction releases),
     catalog statement time per row read, a triggerer's idle tick."""
-    points, rows, seconds, idle = [], 0, 0.0, []
+    points, rows, seconds, idle, steady = [], 0, 0.0, [], []
     for result in doc["runs"]:
         for fig, raw in zip(layout_figures(result), result["processes"], strict=True):
             idle.append(fig)
@@ -84,10 +84,13 @@ def costs(doc: dict) -> dict:
                 points.append((fig["released"], fig["parents_judged"], fig["cpu_s"]))
                 rows += raw["rows"]
                 seconds += raw["statement_s"]
+            else:
+                steady.append(raw)
     fitted = fit_costs(points)
     judged = sum(p for _, p, _ in points)
     return {
         **fitted,
+        "steady_cpu_ms_per_tick": steady_tick_ms(steady, fitted, doc["poll_interval_s"]) if steady else None,
         "statement_s_per_row": seconds / rows if rows else 0.0,
         "rows_per_judged_parent": rows / judged if judged else 0.0,
         "idle_cpu_ms_per_tick": statistics.median(f["idle_cpu_ms_per_tick"] for f in idle),
@@ -96,12 +99,27 @@ def costs(doc: dict) -> dict:
     }
 
 
+def steady_tick_ms(runs: list[dict], fitted: dict, poll_interval_s: float) -> float:
+    """CPU ms per tick of a triggerer while parents complete steadily, beyond its releases and judged
+    parents (the tick's statements and bookkeeping): the median over ``runs`` (raw steady processes)."""
+    return statistics.median(
+        1000
+        * (
+            r["cpu_s"]
+            - fitted["cpu_s_per_gate"] * len(r["release_s"])
+            - fitted["cpu_s_per_parent"] * r["parents_judged"]
+        )
+        / (r["window_s"] / poll_interval_s)
+        for r in runs
+    )
+
+
 def estimate(unit: dict, structure: dict, poll_interval_s: float, rate_per_min: float) -> dict:
     """What ``structure["triggerers"]`` triggerers and the catalog spend per idle tick and per release, for
     each layout: ``structure[layout]`` is the busiest triggerer's gates and watched parents, and the
     parents watched in all triggerers together."""
     n = structure["triggerers"]
-    out = {"triggerers": n, "gates": structure["gates"], "parents": structure["parents"]}
+    out = {k: structure[k] for k in ("triggerers", "gates", "parents", "all_parents_in_own_queue") if k in structure}
     for layout in LAYOUTS:
         s = structure[layout]
         rows_one = s["watched_max"] * unit["rows_per_judged_parent"]
@@ -118,19 +136,23 @@ def estimate(unit: dict, structure: dict, poll_interval_s: float, rate_per_min: 
             "release_catalog_rows": rows_all,
             "release_catalog_s": rows_all * unit["statement_s_per_row"],
             "steady_triggerer_parents_per_min": rate_per_min * share,
-            "steady_triggerer_cpu_s_per_min": unit["cpu_s_per_parent"] * rate_per_min * share
+            "steady_triggerer_cpu_s_per_min": (unit["steady_cpu_ms_per_tick"] or 0.0) / 1000 * 60 / poll_interval_s
+            + unit["cpu_s_per_parent"] * rate_per_min * share
             + unit["cpu_s_per_gate"] * rate_per_min * s["gates_max"] / structure["parents"],
         }
     return out
 
 
 def structure_of(gates, processes: int) -> dict:
-    """The busiest process's gates and watched parents, and all processes' watched parents, per layout."""
-    from bench.trigger_layouts import place, watched
+    """The busiest process's gates and watched parents, and all processes' watched parents, per layout;
+    and the share of gates routed with every parent in their queue."""
+    from bench.trigger_layouts import own_queue_share, place, watched
 
     out = {"triggerers": processes, "gates": len(gates.gates), "parents": len(gates.parents)}
     for layout in LAYOUTS:
         placement = place(gates, processes, layout)
+        if layout == "routed":
+            out["all_parents_in_own_queue"] = own_queue_share(gates, processes, placement)
         counts = [0] * processes
         for n in placement:
             counts[n] += 1

@@ -21,7 +21,7 @@ from bench.trigger_layouts import (
     team_of,
     watched,
 )
-from bench.trigger_route_figures import estimate, fit_costs, per_process, percentile, ratios
+from bench.trigger_route_figures import estimate, fit_costs, per_process, percentile, ratios, steady_tick_ms
 
 
 def majority(parents, names) -> str:
@@ -154,6 +154,7 @@ UNIT = {
     "idle_cpu_ms_per_tick": 3.0,
     "idle_statements_per_tick": 1.0,
     "idle_statement_ms_per_tick": 0.5,
+    "steady_cpu_ms_per_tick": 10.0,
 }
 
 
@@ -177,7 +178,18 @@ def test_the_estimate_is_the_measured_unit_costs_times_the_deployments_counts():
     assert e["release_catalog_rows"] == 400000
     assert e["release_catalog_s"] == pytest.approx(4.0)
     assert e["steady_triggerer_parents_per_min"] == pytest.approx(50.0)  # 1000 * 10000 / 200000
-    assert e["steady_triggerer_cpu_s_per_min"] == pytest.approx(50 * 1e-4 + 1000 * 30000 / 200000 * 2e-5)
+    # 30 ticks a minute at 10 ms, 50 parents judged, 150 gates released (1,000 parents of 200,000, 30,000 gates)
+    assert e["steady_triggerer_cpu_s_per_min"] == pytest.approx(0.3 + 50 * 1e-4 + 150 * 2e-5)
+
+
+def test_a_steady_ticks_cost_is_its_cpu_beyond_releases_and_judged_parents_per_tick():
+    fitted = {"cpu_s_per_gate": 1e-3, "cpu_s_per_parent": 1e-2}
+    runs = [
+        dict(run(judged=100, cpu=3.0, release=[0.1] * 500), window_s=60.0),  # 3.0 - 0.5 - 1.0 = 1.5 s in 60 ticks
+        dict(run(judged=0, cpu=1.0, release=[]), window_s=30.0),  # 1.0 s in 30 ticks
+        dict(run(judged=0, cpu=4.0, release=[]), window_s=40.0),  # 4.0 s in 40 ticks
+    ]
+    assert steady_tick_ms(runs, fitted, poll_interval_s=1.0) == pytest.approx(1000 / 30)
 
 
 def test_the_goals_table_says_which_goal_is_met():
