@@ -27,6 +27,8 @@ BENCHMARKS: dict[str, list[str]] = {
         "--processes",
         "4",
     ],
+    # 100,000 gates over 4 triggerers: spread whatever they wait on, routed by parents' queues, by team.
+    "bench_trigger_routes": ["--k", "100000", "--processes", "4"],
     # Run-condition gates waiting on their runs in one triggerer: one question per DAG per tick, or one per gate.
     "bench_run_states": ["--ks", "1000,10000", "--runs", "100", "--modes", "reads,shared,per_gate"],
     "bench_retention": [

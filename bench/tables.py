@@ -11,6 +11,7 @@ from bench.tables_expectations import expectations
 from bench.tables_gate import gate
 from bench.tables_migrations import migrations
 from bench.tables_run_states import run_states
+from bench.tables_trigger_routes import trigger_routes
 
 __all__ = ["RENDERERS", "ReportError"]
 
@@ -317,6 +318,7 @@ def ui_versions(doc: dict, part: str | None) -> list[str]:
 RENDERERS = {
     "compare_ui": ui_versions,
     "bench_triggers": triggers,
+    "bench_trigger_routes": trigger_routes,
     "bench_retention": retention,
     "bench_dbt_queue": dbt_queue,
     "bench_dbt_state": dbt_state,
