@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from airflow_leastaction.catalog.engine import is_outage, resolve_url, shown_url
+from airflow_leastaction.catalog.engine import is_outage, shown_url
 from airflow_leastaction.cli.arguments import CONN_ID_LENGTH, Name, give_every_option_a_kind
 from airflow_leastaction.exceptions import LeastActionError
 
@@ -135,7 +135,9 @@ def _describe(exc: Exception, args) -> str:
 
 def _catalog_shown(conn_id: str | None) -> str:
     try:
-        return shown_url(resolve_url(conn_id))
+        from airflow_leastaction.hooks.catalog import CatalogHook
+
+        return shown_url(CatalogHook(conn_id).get_url())
     except Exception:  # it was resolved once already; say which connection at least
         return f"(connection {conn_id or 'default'})"
 

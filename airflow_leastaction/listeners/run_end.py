@@ -17,7 +17,7 @@ from airflow.listeners import hookimpl
 
 from airflow_leastaction.airflow_seam.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
 from airflow_leastaction.catalog.outcomes import deliver
-from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.listeners.catalog import (
     dag_run_of,
     failed_state,
@@ -76,7 +76,7 @@ def _record_run_end(dag_run) -> list[TaskOutcome]:
     mapped = {o.task_id for o in final if o.map_index >= 0}
     names = {(o.task_id, o.map_index): airflow_task(dag_run.dag_id, o.task_id, map_index=o.map_index) for o in outcomes}
     try:
-        found = CatalogStore().slot_records((identity, slot) for identity in names.values())
+        found = catalog_store().slot_records((identity, slot) for identity in names.values())
         todo = outcomes_to_record(outcomes, {k: found.get((i, slot)) for k, i in names.items()}, dag_run.run_id, mapped)
     except Exception as exc:  # catalog down: spool what cannot clash with a worker's own report
         log.warning(

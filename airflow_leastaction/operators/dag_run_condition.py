@@ -7,9 +7,9 @@ from typing import Any
 from airflow_leastaction.airflow_seam.deadline_runs import warning_spec
 from airflow_leastaction.airflow_seam.schedule import task_timezone
 from airflow_leastaction.catalog.audit import RerunOnArrival
-from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import RunConditionError
 from airflow_leastaction.gating.admission import recorded_admission
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.operators.run_condition import RunConditionGate
 from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
@@ -59,7 +59,7 @@ class DagRunGate(RunConditionGate):
         return None if super().rerun_on_arrival() is None else RerunOnArrival(None)
 
     def execute(self, context) -> None:
-        store = CatalogStore(conn_id=self.catalog_conn_id)
+        store = catalog_store(self.catalog_conn_id)
         recorded = store.run_decisions(self.dag_id, self.task_id, context["run_id"])
         if recorded:
             return self._resume(context, recorded)

@@ -151,9 +151,9 @@ class NativeAdmission:
     def _settle(self, context, mode: GateMode) -> tuple[GateOutcome | None, Any]:
         from airflow_leastaction.airflow_seam.context import attempt_key
         from airflow_leastaction.airflow_seam.run_tasks import run_structure, task_states
-        from airflow_leastaction.catalog.store import CatalogStore
         from airflow_leastaction.gating.admission import settle
         from airflow_leastaction.gating.engine import decide
+        from airflow_leastaction.hooks.catalog import catalog_store
         from airflow_leastaction.intervals.run_slot import noted
         from airflow_leastaction.operators.run_condition import _judged_at
         from airflow_leastaction.refs import airflow_task
@@ -162,7 +162,7 @@ class NativeAdmission:
         ti = context["ti"]
         dag_id, run_id = ti.dag_id, ti.run_id
         key = attempt_key(context, dag_id, self.spec.task_id)
-        store = CatalogStore(conn_id=self.catalog_conn_id)
+        store = catalog_store(self.catalog_conn_id)
         if store.decisions_for(key):
             # Airflow runs pre-execute again each time the attempt resumes (from a deferral, or a reschedule
             # of a sensor): the attempt was admitted when it started, and its decisions stand.

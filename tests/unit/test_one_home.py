@@ -80,6 +80,13 @@ RULES: dict[str, tuple[set[str], Callable, Callable[[str], bool]]] = {
     "the batch statuses": ({"dbt/schema.py"}, _strings, lambda s: s == "abandoned"),
     "the run-outcome task id": ({"run_conditions/run_outcome.py"}, _strings, lambda s: s == "leastaction_run_outcome"),
     "on_late_arrival rerun": ({"gating/fallback.py"}, _compared, lambda s: s == "rerun"),
+    "building the catalog's engine or store": (
+        {"hooks/catalog.py"},
+        _code,
+        lambda s: bool(
+            re.search(r"(?<![.\w])(?:get_engine|resolve_url)\(|\b(?:CatalogStore|QueueStore)\((?:conn_id=|\))", s)
+        ),
+    ),
     "a task's timezone": (
         {"airflow_seam/schedule.py"},
         _code,
@@ -97,7 +104,17 @@ SCOPE = {"the trigger statuses": ("triggers/", "sensors/", "operators/")}
 
 #: Modules that use a rule's words for something else: the deadline warning's own "warn" state, the UI's
 #: tone of each word it shows.
-ELSEWHERE = {"the gate mode": {"gating/deadline_warning.py", "www/present.py"}}
+#: The stores' own machinery, below the hook: the engine cache, the stores' documented ``conn_id=`` argument
+#: and ``prune_catalog`` (a function a maintenance task calls) resolve a connection themselves.
+ELSEWHERE = {
+    "the gate mode": {"gating/deadline_warning.py", "www/present.py"},
+    "building the catalog's engine or store": {
+        "catalog/engine.py",
+        "catalog/store.py",
+        "catalog/retention.py",
+        "dbt/queue_store.py",
+    },
+}
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))
@@ -117,6 +134,7 @@ def test_a_rule_is_written_only_in_its_home(rule):
 #: The rules whose home holds the tell-tale form itself (the others hold a function that is called).
 WRITTEN_IN_HOME = [
     "the batch statuses",
+    "building the catalog's engine or store",
     "the gate mode",
     "the gate-id rule",
     "the run-outcome task id",
