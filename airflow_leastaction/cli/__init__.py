@@ -73,13 +73,9 @@ def _logs_to_stderr() -> Iterator[None]:
     # Airflow sets its log handlers up on first import, on whatever stdout is then.
     stdout, sys.stdout = sys.stdout, sys.stderr
     try:
-        import airflow.configuration
-        import airflow.settings  # noqa: F401
-        import structlog
+        from airflow_leastaction.version_compat import structlog_logger_factory
 
-        factory = structlog.get_config().get("logger_factory")
-    except ImportError:  # pragma: no cover - Airflow is a hard dependency
-        factory = None
+        factory = structlog_logger_factory()
     finally:
         sys.stdout = stdout
     # Airflow's structured loggers that are not told where to write use the sys.stdout of the moment each

@@ -28,6 +28,7 @@ from airflow_leastaction.listeners.catalog import (
 )
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.states import NOT_STARTED_STATES, UNFINISHED_STATES
+from airflow_leastaction.version_compat import supervisor_task_states, supervisor_ti_count
 
 log = logging.getLogger(__name__)
 
@@ -124,13 +125,11 @@ def record_mapped_whole(ti, state: str) -> None:
     if map_index is None or map_index < 0:
         return
     try:
-        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
         where = {"dag_id": ti.dag_id, "task_ids": [ti.task_id], "run_ids": [ti.run_id]}
         # Count first, so a task of n map indexes reads every state only at its last ones, not n times n.
-        if RuntimeTaskInstance.get_ti_count(**where, states=_UNFINISHED_QUERY) > 1:
+        if supervisor_ti_count(**where, states=_UNFINISHED_QUERY) > 1:
             return
-        states = RuntimeTaskInstance.get_task_states(**where)
+        states = supervisor_task_states(**where)
     except Exception:  # not in a task runner (a state set in the UI): the run's end records it
         return
     prefix = f"{ti.task_id}_"

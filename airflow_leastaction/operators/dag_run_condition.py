@@ -14,7 +14,7 @@ from airflow_leastaction.operators.run_condition import RunConditionGate
 from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
 from airflow_leastaction.run_conditions.run_outcome import RUN_OUTCOME_TASK_ID
-from airflow_leastaction.version_compat import AirflowSkipException
+from airflow_leastaction.version_compat import AirflowSkipException, skip_downstream_tasks
 
 
 class DagRunGate(RunConditionGate):
@@ -106,9 +106,6 @@ class DagRunGate(RunConditionGate):
 
     def _skip_run(self) -> None:
         """Skip every task downstream of the gate, whatever its trigger rule: no task of the run starts."""
-        from airflow.sdk.execution_time.comms import SkipDownstreamTasks
-        from airflow.sdk.execution_time.task_runner import SUPERVISOR_COMMS
-
         downstream = sorted(self.get_flat_relative_ids(upstream=False))
         if downstream:
-            SUPERVISOR_COMMS.send(SkipDownstreamTasks(tasks=downstream))
+            skip_downstream_tasks(downstream)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from airflow_leastaction.exceptions import ConfigurationError
@@ -203,10 +204,12 @@ def make_native(dag, operator, spec: GateSpec, *, run_gate: bool, options: dict[
     for dep in spec.in_run:
         dag.get_task(dep.upstream) >> operator
     setattr(operator, SPEC_ATTRIBUTE, spec)
-    operator._pre_execute_hook = NativeAdmission(
-        spec,
-        options.get("catalog_conn_id"),
-        resolve_poll_interval(options.get("poll_interval")),
-        operator._pre_execute_hook,
+    from airflow_leastaction.version_compat import chain_pre_execute
+
+    chain_pre_execute(
+        operator,
+        partial(
+            NativeAdmission, spec, options.get("catalog_conn_id"), resolve_poll_interval(options.get("poll_interval"))
+        ),
     )
     return rule
