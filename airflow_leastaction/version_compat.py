@@ -36,6 +36,19 @@ __all__ = [
     "latest_serialized_dags",
     "say_once",
     "starts_in_triggerer",
+    "aconnection_from_supervisor",
+    "ask_supervisor_task_states",
+    "chain_pre_execute",
+    "connection_from_supervisor",
+    "in_process_supervisor",
+    "is_execution_api_backend",
+    "loaded_secrets_backends",
+    "serialized_partition_mapper",
+    "skip_downstream_tasks",
+    "structlog_logger_factory",
+    "supervisor_comms",
+    "supervisor_task_states",
+    "supervisor_ti_count",
 ]
 
 log = logging.getLogger(__name__)
@@ -219,3 +232,146 @@ def starts_in_triggerer(requested: bool, queue: str | None = None) -> bool:
         )
         return False
     return requested
+
+
+# -- Airflow's internals ------------------------------------------------------------------------------------
+# What the provider reaches below Airflow's public interfaces: the task runner's channel to its supervisor,
+# its task instance's class methods, the serialization encoders, structlog's logger factory, the private
+# attributes it sets or reads. Each has one function here, so a change in a minor is mended in one place.
+
+
+def supervisor_comms():
+    """The task runner's channel to its supervisor (``SUPERVISOR_COMMS``), or None outside a task and a
+    triggerer."""
+    from airflow.sdk.execution_time import task_runner
+
+    return getattr(task_runner, "SUPERVISOR_COMMS", None)
+
+
+def in_process_supervisor() -> bool:
+    """Whether this process's supervisor is ``dag.test()``'s own, which runs a trigger inline."""
+    return type(supervisor_comms()).__name__ == "InProcessSupervisorComms"
+
+
+def _send(message):
+    comms = supervisor_comms()
+    if comms is None:
+        raise RuntimeError("no supervisor to ask (not in a task or a triggerer)")
+    return comms.send(message)
+
+
+def skip_downstream_tasks(task_ids: list[str]) -> None:
+    """Ask the supervisor to skip ``task_ids`` of the running task's run."""
+    from airflow.sdk.execution_time.comms import SkipDownstreamTasks
+
+    _send(SkipDownstreamTasks(tasks=task_ids))
+
+
+def supervisor_task_states(**where) -> dict[str, dict]:
+    """The task states the supervisor tells (``RuntimeTaskInstance.get_task_states``): by run id, by task."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    return RuntimeTaskInstance.get_task_states(**where)
+
+
+def supervisor_ti_count(**where) -> int:
+    """How many task instances match ``where`` (``RuntimeTaskInstance.get_ti_count``)."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    return RuntimeTaskInstance.get_ti_count(**where)
+
+
+async def ask_supervisor_task_states(dag_id: str, run_ids: list[str]) -> dict[str, dict]:
+    """The states of every task of ``run_ids``, by run: one ``GetTaskStates`` message, sent with the comms'
+    own ``asend`` (a comms without one: in a thread). Raises RuntimeError unless Airflow answers with them."""
+    from airflow.sdk.execution_time.comms import GetTaskStates, TaskStatesResult
+    from asgiref.sync import sync_to_async
+
+    comms = supervisor_comms()
+    if comms is None:
+        raise RuntimeError("no supervisor to ask (not in a task or a triggerer)")
+    question = GetTaskStates(dag_id=dag_id, run_ids=list(run_ids))
+    asend = getattr(comms, "asend", None)
+    answer = await asend(question) if asend is not None else await sync_to_async(comms.send)(question)
+    if not isinstance(answer, TaskStatesResult):
+        raise RuntimeError(f"Airflow answered {type(answer).__name__}, not the task states")
+    return answer.task_states
+
+
+def loaded_secrets_backends() -> list:
+    """The secrets backends Airflow asks in this process, in its order, the configured custom backends
+    (``[secrets] backend``, ``[workers] secrets_backend``) it may not ask here appended, each building the
+    Task SDK's connections."""
+    from airflow.sdk.definitions.connection import Connection
+    from airflow.sdk.execution_time.supervisor import ensure_secrets_backend_loaded
+
+    backends = list(ensure_secrets_backend_loaded())
+    kinds = {type(b) for b in backends}
+    for worker_mode in (False, True):
+        custom = custom_secrets_backend(worker_mode)
+        if custom is not None and type(custom) not in kinds:
+            custom._set_connection_class(Connection)
+            backends.append(custom)
+            kinds.add(type(custom))
+    return backends
+
+
+def is_execution_api_backend(backend) -> bool:
+    """Whether ``backend`` is the worker's Execution API backend (it asks the supervisor)."""
+    return type(backend).__name__ == "ExecutionAPISecretsBackend"
+
+
+def connection_from_supervisor(conn_id: str):
+    """``conn_id`` as the supervisor tells it, or None when it is not defined (:func:`_connection_answer`)."""
+    from airflow.sdk.execution_time.comms import GetConnection
+
+    return _connection_answer(_send(GetConnection(conn_id=conn_id)))
+
+
+async def aconnection_from_supervisor(conn_id: str):
+    """:func:`connection_from_supervisor` from an event loop."""
+    from airflow.sdk.execution_time.comms import GetConnection
+
+    comms = supervisor_comms()
+    if comms is None:
+        raise RuntimeError("no supervisor to ask (not in a task or a triggerer)")
+    return _connection_answer(await comms.asend(GetConnection(conn_id=conn_id)))
+
+
+def _connection_answer(msg):
+    """The Execution API's answer: a 404 is an absence, any other error a failed look-up."""
+    from airflow.sdk.exceptions import ErrorType
+    from airflow.sdk.execution_time.comms import ErrorResponse
+    from airflow.sdk.execution_time.context import _process_connection_result_conn
+
+    if isinstance(msg, ErrorResponse):
+        if msg.error == ErrorType.CONNECTION_NOT_FOUND:
+            return None
+        raise RuntimeError(f"the execution API answered {msg.error.value} ({msg.detail})")
+    return _process_connection_result_conn(msg) if msg is not None else None
+
+
+def serialized_partition_mapper(mapper):
+    """``mapper`` after the round trip through Airflow's serialization the scheduler reads it from."""
+    from airflow.serialization.decoders import decode_partition_mapper
+    from airflow.serialization.encoders import encode_partition_mapper
+
+    return decode_partition_mapper(encode_partition_mapper(mapper))
+
+
+def structlog_logger_factory():
+    """The logger factory of Airflow's structured loggers (structlog's configured ``logger_factory``), once
+    Airflow set its logging up (importing its settings does), or None."""
+    try:
+        import airflow.configuration
+        import airflow.settings  # noqa: F401
+        import structlog
+    except ImportError:  # pragma: no cover - Airflow is a hard dependency
+        return None
+    return structlog.get_config().get("logger_factory")
+
+
+def chain_pre_execute(operator, make_hook) -> None:
+    """Run ``make_hook(previous)`` as ``operator``'s pre-execute hook, where ``previous`` is the hook it had
+    (Airflow's private ``_pre_execute_hook``, which its task runner calls before ``execute``)."""
+    operator._pre_execute_hook = make_hook(operator._pre_execute_hook)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from airflow_leastaction.airflow_seam.deadline_alerts import call_async, call_sync
@@ -26,7 +27,7 @@ from airflow_leastaction.catalog.deadline_warnings import (
     record_callback,
     warning_state,
 )
-from airflow_leastaction.catalog.engine import get_engine, is_outage
+from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
 from airflow_leastaction.gating.deadline_warning import (
     CLEAR,
@@ -204,13 +205,15 @@ def warn_sync(watch: DeadlineWatch, store: CatalogStore, now: dt.datetime, logge
         _record(store, watch, _called_sync(watch, notice, logger), logger)
 
 
-async def warn_async(watch: DeadlineWatch, url: str, now: dt.datetime, logger=log, changed: bool = True) -> None:
-    """A look from a trigger's wait loop: the catalog off the event loop, an async callback awaited, a
-    sync one in a thread."""
+async def warn_async(
+    watch: DeadlineWatch, open_store: Callable[[], CatalogStore], now: dt.datetime, logger=log, changed: bool = True
+) -> None:
+    """A look from a trigger's wait loop: the catalog off the event loop (the store ``open_store`` builds, in
+    a thread: the trigger's own, through the catalog hook), an async callback awaited, a sync one in a thread."""
     if not watch.take_turn(now, changed):
         return
     try:
-        store = CatalogStore(await asyncio.to_thread(get_engine, url))
+        store = await asyncio.to_thread(open_store)
     except Exception as exc:
         _unread(watch, exc, logger)
         return

@@ -17,6 +17,12 @@ from collections.abc import Sequence
 from asgiref.sync import sync_to_async
 
 from airflow_leastaction.exceptions import RunStatesUnreadableError
+from airflow_leastaction.version_compat import (
+    ask_supervisor_task_states,
+    in_process_supervisor,
+    supervisor_comms,
+    supervisor_task_states,
+)
 
 #: The task types (class names) of the tasks that wait on others of their run and start nothing by
 #: themselves: the gates and the run-outcome task. Subclasses add theirs when they are defined; the names
@@ -49,10 +55,8 @@ QUESTIONS = QuestionCount()
 
 def task_states(dag_id: str, run_id: str) -> dict[str, str | None]:
     """Airflow state of every task of one run, read through the supervisor (no ORM on a worker)."""
-    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
     QUESTIONS.asked(dag_id, (run_id,))
-    states = RuntimeTaskInstance.get_task_states(dag_id=dag_id, run_ids=[run_id])
+    states = supervisor_task_states(dag_id=dag_id, run_ids=[run_id])
     return {k: (str(v) if v is not None else None) for k, v in (states.get(run_id) or {}).items()}
 
 
@@ -64,24 +68,16 @@ async def ask_task_states(dag_id: str, run_ids: Sequence[str]) -> dict[str, dict
     (it has none: every waiting gate is a task of its run). Raises :class:`RunStatesUnreadableError` when
     Airflow gives no answer (the supervisor's error, a lost connection, anything but its task states).
     """
-    from airflow.sdk.execution_time import task_runner
-    from airflow.sdk.execution_time.comms import GetTaskStates, TaskStatesResult
-
-    comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
-    question = GetTaskStates(dag_id=dag_id, run_ids=list(run_ids))
     try:
-        if comms is None:
+        if supervisor_comms() is None:
             raise RuntimeError("no supervisor to ask (not in a task or a triggerer)")
         QUESTIONS.asked(dag_id, run_ids)
-        asend = getattr(comms, "asend", None)
-        answer = await asend(question) if asend is not None else await sync_to_async(comms.send)(question)
-        if not isinstance(answer, TaskStatesResult):
-            raise RuntimeError(f"Airflow answered {type(answer).__name__}, not the task states")
+        answer = await ask_supervisor_task_states(dag_id, list(run_ids))
     except Exception as exc:
         raise RunStatesUnreadableError(f"Airflow cannot tell the task states of DAG {dag_id}: {exc}") from exc
     return {
         run_id: {task: (str(state) if state is not None else None) for task, state in (states or {}).items()}
-        for run_id, states in answer.task_states.items()
+        for run_id, states in answer.items()
     }
 
 
@@ -93,9 +89,7 @@ async def run_states(dag_id: str, run_id: str) -> dict[str, str | None]:
 def triggers_run_inline() -> bool:
     """True under ``dag.test()``: its in-process supervisor runs a trigger inline, blocking every other
     task of the run, so a task waiting on its own run must wait by rescheduling there instead."""
-    from airflow.sdk.execution_time import task_runner
-
-    return type(getattr(task_runner, "SUPERVISOR_COMMS", None)).__name__ == "InProcessSupervisorComms"
+    return in_process_supervisor()
 
 
 def run_structure(dag) -> tuple[dict[str, list[str]], list[str]]:

@@ -26,7 +26,7 @@ from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.instants import parse_iso_instant
 from airflow_leastaction.intervals.slots import resolve_timezone
 from airflow_leastaction.triggers.catalog_asset import CatalogAssetTrigger
-from airflow_leastaction.version_compat import PARTITIONED_ASSETS
+from airflow_leastaction.version_compat import PARTITIONED_ASSETS, serialized_partition_mapper
 
 #: The key of the asset's extra that says which catalog task it publishes (read by the UI and listener).
 EXTRA_KEY = "leastaction"
@@ -278,12 +278,9 @@ def assets_of(condition):
 
 
 def _check_mapper(asset_name: str, identity: TaskIdentity, key_format: str, mapper) -> None:
-    from airflow.serialization.decoders import decode_partition_mapper
-    from airflow.serialization.encoders import encode_partition_mapper
-
     key = sample_key(key_format)
     try:
-        decode_partition_mapper(encode_partition_mapper(mapper)).to_downstream(key)
+        serialized_partition_mapper(mapper).to_downstream(key)
     except Exception as exc:
         raise UnreadablePartitionKeyError(
             asset_name, str(identity), key, key_format, describe(mapper), str(exc)

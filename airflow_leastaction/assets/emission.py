@@ -15,8 +15,8 @@ import logging
 from sqlalchemy import event, or_, select
 
 from airflow_leastaction.catalog.bridges import AssetBridges
-from airflow_leastaction.catalog.engine import get_engine
 from airflow_leastaction.crash_points import CrashPoint
+from airflow_leastaction.hooks.catalog import catalog_engine
 from airflow_leastaction.refs import deployment_project
 from airflow_leastaction.triggers.wire import CURSOR_KEY, Cursor
 from airflow_leastaction.version_compat import PARTITIONED_ASSETS, WATCHER_STATE_STORE, say_once
@@ -174,7 +174,7 @@ def _on_commit(session) -> None:
         return
     COMMITTED()
     try:
-        bridges = AssetBridges(get_engine())
+        bridges = AssetBridges(catalog_engine())
         for name, cursor, revision in advances:
             bridges.advance(deployment_project(), name, cursor, revision)
         CATALOG_CURSOR_MOVED()

@@ -22,10 +22,14 @@ from airflow_leastaction.exceptions import ConnectionLookupError
 def confirm_absent(conn_id: str):
     """None when no backend holds ``conn_id`` (each answered); the connection if one holds it after all;
     :class:`ConnectionLookupError` naming the backend when one fails."""
+    from airflow_leastaction.version_compat import connection_from_supervisor, is_execution_api_backend
+
     for backend in _backends(conn_id):
         try:
             conn = (
-                _ask_execution_api(conn_id) if _is_execution_api(backend) else backend.get_connection(conn_id=conn_id)
+                connection_from_supervisor(conn_id)
+                if is_execution_api_backend(backend)
+                else backend.get_connection(conn_id=conn_id)
             )
         except Exception as exc:
             raise ConnectionLookupError(conn_id, f"secrets backend {type(backend).__name__} failed: {exc}") from exc
@@ -50,56 +54,20 @@ def _backends(conn_id: str) -> list:
     """The backends Airflow asks in this process, then the configured custom backends it may not ask here
     (a worker's look-up goes through the API server, whose ``[secrets] backend`` it does not see)."""
     try:
-        from airflow.sdk.definitions.connection import Connection
-        from airflow.sdk.execution_time.supervisor import ensure_secrets_backend_loaded
+        from airflow_leastaction.version_compat import loaded_secrets_backends
 
-        from airflow_leastaction.version_compat import custom_secrets_backend
-
-        backends = list(ensure_secrets_backend_loaded())
-        kinds = {type(b) for b in backends}
-        for worker_mode in (False, True):
-            custom = custom_secrets_backend(worker_mode)
-            if custom is not None and type(custom) not in kinds:
-                custom._set_connection_class(Connection)
-                backends.append(custom)
-                kinds.add(type(custom))
+        return loaded_secrets_backends()
     except Exception as exc:  # a backend class that cannot be imported or built
         raise ConnectionLookupError(conn_id, f"the secrets backends cannot be loaded: {exc}") from exc
-    return backends
-
-
-def _is_execution_api(backend) -> bool:
-    return type(backend).__name__ == "ExecutionAPISecretsBackend"
-
-
-def _ask_execution_api(conn_id: str):
-    from airflow.sdk.execution_time import task_runner
-    from airflow.sdk.execution_time.comms import GetConnection
-
-    return _answer(conn_id, task_runner.SUPERVISOR_COMMS.send(GetConnection(conn_id=conn_id)))
 
 
 async def _aask(backend, conn_id: str):
-    if _is_execution_api(backend):
-        from airflow.sdk.execution_time import task_runner
-        from airflow.sdk.execution_time.comms import GetConnection
+    from airflow_leastaction.version_compat import aconnection_from_supervisor, is_execution_api_backend
 
-        return _answer(conn_id, await task_runner.SUPERVISOR_COMMS.asend(GetConnection(conn_id=conn_id)))
+    if is_execution_api_backend(backend):
+        return await aconnection_from_supervisor(conn_id)
     method = getattr(backend, "aget_connection", None)
     if method is None:
         return await asyncio.to_thread(backend.get_connection, conn_id=conn_id)
     answer = method(conn_id)
     return await answer if inspect.isawaitable(answer) else answer
-
-
-def _answer(conn_id: str, msg):
-    """The Execution API's answer: a 404 is an absence, any other error a failed look-up."""
-    from airflow.sdk.exceptions import ErrorType
-    from airflow.sdk.execution_time.comms import ErrorResponse
-    from airflow.sdk.execution_time.context import _process_connection_result_conn
-
-    if isinstance(msg, ErrorResponse):
-        if msg.error == ErrorType.CONNECTION_NOT_FOUND:
-            return None
-        raise RuntimeError(f"the execution API answered {msg.error.value} ({msg.detail})")
-    return _process_connection_result_conn(msg) if msg is not None else None

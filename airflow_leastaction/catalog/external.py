@@ -82,7 +82,10 @@ def report_completion(
             check_outcome(SlotEvent("success", parent, slot, slot, run_id=run_id))
         except UnappliableOutcomeError as exc:
             raise InvalidReportError(identity, f"parent {str(exc).rpartition(': ')[2]}") from None
-    store = store or CatalogStore(conn_id=conn_id)
+    if store is None:
+        from airflow_leastaction.hooks.catalog import catalog_store
+
+        store = catalog_store(conn_id)
     if parents:
         store.declare_parents(identity, meta, list(parents))
     outcome = store.report_completion(

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from airflow_leastaction.catalog.engine import is_outage, resolve_url, shown_url
+from airflow_leastaction.catalog.engine import is_outage, shown_url
 from airflow_leastaction.cli.arguments import CONN_ID_LENGTH, Name, give_every_option_a_kind
 from airflow_leastaction.exceptions import LeastActionError
 
@@ -73,13 +73,9 @@ def _logs_to_stderr() -> Iterator[None]:
     # Airflow sets its log handlers up on first import, on whatever stdout is then.
     stdout, sys.stdout = sys.stdout, sys.stderr
     try:
-        import airflow.configuration
-        import airflow.settings  # noqa: F401
-        import structlog
+        from airflow_leastaction.version_compat import structlog_logger_factory
 
-        factory = structlog.get_config().get("logger_factory")
-    except ImportError:  # pragma: no cover - Airflow is a hard dependency
-        factory = None
+        factory = structlog_logger_factory()
     finally:
         sys.stdout = stdout
     # Airflow's structured loggers that are not told where to write use the sys.stdout of the moment each
@@ -135,7 +131,9 @@ def _describe(exc: Exception, args) -> str:
 
 def _catalog_shown(conn_id: str | None) -> str:
     try:
-        return shown_url(resolve_url(conn_id))
+        from airflow_leastaction.hooks.catalog import CatalogHook
+
+        return shown_url(CatalogHook(conn_id).get_url())
     except Exception:  # it was resolved once already; say which connection at least
         return f"(connection {conn_id or 'default'})"
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from airflow_leastaction.catalog.engine import get_engine, reach, resolve_url
 from airflow_leastaction.catalog.external import report_completion
 from airflow_leastaction.catalog.outcomes import replay, spool_dir
 from airflow_leastaction.catalog.schema import task, task_run
 from airflow_leastaction.catalog.spool_check import QUARANTINE_PREFIX, quarantined
-from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.cli.arguments import Checked, Count, Directory, Identity, Name, Slot
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.slots import cron_granularity, normalize_cron, resolve_timezone
 from airflow_leastaction.reruns.late_arrival import sweep
@@ -121,9 +120,7 @@ def _report(args) -> int:
 
 
 def _show(args) -> int:
-    row = CatalogStore(conn_id=args.conn_id).get_task(
-        TaskIdentity(args.name, args.project, args.account, args.partition)
-    )
+    row = catalog_store(args.conn_id).get_task(TaskIdentity(args.name, args.project, args.account, args.partition))
     if row is None:
         print(f"{args.project}/{args.name}: not in the catalog")
         return 1
@@ -135,7 +132,7 @@ def _show(args) -> int:
 
 def _replay(args) -> int:
     directory = Path(args.spool_dir) if args.spool_dir else spool_dir()
-    store = CatalogStore(reach(get_engine(resolve_url(args.conn_id))))  # fails while the catalog is down, spool or not
+    store = catalog_store(args.conn_id, reachable=True)  # fails while the catalog is down, spool or not
     set_aside: list[str] = []
     applied = replay(store, directory, set_aside)
     print(f"replayed {applied} spooled outcome(s) from {directory}")
@@ -152,7 +149,7 @@ def _replay(args) -> int:
 
 
 def _rerun_late(args) -> int:
-    store = CatalogStore(reach(get_engine(resolve_url(args.conn_id))))  # fails while the catalog is down
+    store = catalog_store(args.conn_id, reachable=True)  # fails while the catalog is down
     lines = sweep(store, everything=True)
     for line in lines:
         print(line)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from airflow_leastaction.catalog.engine import get_engine, resolve_url, shown_url
+from airflow_leastaction.catalog.engine import shown_url
 from airflow_leastaction.catalog.migrate import current_revisions, head_revisions, upgrade
 from airflow_leastaction.catalog.retention import DEFAULT_BATCH_SIZE, prune_catalog
 from airflow_leastaction.cli.arguments import Checked, Count
 from airflow_leastaction.exceptions import InvalidRetentionCutoffError
+from airflow_leastaction.hooks.catalog import CatalogHook
 
 
 def register(sub) -> None:
@@ -40,15 +41,15 @@ def register(sub) -> None:
 
 
 def _upgrade(args) -> int:
-    url = resolve_url(args.conn_id)
-    engine = get_engine(url, migrate=False)
+    hook = CatalogHook(args.conn_id)
+    url, engine = hook.get_url(), hook.get_engine(migrate=False)
     upgrade(engine)
     print(f"catalog at {shown_url(url)} is at {', '.join(sorted(current_revisions(engine)))}")
     return 0
 
 
 def _current(args) -> int:
-    engine = get_engine(resolve_url(args.conn_id), migrate=False)
+    engine = CatalogHook(args.conn_id).get_engine(migrate=False)
     current, heads = current_revisions(engine), head_revisions()
     print(f"applied: {', '.join(sorted(current)) or 'none'}; latest: {', '.join(sorted(heads))}")
     return 0 if current == heads else 3

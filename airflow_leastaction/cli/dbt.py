@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 
-from airflow_leastaction.catalog.engine import get_engine, reach, resolve_url
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.cli.queue import project_args, source_task_arg, source_task_option
 from airflow_leastaction.dbt.manifest import ProjectGraph
 from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.exceptions import DbtCheckError
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.refs import deployment_project
 
 
@@ -34,7 +34,7 @@ def register(sub) -> None:
 
 def _check(args) -> int:
     # The catalog is checked before dbt is asked anything: an unreachable catalog fails the command first.
-    store = CatalogStore(reach(get_engine(resolve_url(args.conn_id))))
+    store = catalog_store(args.conn_id, reachable=True)
     runner = DbtRunner(args.project_dir, profiles_dir=args.profiles_dir, target=args.target)
     with runner.session() as session:
         graph = ProjectGraph(session.manifest(), runner.project_vars())

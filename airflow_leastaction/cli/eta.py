@@ -16,12 +16,12 @@ import datetime as dt
 import json
 
 from airflow_leastaction.catalog.schema import utcnow
-from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.cli.arguments import AirflowTaskName, AnyTask, Slot
 from airflow_leastaction.exceptions import InvalidArgumentError
 from airflow_leastaction.expectations.estimate import task_of_key
 from airflow_leastaction.expectations.reads import expectation_of, find_task, next_open_slot
 from airflow_leastaction.expectations.wording import expectation_json, expectation_line
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.intervals.slots import format_slot, resolve_timezone
 
 
@@ -41,7 +41,7 @@ def register(sub) -> None:
 
 
 def _eta(args) -> int:
-    store = CatalogStore(conn_id=args.conn_id)
+    store = catalog_store(args.conn_id)
     now = utcnow()
     if isinstance(args.task, AirflowTaskName):
         row = find_task(store, dag_id=args.task.dag_id, task_id=args.task.task_id)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import sys
 
-from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.cli.arguments import CONN_ID_LENGTH, Identity, Name, Slot
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.reruns.plan_reads import make_plan, published_revisions
 
 
@@ -37,7 +37,7 @@ def register(sub) -> None:
 
 
 def _plan(args) -> int:
-    plan = make_plan(CatalogStore(conn_id=args.conn_id), args.task, args.start, args.end)
+    plan = make_plan(catalog_store(args.conn_id), args.task, args.start, args.end)
     if args.json and not args.apply:
         print(json.dumps(plan.as_dict(), sort_keys=True))
         return 0
@@ -46,7 +46,7 @@ def _plan(args) -> int:
         from airflow_leastaction.airflow_seam.api import AirflowApi
         from airflow_leastaction.reruns.apply import apply_plan
 
-        store = CatalogStore(conn_id=args.conn_id)
+        store = catalog_store(args.conn_id)
         made = apply_plan(
             plan,
             AirflowApi.from_connection(args.api_conn_id),

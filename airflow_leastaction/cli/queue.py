@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import sys
 
-from airflow_leastaction.catalog.engine import get_engine, reach, resolve_url
 from airflow_leastaction.catalog.schema import task
 from airflow_leastaction.cli.arguments import Checked, Count, Directory, Instant, Name, Seconds, Text
 from airflow_leastaction.dbt.demand import submit
@@ -19,6 +18,7 @@ from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.dbt.schema import dbt_queue, dbt_request
 from airflow_leastaction.dbt.worker import QueueWorker
 from airflow_leastaction.exceptions import DbtPlanningError, DbtRequestError, InvalidArgumentError
+from airflow_leastaction.hooks.catalog import queue_store
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import deployment_project
 
@@ -166,7 +166,7 @@ def _runner(args) -> DbtRunner:
 
 def _store(args) -> QueueStore:
     # The queue is checked before dbt is asked anything: an unreachable catalog fails the command first.
-    return QueueStore(reach(get_engine(resolve_url(args.conn_id))))
+    return queue_store(args.conn_id, reachable=True)
 
 
 def _enqueue(args) -> int:

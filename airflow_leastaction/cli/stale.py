@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 from airflow_leastaction.catalog.schema import consumption
-from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.cli.arguments import Name
+from airflow_leastaction.hooks.catalog import catalog_store
 
 
 def register(sub) -> None:
@@ -26,7 +26,7 @@ def _iso(value) -> str | None:
 
 
 def _stale(args) -> int:
-    rows = CatalogStore(conn_id=args.conn_id).stale_consumers(args.dag_id)
+    rows = catalog_store(args.conn_id).stale_consumers(args.dag_id)
     if args.json:
         for r in rows:
             print(json.dumps({k: _iso(v) if hasattr(v, "isoformat") else v for k, v in r.items()}, sort_keys=True))

@@ -148,8 +148,8 @@ def awaits_own_run(deadline: dt.datetime, run_started: dt.datetime | None) -> bo
     """Whether a gate waits for the unfinished tasks of its own run rather than count them MISSING at its
     deadline: when the run started at or after the deadline (a backfill or catch-up of past slots, a clear
     of a past run). Such a run meets its deadline at once, and which of its tasks had finished when the
-    gate first looked would depend only on the order the scheduler ran them in. None (not known: a gate
-    deferred by an earlier release) keeps the rule for runs that started in time."""
+    gate first looked would depend only on the order the scheduler ran them in. None (not known) keeps the
+    rule for runs that started in time."""
     return run_started is not None and run_started >= deadline
 
 

@@ -1,13 +1,20 @@
-"""The catalog connection type and its hook."""
+"""The catalog connection type and its hook: how every task, trigger, listener and command reaches the catalog.
+
+The stores themselves are handed an engine; this module resolves the connection and builds the engine
+(cached per URL, migrated on first use) and the store on it, so that one place decides how a component
+reaches the catalog.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from airflow.sdk import BaseHook
+from sqlalchemy.engine import Engine
 
-from airflow_leastaction.catalog.engine import DEFAULT_CONN_ID, get_engine, resolve_url
+from airflow_leastaction.catalog.engine import DEFAULT_CONN_ID, get_engine, reach, resolve_url
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.dbt.queue_store import QueueStore
 
 
 class CatalogHook(BaseHook):
@@ -18,6 +25,7 @@ class CatalogHook(BaseHook):
     component's (:func:`~airflow_leastaction.catalog.engine.resolve_url`).
 
     :param catalog_conn_id: the connection id (default: ``[leastaction] catalog_conn_id``).
+    :param url: the catalog's URL, already resolved (a trigger is handed it): no connection is looked up.
     """
 
     conn_name_attr = "catalog_conn_id"
@@ -25,15 +33,26 @@ class CatalogHook(BaseHook):
     conn_type = "leastaction_catalog"
     hook_name = "LeastAction Catalog"
 
-    def __init__(self, catalog_conn_id: str | None = None, **kwargs):
+    def __init__(self, catalog_conn_id: str | None = None, *, url: str | None = None, **kwargs):
         super().__init__(**kwargs)
         self.catalog_conn_id = catalog_conn_id
+        self.url = url
 
     def get_url(self) -> str:
-        return resolve_url(self.catalog_conn_id)
+        return self.url or resolve_url(self.catalog_conn_id)
 
-    def get_store(self) -> CatalogStore:
-        return CatalogStore(get_engine(self.get_url()))
+    def get_engine(self, *, migrate: bool | None = None, reachable: bool = False) -> Engine:
+        """The catalog's engine. ``migrate`` as :func:`~airflow_leastaction.catalog.engine.get_engine` takes it
+        (False: the schema is left as it is, for the ``db`` commands);
+        ``reachable``: connect once first, so that a catalog that is down fails here."""
+        engine = get_engine(self.get_url(), migrate=migrate)
+        return reach(engine) if reachable else engine
+
+    def get_store(self, *, reachable: bool = False) -> CatalogStore:
+        return CatalogStore(self.get_engine(reachable=reachable))
+
+    def get_queue_store(self, *, reachable: bool = False) -> QueueStore:
+        return QueueStore(self.get_engine(reachable=reachable))
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
@@ -45,3 +64,26 @@ class CatalogHook(BaseHook):
                 "host": "catalog-db.internal",
             },
         }
+
+
+def catalog_store(conn_id: str | None = None, *, reachable: bool = False) -> CatalogStore:
+    """The catalog store of connection ``conn_id`` (default: ``[leastaction] catalog_conn_id``)."""
+    return CatalogHook(conn_id).get_store(reachable=reachable)
+
+
+def store_at(url: str) -> CatalogStore:
+    """The catalog store at ``url``, already resolved (engines are cached per URL; the first one may migrate:
+    call it off the event loop)."""
+    return CatalogHook(url=url).get_store()
+
+
+def catalog_engine(
+    conn_id: str | None = None, *, url: str | None = None, migrate: bool | None = None, reachable: bool = False
+) -> Engine:
+    """The catalog's engine, for the reads that are not the store's (asset bridges, the UI's reads)."""
+    return CatalogHook(conn_id, url=url).get_engine(migrate=migrate, reachable=reachable)
+
+
+def queue_store(conn_id: str | None = None, *, reachable: bool = False) -> QueueStore:
+    """The dbt queue's store on the catalog of connection ``conn_id``."""
+    return CatalogHook(conn_id).get_queue_store(reachable=reachable)

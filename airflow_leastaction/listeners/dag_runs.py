@@ -16,7 +16,8 @@ from airflow.listeners import hookimpl
 
 from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
-from airflow_leastaction.catalog.store import AttemptKey, CatalogStore
+from airflow_leastaction.catalog.store import AttemptKey
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.listeners.catalog import run_slot_of, run_type_of
 from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
@@ -61,7 +62,7 @@ def build_run_event(dag_run, state: str) -> SlotEvent | None:
             event.state = "skipped"
             return event
         try:
-            event.rows_written = CatalogStore().run_rows_written(dag_run.dag_id, dag_run.run_id)
+            event.rows_written = catalog_store().run_rows_written(dag_run.dag_id, dag_run.run_id)
         except Exception:  # the catalog is down: the success is spooled without its rows
             log.warning("leastaction: rows written by run %s of %s unknown", dag_run.run_id, dag_run.dag_id)
         event.consumer = AttemptKey(dag_run.dag_id, DAG_GATE_TASK_ID, dag_run.run_id, -1, attempt)

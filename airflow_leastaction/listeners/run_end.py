@@ -17,7 +17,7 @@ from airflow.listeners import hookimpl
 
 from airflow_leastaction.airflow_seam.run_end import TaskOutcome, mapped_task_state, outcomes_to_record, run_outcomes
 from airflow_leastaction.catalog.outcomes import deliver
-from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.listeners.catalog import (
     dag_run_of,
     failed_state,
@@ -28,6 +28,7 @@ from airflow_leastaction.listeners.catalog import (
 )
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.states import NOT_STARTED_STATES, UNFINISHED_STATES
+from airflow_leastaction.version_compat import supervisor_task_states, supervisor_ti_count
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def _record_run_end(dag_run) -> list[TaskOutcome]:
     mapped = {o.task_id for o in final if o.map_index >= 0}
     names = {(o.task_id, o.map_index): airflow_task(dag_run.dag_id, o.task_id, map_index=o.map_index) for o in outcomes}
     try:
-        found = CatalogStore().slot_records((identity, slot) for identity in names.values())
+        found = catalog_store().slot_records((identity, slot) for identity in names.values())
         todo = outcomes_to_record(outcomes, {k: found.get((i, slot)) for k, i in names.items()}, dag_run.run_id, mapped)
     except Exception as exc:  # catalog down: spool what cannot clash with a worker's own report
         log.warning(
@@ -124,13 +125,11 @@ def record_mapped_whole(ti, state: str) -> None:
     if map_index is None or map_index < 0:
         return
     try:
-        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
         where = {"dag_id": ti.dag_id, "task_ids": [ti.task_id], "run_ids": [ti.run_id]}
         # Count first, so a task of n map indexes reads every state only at its last ones, not n times n.
-        if RuntimeTaskInstance.get_ti_count(**where, states=_UNFINISHED_QUERY) > 1:
+        if supervisor_ti_count(**where, states=_UNFINISHED_QUERY) > 1:
             return
-        states = RuntimeTaskInstance.get_task_states(**where)
+        states = supervisor_task_states(**where)
     except Exception:  # not in a task runner (a state set in the UI): the run's end records it
         return
     prefix = f"{ti.task_id}_"

@@ -7,14 +7,14 @@ from typing import Any
 from airflow_leastaction.airflow_seam.deadline_runs import warning_spec
 from airflow_leastaction.airflow_seam.schedule import task_timezone
 from airflow_leastaction.catalog.audit import RerunOnArrival
-from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import RunConditionError
 from airflow_leastaction.gating.admission import recorded_admission
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.operators.run_condition import RunConditionGate
 from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.run_conditions.model import DAG_GATE_TASK_ID
 from airflow_leastaction.run_conditions.run_outcome import RUN_OUTCOME_TASK_ID
-from airflow_leastaction.version_compat import AirflowSkipException
+from airflow_leastaction.version_compat import AirflowSkipException, skip_downstream_tasks
 
 
 class DagRunGate(RunConditionGate):
@@ -59,7 +59,7 @@ class DagRunGate(RunConditionGate):
         return None if super().rerun_on_arrival() is None else RerunOnArrival(None)
 
     def execute(self, context) -> None:
-        store = CatalogStore(conn_id=self.catalog_conn_id)
+        store = catalog_store(self.catalog_conn_id)
         recorded = store.run_decisions(self.dag_id, self.task_id, context["run_id"])
         if recorded:
             return self._resume(context, recorded)
@@ -106,9 +106,6 @@ class DagRunGate(RunConditionGate):
 
     def _skip_run(self) -> None:
         """Skip every task downstream of the gate, whatever its trigger rule: no task of the run starts."""
-        from airflow.sdk.execution_time.comms import SkipDownstreamTasks
-        from airflow.sdk.execution_time.task_runner import SUPERVISOR_COMMS
-
         downstream = sorted(self.get_flat_relative_ids(upstream=False))
         if downstream:
-            SUPERVISOR_COMMS.send(SkipDownstreamTasks(tasks=downstream))
+            skip_downstream_tasks(downstream)

@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Mapping
 
 from airflow_leastaction.states import ALIVE_STATES
+from airflow_leastaction.version_compat import supervisor_task_states
 
 
 def ti_identity(context) -> str:
@@ -30,12 +31,8 @@ def airflow_task_alive(batch: Mapping) -> bool | None:
     if not ident:
         return None
     try:
-        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
         dag_id, run_id, task_id, map_index = ident.split("|")
-        states = RuntimeTaskInstance.get_task_states(
-            dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=int(map_index)
-        )
+        states = supervisor_task_states(dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=int(map_index))
     except Exception:  # outside a task (CLI) or the API is unreachable: fall back to the heartbeat alone
         return None
     found = [s for per_run in (states or {}).values() for s in (per_run or {}).values()]

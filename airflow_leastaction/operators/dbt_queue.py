@@ -33,6 +33,7 @@ from airflow_leastaction.dbt.request_key import request_key
 from airflow_leastaction.dbt.runner import DbtRunner
 from airflow_leastaction.dbt.worker import QueueWorker, default_owner
 from airflow_leastaction.exceptions import ConfigurationError, DbtBuildFailedError
+from airflow_leastaction.hooks.catalog import CatalogHook
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.lineage import openlineage_installed
 from airflow_leastaction.operators.dbt_owner import airflow_task_alive, same_task_prefix, ti_identity
@@ -118,7 +119,7 @@ class _DbtQueueOperator(BaseOperator):
         )
 
     def queue_store(self) -> QueueStore:
-        return QueueStore(conn_id=self.catalog_conn_id)
+        return CatalogHook(self.catalog_conn_id).get_queue_store()
 
 
 def combine_rounds(earlier: Mapping[str, Any] | None, latest: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from airflow_leastaction.gating.admission import GateMode, gate_mode, settle
 from airflow_leastaction.gating.deadline_warning import default_wait
 from airflow_leastaction.gating.engine import GateOutcome, RunCondition, Verdict, check_condition
 from airflow_leastaction.gating.fallback import Fallback, check_fallback, reruns_on_late_arrival
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.operators.waiting import _Waiting, utcnow
 from airflow_leastaction.refs import airflow_task
@@ -279,7 +280,7 @@ class RunConditionGate(_Waiting):
         clock, said = self._clock(carried), None
         while True:
             try:
-                store = CatalogStore(conn_id=self.catalog_conn_id)
+                store = catalog_store(self.catalog_conn_id)
                 outcome, clock = self._judge(context, store, clock)
                 pending = in_run_pending(outcome)
                 # Relaxed gates never reorder a run: same-run upstreams still have to finish first.

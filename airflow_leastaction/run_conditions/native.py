@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from airflow_leastaction.exceptions import ConfigurationError
@@ -151,9 +152,9 @@ class NativeAdmission:
     def _settle(self, context, mode: GateMode) -> tuple[GateOutcome | None, Any]:
         from airflow_leastaction.airflow_seam.context import attempt_key
         from airflow_leastaction.airflow_seam.run_tasks import run_structure, task_states
-        from airflow_leastaction.catalog.store import CatalogStore
         from airflow_leastaction.gating.admission import settle
         from airflow_leastaction.gating.engine import decide
+        from airflow_leastaction.hooks.catalog import catalog_store
         from airflow_leastaction.intervals.run_slot import noted
         from airflow_leastaction.operators.run_condition import _judged_at
         from airflow_leastaction.refs import airflow_task
@@ -162,7 +163,7 @@ class NativeAdmission:
         ti = context["ti"]
         dag_id, run_id = ti.dag_id, ti.run_id
         key = attempt_key(context, dag_id, self.spec.task_id)
-        store = CatalogStore(conn_id=self.catalog_conn_id)
+        store = catalog_store(self.catalog_conn_id)
         if store.decisions_for(key):
             # Airflow runs pre-execute again each time the attempt resumes (from a deferral, or a reschedule
             # of a sensor): the attempt was admitted when it started, and its decisions stand.
@@ -203,10 +204,12 @@ def make_native(dag, operator, spec: GateSpec, *, run_gate: bool, options: dict[
     for dep in spec.in_run:
         dag.get_task(dep.upstream) >> operator
     setattr(operator, SPEC_ATTRIBUTE, spec)
-    operator._pre_execute_hook = NativeAdmission(
-        spec,
-        options.get("catalog_conn_id"),
-        resolve_poll_interval(options.get("poll_interval")),
-        operator._pre_execute_hook,
+    from airflow_leastaction.version_compat import chain_pre_execute
+
+    chain_pre_execute(
+        operator,
+        partial(
+            NativeAdmission, spec, options.get("catalog_conn_id"), resolve_poll_interval(options.get("poll_interval"))
+        ),
     )
     return rule

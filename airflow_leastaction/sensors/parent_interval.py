@@ -35,6 +35,7 @@ from airflow_leastaction.gating.fallback import (
     fallback_deadline,
     reruns_on_late_arrival,
 )
+from airflow_leastaction.hooks.catalog import catalog_store
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import check_coverage, snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
@@ -245,7 +246,7 @@ class ParentIntervalSensor(BaseSensorOperator):
         return self.consumer_task_ids or sorted(self.downstream_task_ids) or [self.task_id]
 
     def _store(self) -> CatalogStore:
-        return CatalogStore(conn_id=self.catalog_conn_id)
+        return catalog_store(self.catalog_conn_id)
 
     def _consumed(self, store: CatalogStore, slot: dt.datetime) -> dict[str, dict[dt.datetime, int]]:
         return consumed_revisions(store, self.dag_id, self._consumers(), slot) if self.wait_for_new_output else {}

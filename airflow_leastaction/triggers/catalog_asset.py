@@ -9,14 +9,16 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_leastaction.assets.keys import DEFAULT_KEY_FORMAT, partition_key
 from airflow_leastaction.catalog.bridges import AssetBridges
-from airflow_leastaction.catalog.engine import aresolve_url, get_engine, is_outage
+from airflow_leastaction.catalog.engine import aresolve_url, is_outage
 from airflow_leastaction.config import setting
+from airflow_leastaction.hooks.catalog import catalog_engine
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.triggers.poll_group import backoff
 from airflow_leastaction.triggers.poller import CatalogPoller
@@ -148,7 +150,7 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
         failures = 0
         while True:
             try:
-                bridges = AssetBridges(await asyncio.to_thread(get_engine, url))
+                bridges = AssetBridges(await asyncio.to_thread(partial(catalog_engine, url=url)))
                 deployment = setting("project", "airflow")
                 registered = await asyncio.to_thread(
                     bridges.register,
@@ -207,7 +209,7 @@ class CatalogAssetTrigger(ClassLog, BaseEventTrigger):
             "asset watchers move their cursor when they yield an event (no asset-event listener before "
             "Airflow 3.2): a triggerer that dies before Airflow records the event loses it"
         )
-        AssetBridges(get_engine(url)).advance(setting("project", "airflow"), self.asset_name, cursor, revision)
+        AssetBridges(catalog_engine(url=url)).advance(setting("project", "airflow"), self.asset_name, cursor, revision)
 
     def _say_unreachable(self, exc: BaseException) -> None:
         if not self._unreachable:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSuccessEvent, TriggerEvent
@@ -32,6 +33,7 @@ from airflow_leastaction.gating.fallback import (
     fallback_deadline,
     reruns_on_late_arrival,
 )
+from airflow_leastaction.hooks.catalog import store_at
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.coverage import snapshot_requests
 from airflow_leastaction.intervals.parents import judge_parents
@@ -39,7 +41,7 @@ from airflow_leastaction.intervals.run_slot import noted
 from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poll_group import readable_catalog_url
 from airflow_leastaction.triggers.poller import CatalogPoller, DeadlineReached, next_until
-from airflow_leastaction.triggers.task_end import record_success_from_trigger, settle_from_trigger, store_at
+from airflow_leastaction.triggers.task_end import record_success_from_trigger, settle_from_trigger
 from airflow_leastaction.triggers.trigger_log import ClassLog
 from airflow_leastaction.triggers.wire import TriggerStatus
 
@@ -313,7 +315,9 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                     if wait.prepare is not _nothing:
                         await wait.prepare()
                     if wait.watch is not None:  # before judging: a parent that just landed may clear it
-                        await warn_async(wait.watch, url, dt.datetime.now(dt.UTC), self.log, snapshot is not LOOK)
+                        await warn_async(
+                            wait.watch, partial(store_at, url), dt.datetime.now(dt.UTC), self.log, snapshot is not LOOK
+                        )
                     if snapshot is LOOK:
                         continue
                 except DeadlineReached:

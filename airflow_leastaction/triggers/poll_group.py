@@ -23,9 +23,10 @@ import asyncio
 import logging
 
 from airflow_leastaction.catalog.changes import changed_tasks
-from airflow_leastaction.catalog.engine import aresolve_url, get_engine, is_outage, shown_url
+from airflow_leastaction.catalog.engine import aresolve_url, is_outage, shown_url
 from airflow_leastaction.catalog.snapshots import task_columns
 from airflow_leastaction.catalog.store import CatalogStore
+from airflow_leastaction.hooks.catalog import store_at
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ class PollGroup:
     async def _poll(self, store: CatalogStore | None) -> CatalogStore | None:
         """One tick; the engine is created (and its schema checked) on the first poll that can."""
         if store is None and self.url is not None:
-            store = CatalogStore(await asyncio.to_thread(get_engine, self.url))
+            store = await asyncio.to_thread(store_at, self.url)
         await self._tick(store)
         return store
 

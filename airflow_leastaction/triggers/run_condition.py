@@ -28,6 +28,7 @@ from airflow_leastaction.exceptions import RunStatesUnreadableError
 from airflow_leastaction.gating.admission import gate_mode
 from airflow_leastaction.gating.engine import RunCondition, Verdict
 from airflow_leastaction.gating.fallback import Fallback, reruns_on_late_arrival
+from airflow_leastaction.hooks.catalog import store_at
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.run_slot import RunSlot, noted
 from airflow_leastaction.run_conditions.judging import (
@@ -45,15 +46,9 @@ from airflow_leastaction.triggers import wire
 from airflow_leastaction.triggers.poll_group import readable_catalog_url
 from airflow_leastaction.triggers.poller import CatalogPoller, look
 from airflow_leastaction.triggers.run_states import RunStates
-from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger, store_at
+from airflow_leastaction.triggers.task_end import end_event, settle_from_trigger
 from airflow_leastaction.triggers.trigger_log import ClassLog
 from airflow_leastaction.triggers.wire import TriggerStatus
-
-
-def _last_consumed(
-    url: str, dag_id: str, task_id: str, keys: list[str], run_id: str
-) -> dict[str, tuple[dt.datetime, int]]:
-    return store_at(url).last_consumed(dag_id, task_id, keys, other_than=run_id)
 
 
 @dataclass(frozen=True)
@@ -265,7 +260,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
                     reads = (found, fresh_runs if runs_sub is not None else None, snapshot)
                     changed = seen is None or any(a is not b for a, b in zip(reads, seen, strict=True))
                     seen = reads
-                    await warn_async(self._watch, url, now, self.log, changed)
+                    await warn_async(self._watch, lambda: store_at(url), now, self.log, changed)
                 if stands(last, (found, fresh_runs, snapshot, states), clock, now):
                     continue  # nothing it reads changed and no instant it waits for came: the same verdict
                 if due(clock, now) or not latest:
@@ -331,7 +326,10 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         blind = False
         while True:
             try:
-                consumed = await sync_to_async(_last_consumed)(url, self.dag_id, self.gated_task_id, keys, self.run_id)
+                store = await sync_to_async(store_at)(url)
+                consumed = await sync_to_async(store.last_consumed)(
+                    self.dag_id, self.gated_task_id, keys, other_than=self.run_id
+                )
             except Exception as exc:
                 if not is_outage(exc):
                     raise

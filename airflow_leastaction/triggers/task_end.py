@@ -13,16 +13,9 @@ from airflow.triggers.base import BaseTaskEndEvent, TaskSkippedEvent, TaskSucces
 from asgiref.sync import sync_to_async
 
 from airflow_leastaction.catalog.audit import AttemptKey, RerunOnArrival
-from airflow_leastaction.catalog.engine import get_engine
-from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.gating.admission import Admission, GateMode, settle
 from airflow_leastaction.gating.engine import GateOutcome
-
-
-def store_at(url: str) -> CatalogStore:
-    """A store on the catalog at ``url`` (engines are cached per URL; the first one may migrate: call it
-    off the event loop)."""
-    return CatalogStore(get_engine(url))
+from airflow_leastaction.hooks.catalog import store_at
 
 
 async def settle_from_trigger(

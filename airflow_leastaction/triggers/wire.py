@@ -51,14 +51,9 @@ def encode_consumed(consumed: Mapping[str, Mapping[dt.datetime, int]] | None) ->
     return {k: {slot.isoformat(): rev for slot, rev in v.items()} for k, v in (consumed or {}).items()}
 
 
-def decode_consumed(data: Mapping[str, Mapping[str, int] | list] | None) -> dict[str, dict[dt.datetime, int]]:
-    """Read :func:`encode_consumed`'s form; also the ``[slot, revision]`` pair a run-condition trigger
-    deferred by an earlier release carries."""
-    out: dict[str, dict[dt.datetime, int]] = {}
-    for key, value in (data or {}).items():
-        pairs = [value] if isinstance(value, (list, tuple)) else value.items()
-        out[key] = {dt.datetime.fromisoformat(slot): rev for slot, rev in pairs}
-    return out
+def decode_consumed(data: Mapping[str, Mapping[str, int]] | None) -> dict[str, dict[dt.datetime, int]]:
+    """Read :func:`encode_consumed`'s form."""
+    return {k: {dt.datetime.fromisoformat(slot): rev for slot, rev in v.items()} for k, v in (data or {}).items()}
 
 
 def encode_last_consumed(consumed: Mapping[str, tuple[dt.datetime, int]]) -> dict[str, dict[str, int]]:

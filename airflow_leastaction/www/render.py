@@ -22,7 +22,7 @@ from fastapi import Query, Request
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from airflow_leastaction.catalog.engine import get_engine, resolve_url
+from airflow_leastaction.hooks.catalog import catalog_engine
 from airflow_leastaction.www import fragments
 from airflow_leastaction.www.links import AirflowLinks
 from airflow_leastaction.www.params import blank, bounded_int, one_of
@@ -176,6 +176,6 @@ def render(request: Request, name: str, active: str, *, scope: Scope | None = No
 def catalog_reads(request: Request) -> Iterator[CatalogReads]:
     """The reader for this app's catalog (the default catalog connection unless the factory named one),
     one connection for all of the request's reads."""
-    url = getattr(request.app.state, "catalog_url", None) or resolve_url()
-    with CatalogReads(get_engine(url)).held() as reads:
+    url = getattr(request.app.state, "catalog_url", None)
+    with CatalogReads(catalog_engine(url=url)).held() as reads:
         yield reads

@@ -70,6 +70,15 @@ def _event_statuses(tree: ast.Module) -> Iterator[tuple[int, str]]:
                     yield node.lineno, written
 
 
+#: What the provider reaches below Airflow's public interfaces: the task runner's supervisor channel and its
+#: class, its task instance class, the serialization encoders, structlog's logger factory, the private
+#: attributes the provider sets or calls on Airflow's objects.
+AIRFLOW_INTERNALS = (
+    r"airflow\.sdk\.execution_time|airflow\.serialization|SUPERVISOR_COMMS|InProcessSupervisorComms|"
+    r"ExecutionAPISecretsBackend|RuntimeTaskInstance|\blogger_factory\b|structlog\.get_config|"
+    r"_pre_execute_hook|_set_connection_class|_process_connection_result_conn|_latest_by_version_select"
+)
+
 #: rule -> (its home, what to read of each module, the tell-tale of a copy).
 RULES: dict[str, tuple[set[str], Callable, Callable[[str], bool]]] = {
     "the gate-id rule": ({"run_conditions/model.py"}, _strings, lambda s: s.endswith("__gate")),
@@ -80,6 +89,23 @@ RULES: dict[str, tuple[set[str], Callable, Callable[[str], bool]]] = {
     "the batch statuses": ({"dbt/schema.py"}, _strings, lambda s: s == "abandoned"),
     "the run-outcome task id": ({"run_conditions/run_outcome.py"}, _strings, lambda s: s == "leastaction_run_outcome"),
     "on_late_arrival rerun": ({"gating/fallback.py"}, _compared, lambda s: s == "rerun"),
+    "building the catalog's engine or store": (
+        {"hooks/catalog.py"},
+        _code,
+        lambda s: bool(
+            re.search(r"(?<![.\w])(?:get_engine|resolve_url)\(|\b(?:CatalogStore|QueueStore)\((?:conn_id=|\))", s)
+        ),
+    ),
+    "Airflow's internals": (
+        {"version_compat.py"},
+        _code,
+        lambda s: bool(re.search(AIRFLOW_INTERNALS, s)),
+    ),
+    "Airflow's private attributes read by the seam": (
+        {"airflow_seam/schedule.py", "airflow_seam/deadline_alerts.py"},
+        _code,
+        lambda s: bool(re.search(r"getattr\((?!self\b)[^,]+, ['\"]_[a-z]", s)),
+    ),
     "a task's timezone": (
         {"airflow_seam/schedule.py"},
         _code,
@@ -97,7 +123,19 @@ SCOPE = {"the trigger statuses": ("triggers/", "sensors/", "operators/")}
 
 #: Modules that use a rule's words for something else: the deadline warning's own "warn" state, the UI's
 #: tone of each word it shows.
-ELSEWHERE = {"the gate mode": {"gating/deadline_warning.py", "www/present.py"}}
+#: The stores' own machinery, below the hook: the engine cache, the stores' documented ``conn_id=`` argument
+#: and ``prune_catalog`` (a function a maintenance task calls) resolve a connection themselves.
+ELSEWHERE = {
+    # The attribute the provider keeps on a task of its own (a run's deadline watch), not Airflow's.
+    "Airflow's private attributes read by the seam": {"airflow_seam/deadline_runs.py"},
+    "the gate mode": {"gating/deadline_warning.py", "www/present.py"},
+    "building the catalog's engine or store": {
+        "catalog/engine.py",
+        "catalog/store.py",
+        "catalog/retention.py",
+        "dbt/queue_store.py",
+    },
+}
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))
@@ -116,7 +154,10 @@ def test_a_rule_is_written_only_in_its_home(rule):
 
 #: The rules whose home holds the tell-tale form itself (the others hold a function that is called).
 WRITTEN_IN_HOME = [
+    "Airflow's internals",
+    "Airflow's private attributes read by the seam",
     "the batch statuses",
+    "building the catalog's engine or store",
     "the gate mode",
     "the gate-id rule",
     "the run-outcome task id",

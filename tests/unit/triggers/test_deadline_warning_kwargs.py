@@ -1,5 +1,5 @@
-"""Both gate triggers carry a gate's early warning through their kwargs, and a gate without one keeps
-the form every earlier release reads."""
+"""Both gate triggers carry a gate's early warning through their kwargs, and a gate without one carries
+no warning at all."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ class TestSerialization:
         assert rebuilt.serialize() == (classpath, kwargs)
         assert rebuilt.end_from_trigger and rebuilt.consumers == ["work"] and rebuilt.timeout == 600.0
 
-    def test_a_worker_deferral_keeps_the_kwargs_earlier_releases_read(self):
+    def test_a_worker_deferral_carries_only_the_kwargs_a_worker_gives(self):
         _, kwargs = make_trigger([TaskIdentity("orders_raw", "sales")], deadline=DAY.isoformat()).serialize()
         assert set(kwargs) == {
             "parents",

@@ -28,7 +28,7 @@ class TestSerialization:
         )
         assert RunConditionTrigger(**kwargs).serialize() == (path, kwargs)
 
-    def test_a_gate_trigger_from_an_earlier_release_reads_as_deferred_by_a_worker(self):
+    def test_a_gate_trigger_built_without_active_or_end_from_trigger_is_an_active_one_deferred_by_a_worker(self):
         _, kwargs = gate_trigger().serialize()
         del kwargs["active"], kwargs["end_from_trigger"]
         trigger = RunConditionTrigger(**kwargs)
@@ -38,7 +38,7 @@ class TestSerialization:
         path, kwargs = RunOutcomeTrigger("rc_t", "r1", "leastaction_run_outcome", 0.5).serialize()
         assert RunOutcomeTrigger(**kwargs).serialize() == (path, kwargs)
 
-    def test_a_gate_trigger_with_a_fallback_round_trips_and_one_without_keeps_the_earlier_form(self):
+    def test_a_gate_trigger_with_a_fallback_round_trips_and_one_without_carries_no_fallback(self):
         fallback = {"time": "06:00:00", "require": 3, "on_late_arrival": "rerun"}
         path, kwargs = gate_trigger(fallback=fallback, timezone="Europe/Rome").serialize()
         assert (kwargs["fallback"], kwargs["timezone"]) == (fallback, "Europe/Rome")
@@ -50,7 +50,7 @@ class TestSerialization:
         path, kwargs = gate_trigger(fallback=fallback, run_started=day(2).isoformat()).serialize()
         assert kwargs["run_started"] == day(2).isoformat()
         assert RunConditionTrigger(**kwargs).serialize() == (path, kwargs)
-        del kwargs["run_started"]  # deferred by an earlier release: the rule for runs started in time
+        del kwargs["run_started"]  # a run whose start is not known: the rule for runs started in time
         assert RunConditionTrigger(**kwargs).run_started is None
         assert "run_started" not in gate_trigger().serialize()[1]
 

@@ -45,7 +45,3 @@ def test_consumed_revisions_round_trip_in_one_form():
     last = {"catalog:sales/orders": (D2, 3)}
     assert wire.encode_last_consumed(last) == {"catalog:sales/orders": {D2.isoformat(): 3}}
     assert wire.decode_last_consumed(wire.encode_last_consumed(last)) == last
-
-
-def test_a_run_condition_trigger_deferred_by_an_earlier_release_still_reads_its_slot_revision_pair():
-    assert wire.decode_last_consumed({"catalog:sales/orders": [D1.isoformat(), 2]}) == {"catalog:sales/orders": (D1, 2)}
