@@ -6,6 +6,7 @@ Histories are minutes after the day's 00:00 slot (SLOT is a Monday, 2024-03-04).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from fractions import Fraction
 
@@ -174,3 +175,43 @@ def test_the_chance_of_a_slot_without_parents_is_the_share_of_its_consistent_run
     at, due = SLOT + now * MIN, SLOT + deadline * MIN
     found = miss_chances({n.key: n}, expect({n.key: n}, at), {n.key: due}, at)[n.key]
     assert found == float(oracle_chance(offsets, weekdays, at, due))
+
+
+class TestTheGuidesWorkedExample:
+    """docs/expected-times.md, "The chance of missing": mart/report waits on ingest/orders, deadline 06:00."""
+
+    TUESDAY_SLOT = dt.datetime(2026, 11, 24, tzinfo=UTC)
+    LANDED = (
+        "04:40 04:42 04:44 04:45 04:46 04:48 04:50 04:50 04:52 04:53 04:54 04:55 04:55 04:55 04:56 04:57 04:58 "
+        "05:00 05:00 05:02 05:04 05:05 05:08 05:10 05:15 05:20 05:35 05:40 05:50 06:05"
+    )
+    TOOK = [15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 15, 16, 17, 18,
+            19, 20, 21, 22]  # fmt: skip
+
+    def minutes_of(self, hhmm: str) -> int:
+        hours, minutes = hhmm.split(":")
+        return int(hours) * 60 + int(minutes)
+
+    def chance_at(self, now: str, landed: str | None = None) -> float | None:
+        slot = self.TUESDAY_SLOT
+        lands = [self.minutes_of(t) for t in self.LANDED.split()]
+        report_done = sorted(p + 10 + d for p, d in zip(lands, self.TOOK, strict=True))
+        tuesdays = (1,) * 30
+        ingest = Node("ingest@t", "ingest/orders", slot, None, offsets=tuple(v * MIN for v in lands),
+                      durations=(30 * MIN,) * 30, weekdays=tuesdays)  # fmt: skip
+        if landed is not None:
+            ingest = dataclasses.replace(ingest, state="success", finished_at=slot + self.minutes_of(landed) * MIN)
+        took = tuple(d * MIN for d in sorted(self.TOOK))
+        report = Node("report@t", "mart/report", slot, None, offsets=tuple(v * MIN for v in report_done),
+                      durations=took, parents=("ingest@t",), weekdays=tuesdays)  # fmt: skip
+        graph, at = {"ingest@t": ingest, "report@t": report}, slot + self.minutes_of(now) * MIN
+        return miss_chances(graph, expect(graph, at), {"report@t": slot + 6 * 60 * MIN}, at)["report@t"]
+
+    def test_at_three_nothing_started_four_of_thirty_runs_end_after_six(self):
+        assert self.chance_at("03:00") == 4 / 30
+
+    def test_at_half_past_five_the_load_not_landed_makes_twelve_of_thirteen_runs_late(self):
+        assert self.chance_at("05:30") == 12 / 13
+
+    def test_the_load_landed_at_05_32_brings_it_back_under_one_half(self):
+        assert self.chance_at("05:33", landed="05:32") == 4 / 10
