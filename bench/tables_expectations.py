@@ -12,7 +12,7 @@ VARIANTS = (
 
 #: The rules a warning is replayed by: its column of the warning rows, and how a table names it.
 RULES = (
-    ("lead_min", "expected p90 past the deadline (before)"),
+    ("lead_min", "expected p90 past the deadline"),
     ("median_lead_min", "expected median past the deadline"),
     ("chance30_lead_min", "chance of missing 30% or more"),
     ("chance50_lead_min", "chance of missing 50% or more (the default)"),
@@ -95,7 +95,7 @@ def _warnings(doc: dict) -> list[str]:
     header = ["warned when", "missed deadlines", f"warned {AHEAD_MIN}+ min ahead", "lead median (min)",
               "lead p10 (min)", "warnings", "false warnings"]  # fmt: skip
     classes = [
-        [label.removesuffix(" (before)").removesuffix(" (the default)"), *_classes(false_warning_classes(found, lead))]
+        [label.removesuffix(" (the default)"), *_classes(false_warning_classes(found, lead))]
         for lead, label in rules
         if lead in ("lead_min", "chance50_lead_min")
     ]
