@@ -6,7 +6,9 @@
   15 minutes before its actual completion, ``expect()`` on the Nodes the catalog held then; and, every
   ``--step-s`` seconds and on every record change, whether its expected p90 was past its deadline while it
   was not complete (the first such instant is the warning). Side by side in the same run: the median past
-  the deadline, and Airflow's ``DeadlineAlert``, which calls back at the deadline itself. ``--what-if``
+  the deadline, the chance of missing at 30, 50 and 70% (the gate's rule at 50%), and Airflow's
+  ``DeadlineAlert``, which calls back at the deadline itself; for deadlines set ``--margins`` minutes over
+  the 4-week p90 (the first is the published one), all in one replay. ``--what-if``
   replays it again with each node's history limited to runs of its own kind of day (Monday, weekday,
   weekend), a rule the estimate does not have.
 * speed: ``expect()`` on the 10,000 waiting slots of a generated catalog of ``--speed-tasks`` tasks, and
