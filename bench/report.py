@@ -30,12 +30,13 @@ def _command(command: str) -> str:
     return " ".join(words)
 
 
-def provenance(doc: dict) -> str:
-    """Where the numbers come from: the run's date, machine and backend settings, from its JSON."""
+def provenance(doc: dict, file: str | None = None) -> str:
+    """Where the numbers come from (``file``: the JSON's name, default the benchmark's): the run's date,
+    machine and backend settings, from its JSON."""
     env = doc["environment"]
     load = env["load_average_at_start"][0]
     parts = [
-        f"Generated from `bench/results/{doc['benchmark']}.json` (`{_command(doc['command'])}`): "
+        f"Generated from `bench/results/{file or doc['benchmark'] + '.json'}` (`{_command(doc['command'])}`): "
         f"run {env['started_at']}, "
         f"{env['cpu_count']} CPUs, load average {load:.1f} at start"
     ]
@@ -58,7 +59,7 @@ def render_region(name: str, results: Path) -> str:
     if not path.exists():
         raise ReportError(f"generated region {name!r}: {path} does not exist (run the benchmark with --json)")
     doc = json.loads(path.read_text())
-    lines = [provenance(doc), "", *RENDERERS[bench](doc, part or None)]
+    lines = [provenance(doc, path.name), "", *RENDERERS[bench](doc, part or None)]
     return "\n".join(lines) + "\n"
 
 

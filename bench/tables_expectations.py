@@ -10,12 +10,24 @@ VARIANTS = (
 )
 
 
+#: The rules a warning is replayed by: its column of the warning rows, and how a table names it.
+RULES = (
+    ("lead_min", "expected p90 past the deadline"),
+    ("median_lead_min", "expected median past the deadline"),
+    ("chance30_lead_min", "chance of missing 30% or more"),
+    ("chance50_lead_min", "chance of missing 50% or more (the default)"),
+    ("chance70_lead_min", "chance of missing 70% or more"),
+)
+
+
 def expectations(doc: dict, part: str | None) -> list[str]:
     results = doc["results"]
     if part == "errors":
         return _errors(doc)
     if part == "warnings":
         return _warnings(doc)
+    if part == "margins":
+        return _margins(doc)
     if part == "speed":
         if "speed" not in results:
             raise ReportError("bench_expectations:speed: the JSON has no speed part (--parts speed)")
@@ -67,37 +79,94 @@ def _errors(doc: dict) -> list[str]:
 
 
 def _warnings(doc: dict) -> list[str]:
-    from tests.helpers.expectation_replay import AHEAD_MIN, warning_summary
+    from tests.helpers.expectation_replay import AHEAD_MIN, false_warning_classes, warning_summary
 
-    rows = []
-    for name, label in VARIANTS:
-        if name not in doc["results"]:
-            continue
-        found = doc["results"][name]["warnings"]
-        rows.append(_warning_row(f"expected p90 past the deadline; {label}", warning_summary(found)))
-        if name == "backtest":
-            s = warning_summary(found, "median_lead_min")
-            rows.append(_warning_row(f"expected median past the deadline; {label}", s))
-            missed = s["missed"]
-            rows.append(["Airflow `DeadlineAlert`: at the deadline", f"{missed:,}", f"0 ({0:.0%})", "0", "0",
-                         f"{missed:,}", "0 (0%)"])  # fmt: skip
     found = _backtest(doc)["warnings"]
+    rules = [(lead, label) for lead, label in RULES if lead in _backtest(doc)["warning_columns"]]
+    rows = [_warning_row(label, warning_summary(found, lead)) for lead, label in rules]
+    missed = warning_summary(found)["missed"]
+    rows.append(["Airflow `DeadlineAlert`: at the deadline", f"{missed:,}", f"0 ({0:.0%})", "0", "0",
+                 f"{missed:,}", "0 (0%)"])  # fmt: skip
+    if "what_if_same_kind_of_day" in doc["results"]:
+        what_if = doc["results"]["what_if_same_kind_of_day"]["warnings"]
+        rows.append(_warning_row("expected p90 past the deadline; runs of the same kind of day only",
+                                 warning_summary(what_if)))  # fmt: skip
     s = warning_summary(found)
     header = ["warned when", "missed deadlines", f"warned {AHEAD_MIN}+ min ahead", "lead median (min)",
               "lead p10 (min)", "warnings", "false warnings"]  # fmt: skip
+    classes = [
+        [label.removesuffix(" (the default)"), *_classes(false_warning_classes(found, lead))]
+        for lead, label in rules
+        if lead in ("lead_min", "chance50_lead_min")
+    ]
     return [
         f"{s['targets']:,} deadlines (daily task × replayed day), {s['missed']:,} missed, "
-        f"{s['missed_after_incident']:,} of them on a morning with an incident upstream.",
+        f"{s['missed_after_incident']:,} of them on a morning with an incident upstream. Missed deadlines by "
+        f"the day the run fell on: {_by_day(found)}.",
         "",
         *_table(header, ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows),
         "",
-        f"Of the {s['false']:,} false warnings of the estimate (p90, recent runs), "
-        f"{s['false_before_any_record']:,} were raised before any slot the task waits on had a record (from the "
-        f"history alone), and {s['false_own_p90_within']:,} while the task's own p90 was within its deadline "
-        "(the estimate through its parents was not). They fell on "
-        f"{s['false_tasks']:,} of the {s['tasks']:,} tasks; {s['false_tasks_most_mornings']:,} of those were warned "
-        f"falsely on more than half the mornings. Missed deadlines by the day the run fell on: {_by_day(found)}.",
+        "The false warnings, by how much the deadline was then met by, the kind of day, and the cause (an "
+        "incident upstream; the estimate through the parents while the task's own p90 was within its deadline; "
+        "else the task's own history, its jitter and duration):",
+        "",
+        *_table(
+            [
+                "rule",
+                "false",
+                "met by 0-15 min",
+                "15-30",
+                "30-60",
+                "60+",
+                "Monday",
+                "Tue-Fri",
+                "weekend",
+                "incident",
+                "parents",
+                "own history",
+            ],  # fmt: skip
+            ["---", *("---:" for _ in range(11))],
+            classes,
+        ),
     ]
+
+
+def _classes(c: dict) -> list[str]:
+    slack = [c["slack_min"].get(k, 0) for k in ("0-15", "15-30", "30-60", "60+")]
+    kind = [c["kind_of_day"][k] for k in ("monday", "weekday", "weekend")]
+    cause = [c["cause"].get(k, 0) for k in ("incident", "parents", "own history")]
+    return [f"{n:,}" for n in (c["false"], *slack, *kind, *cause)]
+
+
+def _margins(doc: dict) -> list[str]:
+    from tests.helpers.expectation_replay import warning_summary
+
+    bt = _backtest(doc)
+    margins = doc["inputs"].get("margins", "15").split(",")
+    sets = {margins[0]: bt["warnings"], **bt.get("margin_sweep", {})}
+    rows = []
+    for margin in margins:
+        for lead, label in (RULES[0], RULES[3]):
+            s = warning_summary(sets[margin], lead)
+            share = s["warned_ahead"] / s["missed"] if s["missed"] else 0
+            false = s["false"] / s["warnings"] if s["warnings"] else 0
+            published = " (published)" if margin == margins[0] else ""
+            ahead, wrong = f"{s['warned_ahead']:,} ({share:.0%})", f"{s['false']:,} ({false:.0%})"
+            rows.append(
+                [f"p90 + {margin} min{published}", label, f"{s['missed']:,}", ahead, f"{s['warnings']:,}", wrong]
+            )
+    return _table(
+        [
+            "deadline: 4-week p90 of completions +",
+            "warned when",
+            "missed deadlines",
+            "warned 30+ min ahead",
+            "warnings",
+            "false warnings",
+        ],  # fmt: skip
+        ["---", "---", "---:", "---:", "---:", "---:"],
+        rows,
+    )
 
 
 def _by_day(rows: list[list]) -> str:

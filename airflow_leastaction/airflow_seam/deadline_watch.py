@@ -1,8 +1,9 @@
 """A waiting gate's early warning before its deadline, wherever it waits: a trigger's wait loop in the
 triggerer, a sensor's poke or a gate's look on a worker.
 
-Each look (:meth:`DeadlineWatch.look`) reads the p90 of the gated task's expected completion for the run's
-slot (the expectations' reads, with the gate's own ALL/ANY/N and its fallback's deadline as cap), asks
+Each look (:meth:`DeadlineWatch.look`) reads the gated task's expected completion for the run's slot and
+the chance it completes after the deadline (the expectations' reads, with the gate's own ALL/ANY/N and its
+fallback's deadline as cap), asks
 the rule (:func:`~airflow_leastaction.gating.deadline_warning.next_step`) and acts on the catalog
 (:mod:`~airflow_leastaction.catalog.deadline_warnings`): the one process whose claim lands calls the
 callback (:func:`warn_async`, :func:`warn_sync`) and records what it did. Nothing here ever fails a gate:
@@ -29,9 +30,11 @@ from airflow_leastaction.catalog.deadline_warnings import (
 )
 from airflow_leastaction.catalog.engine import is_outage
 from airflow_leastaction.catalog.store import CatalogStore, TaskMeta
+from airflow_leastaction.config import setting
 from airflow_leastaction.gating.deadline_warning import (
     CLEAR,
     CLEARED,
+    DEFAULT_CHANCE,
     WARN,
     WARNED,
     DeadlineWarning,
@@ -39,6 +42,7 @@ from airflow_leastaction.gating.deadline_warning import (
     next_step,
     path_text,
     task_names,
+    warning_chance,
     warning_message,
 )
 from airflow_leastaction.identity import TaskIdentity
@@ -59,6 +63,12 @@ class Notice:
     median: dt.datetime | None
     p90: dt.datetime | None
     critical_path: tuple[str, ...]
+    chance: float | None = None  # that the task completes after the deadline
+
+
+def threshold() -> float:
+    """The deployment's ``[leastaction] deadline_warning_probability`` (:data:`DEFAULT_CHANCE` unset)."""
+    return warning_chance(setting("deadline_warning_probability", str(DEFAULT_CHANCE)))
 
 
 @dataclass
@@ -106,22 +116,24 @@ class DeadlineWatch:
         if not self._known and self.declare:  # the parents the expectation follows, before it is read
             parents = [TaskIdentity.from_dict(p) for p in self.declare["parents"]]
             store.declare_parents(self.target, TaskMeta(**self.declare["meta"]), parents)
-        found = expectation(store, self.target, self.slot, now, mode=self.mode, n=self.n, cap=self.cap)
+        deadline = self.key.deadline
+        how = {"mode": self.mode, "n": self.n, "cap": self.cap}
+        found, chance = expectation(store, self.target, self.slot, now, deadline, **how)
         if not self._known:  # a gate resumed after a restart finds what it said before
             self.state, self._known = warning_state(store, self.key), True
-        step = next_step(self.state, found.p90, self.key.deadline, now)
+        step = next_step(self.state, chance, deadline, now, threshold())
         if step is None:
             return None
         path = tuple(found.critical_path)
         expected = Expected(found.median, found.p90, path_text(path))
         if step == WARN and claim_warning(store, self.key, expected, now):
             self.state = WARNED
-            text = warning_message(self.task, self.slot, self.key.deadline, found.p90, path, self.timezone)
-            return Notice(WARN, text, found.median, found.p90, path)
+            text = warning_message(self.task, self.slot, deadline, chance, found.p90, path, self.timezone)
+            return Notice(WARN, text, found.median, found.p90, path, chance)
         if step == CLEAR and clear_warning(store, self.key, expected, now):
             self.state = CLEARED
-            text = cleared_message(self.task, self.slot, self.key.deadline, found.p90, self.timezone)
-            return Notice(CLEAR, text, found.median, found.p90, path)
+            text = cleared_message(self.task, self.slot, deadline, chance, found.p90, self.timezone)
+            return Notice(CLEAR, text, found.median, found.p90, path, chance)
         self.state = warning_state(store, self.key)  # another process claimed or cleared it first
         return None
 
@@ -172,6 +184,7 @@ class DeadlineWatch:
                 "deadline": k.deadline.isoformat(),
                 "expected_median": notice.median.isoformat() if notice.median else None,
                 "expected_p90": notice.p90.isoformat() if notice.p90 else None,
+                "chance_of_missing": notice.chance,
                 "critical_path": task_names(notice.critical_path),
             },
         }
@@ -192,11 +205,14 @@ def declared(
     }
 
 
-def expectation(store: CatalogStore, identity: TaskIdentity, slot: dt.datetime, now: dt.datetime, **how):
-    """The expectation of ``identity``'s slot ``slot`` (the one read the warning makes)."""
-    from airflow_leastaction.expectations.reads import expectation_of
+def expectation(
+    store: CatalogStore, identity: TaskIdentity, slot: dt.datetime, now: dt.datetime, deadline: dt.datetime, **how
+):
+    """The expectation of ``identity``'s slot ``slot`` and its chance of completing after ``deadline`` (the
+    one read the warning makes)."""
+    from airflow_leastaction.expectations.reads import expectation_and_chance
 
-    return expectation_of(store, identity, slot, now, **how)
+    return expectation_and_chance(store, identity, slot, now, deadline, **how)
 
 
 def warn_sync(watch: DeadlineWatch, store: CatalogStore, now: dt.datetime, logger=log, changed: bool = True) -> None:
@@ -283,4 +299,4 @@ def _unread(watch: DeadlineWatch, exc: Exception, logger) -> None:
         logger.warning("deadline warning of %s not looked at: %s: %s", watch.key.task_id, type(exc).__name__, exc)
 
 
-__all__ = ["RECHECK", "DeadlineWatch", "Notice", "declared", "expectation", "warn_async", "warn_sync"]
+__all__ = ["RECHECK", "DeadlineWatch", "Notice", "declared", "expectation", "threshold", "warn_async", "warn_sync"]

@@ -65,6 +65,7 @@ class Node:
     parents: tuple[str, ...] = ()  # keys of the parent nodes this slot waits on
     mode: str | int = "ALL"  # "ALL", "ANY", or N (int): how many parents must complete
     cap: dt.datetime | None = None  # a fallback's deadline: it is admitted by then at the latest
+    weekdays: tuple[int, ...] = ()  # history: the UTC weekday each run finished on (Monday 0), as ``offsets``
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,13 @@ LEFT_OUT_RUN_TYPES = ("backfill",)
 
 @dataclass(frozen=True)
 class History:
-    """A task's recent successes: offsets from their slots, durations, and the runs left out for skew."""
+    """A task's recent successes: offsets from their slots, durations, the UTC weekday each finished on (as
+    the offsets), and the runs left out for skew."""
 
     offsets: tuple[dt.timedelta, ...] = ()
     durations: tuple[dt.timedelta, ...] = ()
     skewed: int = 0
+    weekdays: tuple[int, ...] = ()
 
 
 NO_HISTORY = History()
@@ -73,16 +75,19 @@ def read_history(conn: Connection, task_pks: Sequence[int]) -> dict[int, History
 
 
 def history_of(runs) -> History:
-    """Offsets and durations of ``runs`` (rows with ``slot``, ``started_at``, ``finished_at``)."""
-    offsets, durations, skewed = [], [], 0
+    """Offsets, durations and weekdays of ``runs`` (rows with ``slot``, ``started_at``, ``finished_at``; a naive
+    instant is UTC, as the catalog stores it)."""
+    offsets, durations, weekdays, skewed = [], [], [], 0
     for run in runs:
         if run.finished_at < run.slot:
             skewed += 1
             continue
         offsets.append(run.finished_at - run.slot)
+        finished = run.finished_at if run.finished_at.tzinfo is None else run.finished_at.astimezone(dt.UTC)
+        weekdays.append(finished.weekday())
         if run.started_at is not None and run.started_at <= run.finished_at:
             durations.append(run.finished_at - run.started_at)
-    return History(tuple(offsets), tuple(durations), skewed) if runs else NO_HISTORY
+    return History(tuple(offsets), tuple(durations), skewed, tuple(weekdays)) if runs else NO_HISTORY
 
 
 # -- the history cache -------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from airflow_leastaction.catalog.schema import identity_clause, in_chunks, task,
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.expectations.estimate import Expectation, Node, expect
 from airflow_leastaction.expectations.history import HISTORIES, NO_HISTORY, read_change_seq
+from airflow_leastaction.expectations.miss import miss_chances
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.intervals.interval_slots import next_slot, slots_in
 from airflow_leastaction.intervals.judging import FAR_FUTURE, schedule_error
@@ -250,7 +251,7 @@ def read_nodes(
         history = histories.get(row.pk, NO_HISTORY)
         nodes[key] = Node(
             key=key, task=str(row.identity), slot=slot, state=state, started_at=started, finished_at=finished,
-            offsets=history.offsets, durations=history.durations, skewed=history.skewed,
+            offsets=history.offsets, durations=history.durations, skewed=history.skewed, weekdays=history.weekdays,
             parents=graph.parents[key],
             mode=mode if key in target_keys else "ALL", cap=cap if key in target_keys else None,
         )  # fmt: skip
@@ -308,6 +309,30 @@ def expectation_of(
     if wanted == "N":
         raise ValueError("mode 'N' needs n, how many parents must complete")
     return expectations_for(store, [(identity, slot)], now, mode=wanted, cap=cap, zone=zone)[(str(identity), slot)]
+
+
+def expectation_and_chance(
+    store: CatalogStore,
+    identity: TaskIdentity,
+    slot: dt.datetime,
+    now: dt.datetime,
+    deadline: dt.datetime,
+    *,
+    mode: str | int = "ALL",
+    n: int | None = None,
+    cap: dt.datetime | None = None,
+) -> tuple[Expectation, float | None]:
+    """:func:`expectation_of`, and the chance the slot completes after ``deadline``
+    (:mod:`~airflow_leastaction.expectations.miss`; None: no estimate), from the same read."""
+    wanted = n if n is not None else mode
+    if wanted == "N":
+        raise ValueError("mode 'N' needs n, how many parents must complete")
+    nodes, rows = read_nodes(store, [(identity, slot)], mode=wanted, cap=cap)
+    found = expect(nodes, now)
+    key = node_key(identity, slot)
+    if key not in found:
+        return _not_judgeable(identity, slot, rows.get(identity)), None
+    return found[key], miss_chances(nodes, found, {key: deadline}, now)[key]
 
 
 def _not_judgeable(identity: TaskIdentity, slot: dt.datetime, row: TaskRow | None) -> Expectation:

@@ -1,8 +1,10 @@
 """Early warnings before a gate's deadline. Pure, no Airflow import.
 
 A gate (a run condition, a DAG's run condition, a ``ParentIntervalSensor``) given ``deadline=`` warns,
-while it waits, when the p90 of its task's expected completion passes that deadline: once per run, task
-and deadline, then once more, "back on time", if the p90 comes back under it. A gate without its own
+while it waits, when the chance that its task completes after that deadline (read from the runs of its
+history still possible, :mod:`airflow_leastaction.expectations.miss`) reaches the deployment's
+``deadline_warning_probability`` (:data:`DEFAULT_CHANCE`): once per run, task and deadline, then once
+more, "back on time", if the chance falls back under it. A gate without its own
 deadline warns against its DAG's ``DeadlineAlert`` when the provider can compute that alert's time for
 the run (:data:`DAG_REFERENCES`).
 
@@ -38,6 +40,9 @@ CALLBACK_KINDS = ("async", "sync")
 WARNED, CLEARED = "warned", "cleared"
 #: What :func:`next_step` asks for: claim the warning and call the callback, or mark it back on time.
 WARN, CLEAR = "warn", "clear"
+#: The chance of missing a deadline at which a gate warns, unless ``[leastaction]
+#: deadline_warning_probability`` says otherwise: a miss more likely than not.
+DEFAULT_CHANCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -146,18 +151,36 @@ def default_wait(value) -> float:
         return 0.0
 
 
-def next_step(state: str | None, p90: dt.datetime | None, deadline: dt.datetime, now: dt.datetime) -> str | None:
-    """What one look at the expectation asks for, given the warning's recorded ``state`` (None: none yet).
+def warning_chance(value: str) -> float:
+    """``deadline_warning_probability`` read: a number above 0 and at most 1, or :class:`ValueError` naming
+    the option."""
+    try:
+        chance = float(value)
+    except ValueError:
+        chance = float("nan")
+    if not 0 < chance <= 1:
+        raise ValueError(
+            f"[leastaction] deadline_warning_probability must be a number above 0 and at most 1, not {value!r}"
+        )
+    return chance
 
-    :data:`WARN` when nothing was recorded, the deadline is still ahead and the p90 is after it (a warning
-    is early or it is not one: a deadline already passed is Airflow's to report); :data:`CLEAR` when a
-    warning stands and the p90 is back at or before the deadline; None otherwise (no estimate, on time,
-    already warned, already cleared: a run is warned once per deadline, and cleared once)."""
-    if p90 is None:
+
+def next_step(
+    state: str | None, chance: float | None, deadline: dt.datetime, now: dt.datetime, threshold: float = DEFAULT_CHANCE
+) -> str | None:
+    """What one look at the expectation asks for, given the warning's recorded ``state`` (None: none yet)
+    and the ``chance`` the task completes after the deadline.
+
+    :data:`WARN` when nothing was recorded, the deadline is still ahead and the chance is ``threshold`` or
+    more (a warning is early or it is not one: a deadline already passed is Airflow's to report);
+    :data:`CLEAR` when a warning stands and the chance is back under ``threshold``; None otherwise (no
+    estimate, on time, already warned, already cleared: a run is warned once per deadline, and cleared
+    once)."""
+    if chance is None:
         return None
     if state is None:
-        return WARN if now < deadline < p90 else None
-    if state == WARNED and p90 <= deadline:
+        return WARN if now < deadline and chance >= threshold else None
+    if state == WARNED and chance < threshold:
         return CLEAR
     return None
 
@@ -177,27 +200,35 @@ def local_text(instant: dt.datetime, timezone: str) -> str:
     return instant.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M %Z")
 
 
+def chance_text(chance: float) -> str:
+    """``62%``: a chance as a message says it, in whole percent (rounded down, so 99.6% is not "100%")."""
+    return f"{int(chance * 100)}%"
+
+
 def warning_message(
     task: str,
     slot: dt.datetime,
     deadline: dt.datetime,
+    chance: float,
     p90: dt.datetime,
     critical_path: Sequence[str],
     timezone: str,
 ) -> str:
-    """What the callback and the log are told: the task, its slot, the deadline, the expected p90 and
-    the tasks it waits on, on the DAG's clock."""
+    """What the callback and the log are told: the task, its slot, how likely it is to miss the deadline,
+    the expected p90 and the tasks it waits on, on the DAG's clock."""
     waiting = path_text(critical_path) or "nothing but itself"
     return (
-        f"{task} (slot {local_text(slot, timezone)}) is expected to finish at {local_text(p90, timezone)} (p90), "
-        f"after its deadline {local_text(deadline, timezone)}; waiting on {waiting}"
+        f"{task} (slot {local_text(slot, timezone)}) is {chance_text(chance)} likely to miss its deadline "
+        f"{local_text(deadline, timezone)} (expected by {local_text(p90, timezone)}, p90); waiting on {waiting}"
     )
 
 
-def cleared_message(task: str, slot: dt.datetime, deadline: dt.datetime, p90: dt.datetime, timezone: str) -> str:
+def cleared_message(
+    task: str, slot: dt.datetime, deadline: dt.datetime, chance: float, p90: dt.datetime, timezone: str
+) -> str:
     return (
-        f"{task} (slot {local_text(slot, timezone)}) is back on time: expected at {local_text(p90, timezone)} "
-        f"(p90), before its deadline {local_text(deadline, timezone)}"
+        f"{task} (slot {local_text(slot, timezone)}) is back on time: {chance_text(chance)} likely to miss its "
+        f"deadline {local_text(deadline, timezone)} (expected by {local_text(p90, timezone)}, p90)"
     )
 
 
@@ -205,14 +236,17 @@ __all__ = [
     "CLEAR",
     "CLEARED",
     "DAG_REFERENCES",
+    "DEFAULT_CHANCE",
     "DeadlineWarning",
     "WARN",
     "WARNED",
+    "chance_text",
     "check_deadline",
     "cleared_message",
     "default_wait",
     "next_step",
     "path_text",
     "task_names",
+    "warning_chance",
     "warning_message",
 ]

@@ -12,14 +12,19 @@ import math
 from dataclasses import dataclass
 
 from airflow_leastaction.expectations.estimate import WINDOW, Node, expect
+from airflow_leastaction.expectations.miss import chance_after, possible_completions
 from tests.helpers.expected_times import DAY, HOUR, MINUTE, History, Run
 
 QUARTER = dt.timedelta(minutes=15)
 #: A warning this many minutes before the deadline or more leaves time to act.
 AHEAD_MIN = 30
 #: The columns of a warning row as the benchmark's JSON keeps it (one list per daily task and replayed day).
+#: The chances of missing at which the chance rule is replayed (``chance50_lead_min``: the first instant the chance
+#: of missing was 0.5 or more).
+CHANCES = (0.3, 0.5, 0.7)
 WARNING_COLUMNS = ("task", "day", "outside", "deadline_min", "actual_min", "missed", "lead_min", "median_lead_min",
-                   "before_any_record", "own_p90_within", "incident")  # fmt: skip
+                   "before_any_record", "own_p90_within", "incident",
+                   *(f"chance{round(c * 100)}_lead_min" for c in CHANCES))  # fmt: skip
 
 
 def key_of(task: str, slot: dt.datetime) -> str:
@@ -59,7 +64,7 @@ class Morning:
         self.history, self.day, self.same_kind_of_day = history, day, same_kind_of_day
         self.members: dict[str, Member] = {}
         self.targets = [self._add(task, history.daily_slot(task, day)) for task in history.daily_tasks()]
-        self._histories: dict[tuple[str, int], tuple[tuple, tuple]] = {}
+        self._histories: dict[tuple[str, int, str | None], tuple[tuple, tuple, tuple]] = {}
         self._nodes: dict[tuple, Node] = {}
 
     def _add(self, task: str, slot: dt.datetime) -> str:
@@ -80,7 +85,7 @@ class Morning:
                     todo.append(p)
         return list(seen)
 
-    def _history(self, task: str, count: int, kind: str | None) -> tuple[tuple, tuple]:
+    def _history(self, task: str, count: int, kind: str | None) -> tuple[tuple, tuple, tuple]:
         found = self._histories.get((task, count, kind))
         if found is None:
             if kind is None:
@@ -89,7 +94,11 @@ class Morning:
                 hourly = self.history.tasks[task].hourly
                 runs = [r for r in self.history.latest(task, count, count) if kind_of_day(r.slot, hourly) == kind]
                 runs = runs[:WINDOW]
-            found = (tuple(r.finished_at - r.slot for r in runs), tuple(r.finished_at - r.started_at for r in runs))
+            found = (
+                tuple(r.finished_at - r.slot for r in runs),
+                tuple(r.finished_at - r.started_at for r in runs),
+                tuple(r.finished_at.astimezone(dt.UTC).weekday() for r in runs),
+            )
             self._histories[(task, count, kind)] = found
         return found
 
@@ -107,9 +116,10 @@ class Morning:
             node = self._nodes.get(cache_key)
             if node is None:
                 kind = kind_of_day(m.run.slot, self.history.tasks[m.task].hourly) if self.same_kind_of_day else None
-                offsets, durations = self._history(m.task, count, kind)
+                offsets, durations, weekdays = self._history(m.task, count, kind)
                 finished = m.run.finished_at if state == "success" else None
-                node = Node(key, m.task, m.run.slot, state, started, finished, offsets, durations, 0, m.parents)
+                node = Node(key, m.task, m.run.slot, state, started, finished, offsets, durations, 0, m.parents,
+                            weekdays=weekdays)  # fmt: skip
                 self._nodes[cache_key] = node
             out[key] = node
         return out
@@ -151,34 +161,55 @@ def deadline_offsets(history: History, first_day: int, weeks: int = 4, margin=QU
 
 
 def warnings(morning: Morning, deadlines: dict[str, dt.timedelta], step=MINUTE) -> list[dict]:
-    """Each target's deadline, its actual completion, and the first instant its expected completion was past
-    the deadline while it was not complete, read every ``step`` and on every record change of the morning's
-    graph: by the p90 (``lead_min``, the warning) and, beside it, by the median (``median_lead_min``)."""
+    """:func:`warnings_for` of one set of deadlines."""
+    return warnings_for(morning, {"": deadlines}, step)[""]
+
+
+def warnings_for(morning: Morning, deadline_sets: dict[str, dict[str, dt.timedelta]], step=MINUTE) -> dict:
+    """For each named set of deadlines, each target's deadline, its actual completion, and the first instant
+    each rule judged it would miss while it was not complete, read every ``step`` and on every record change
+    of the morning's graph: the expected p90 past the deadline (``lead_min``, the shipped warning), the median
+    past it (``median_lead_min``), and the chance of missing at least each of :data:`CHANCES`
+    (``chance50_lead_min``...). The sets share one replay: the expectations read at an instant do not depend
+    on the deadline."""
     runs = [m.run for m in morning.members.values()]
     targets = [morning.members[k] for k in morning.targets]
-    due = {m.key: m.run.slot + deadlines[m.task] for m in targets}
+    dues = {name: {m.key: m.run.slot + d[m.task] for m in targets} for name, d in deadline_sets.items()}
     start = min(m.run.slot for m in targets) + DAY - HOUR
-    end = max(max(m.run.finished_at for m in targets), max(due.values())) + step
+    last_due = max(t for due in dues.values() for t in due.values())
+    end = max(max(m.run.finished_at for m in targets), last_due) + step
     instants = {start + i * step for i in range(int((end - start) / step) + 1)}
     instants.update(t for r in runs for t in (r.first_started, r.failed_at, r.started_at, r.finished_at) if t)
-    instants.update(d + dt.timedelta(seconds=1) for d in due.values())  # the anchor's instant, just after
+    for due in dues.values():  # the anchor's instant, just after
+        instants.update(d + dt.timedelta(seconds=1) for d in due.values())
     closures = {m.key: morning.closure(m.key) for m in targets}
-    first: dict[str, dict[str, dt.datetime]] = {"p90": {}, "median": {}}
-    own_within: dict[str, bool] = {}  # at the warning: the task's own p90 was within its deadline
+    rules = ("p90", "median", *CHANCES)
+    first = {name: {rule: {} for rule in rules} for name in dues}
+    own_within: dict[str, dict[str, bool]] = {name: {} for name in dues}  # at the p90 warning: own p90 within
     for now in sorted(t for t in instants if start <= t <= end):
-        open_ = [m for m in targets if m.key not in first["median"] and now < m.run.finished_at]
+        open_ = [m for m in targets if now < m.run.finished_at
+                 and any(m.key not in f[r] for f in first.values() for r in rules)]  # fmt: skip
         if not open_:
             continue
         keys = {k for m in open_ for k in closures[m.key]}  # what the open targets' expectations read
         nodes = morning.nodes_at(now, keys)
         found = expect(nodes, now)
-        for m in open_:
-            e = found[m.key]
-            for which, at in (("p90", e.p90), ("median", e.median)):
-                if at is not None and at > due[m.key] and m.key not in first[which]:
-                    first[which][m.key] = now
-                    if which == "p90":
-                        own_within[m.key] = own_p90(nodes[m.key], now) <= due[m.key]
+        possible = possible_completions(nodes, found, [m.key for m in open_], now)
+        for name, due in dues.items():
+            for m in open_:
+                e, f, d = found[m.key], first[name], due[m.key]
+                chance = chance_after(possible[m.key], d)
+                hits = [("p90", e.p90 is not None and e.p90 > d), ("median", e.median is not None and e.median > d)]
+                hits += [(c, chance is not None and chance >= c) for c in CHANCES]
+                for rule, hit in hits:
+                    if hit and m.key not in f[rule]:
+                        f[rule][m.key] = now
+                        if rule == "p90":
+                            own_within[name][m.key] = own_p90(nodes[m.key], now) <= d
+    return {name: _warning_rows(morning, targets, closures, dues[name], first[name], own_within[name]) for name in dues}
+
+
+def _warning_rows(morning, targets, closures, due, first, own_within) -> list[dict]:
     rows = []
     for m in targets:
         lead = {w: None if m.key not in f else (due[m.key] - f[m.key]) / MINUTE for w, f in first.items()}
@@ -198,6 +229,7 @@ def warnings(morning: Morning, deadlines: dict[str, dt.timedelta], step=MINUTE) 
                 # its own history put its p90 within the deadline: the parents' estimate raised the warning
                 "own_p90_within": own_within.get(m.key, False),
                 "incident": _incident_upstream(morning, m.key),
+                **{f"chance{round(c * 100)}_lead_min": lead[c] for c in CHANCES},
             }
         )
     return rows
@@ -264,3 +296,28 @@ def _tasks_on_most_mornings(false: list[list], rows: list[list], col: dict) -> i
     for r in false:
         per_task[r[col["task"]]] = per_task.get(r[col["task"]], 0) + 1
     return sum(1 for n in per_task.values() if n > mornings / 2)
+
+
+#: Minutes of slack a deadline that was met was met by (its deadline minus its completion), as buckets.
+SLACK_BUCKETS = ((0, 15), (15, 30), (30, 60), (60, None))
+
+
+def false_warning_classes(rows: list[list], lead: str = "lead_min") -> dict:
+    """The false warnings of a rule, counted by the slack the deadline was then met by, by the kind of day
+    the run fell on, and by cause: an incident upstream (a load two hours late, a task run again); the
+    estimate through the parents (the task's own history put its p90 within the deadline; p90 rule only);
+    else the task's own history (its jitter and duration)."""
+    from tests.helpers.expected_times import EPOCH
+
+    col = {c: i for i, c in enumerate(WARNING_COLUMNS)}
+    false = [r for r in rows if r[col[lead]] is not None and not r[col["missed"]]]
+    slack, kind, cause = {}, {"monday": 0, "weekday": 0, "weekend": 0}, {}
+    for r in false:
+        met_by = r[col["deadline_min"]] - r[col["actual_min"]]
+        low, high = next((lo, hi) for lo, hi in SLACK_BUCKETS if met_by >= lo and (hi is None or met_by < hi))
+        label = f"{low}+" if high is None else f"{low}-{high}"
+        slack[label] = slack.get(label, 0) + 1
+        kind[kind_of_day(EPOCH + r[col["day"]] * DAY, hourly=False)] += 1
+        why = "incident" if r[col["incident"]] else "parents" if r[col["own_p90_within"]] else "own history"
+        cause[why] = cause.get(why, 0) + 1
+    return {"false": len(false), "slack_min": slack, "kind_of_day": kind, "cause": cause}

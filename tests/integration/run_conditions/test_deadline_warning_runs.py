@@ -121,6 +121,8 @@ class TestASensor:
         assert (told["kind"], told["kwargs"], told["warning"]["task"]) == ("sync", {"channel": "#data"}, "report")
         assert dt.datetime.fromisoformat(told["warning"]["expected_p90"]) > deadline
         assert told["warning"]["critical_path"] == [str(FEED)]
+        chance = told["warning"]["chance_of_missing"]  # the default threshold is one half
+        assert 0.5 <= chance <= 1 and f"{int(chance * 100)}% likely to miss" in told["warning"]["message"]
 
     def test_a_late_feed_warns_and_its_landing_brings_the_report_back_on_time(self, catalog, run_dag, markers):
         slot = day(catalog, run_dag, "dw_sensor", 3 * H)  # the feed is expected ~06:00, the report ~08:00

@@ -14,6 +14,7 @@ from tests.helpers.expectation_replay import (
     WARNING_COLUMNS,
     Morning,
     deadline_offsets,
+    false_warning_classes,
     kind_of_day,
     nearest_rank,
     warning_summary,
@@ -102,16 +103,17 @@ def test_a_child_held_back_by_a_late_load_is_warned_before_its_deadline(history)
     assert missed, "the late load made none of its children miss its deadline"
     for row in missed:
         assert row["lead_min"] > 0, row  # DeadlineAlert's lead is 0: it calls back at the deadline
+        assert row["chance50_lead_min"] > 0, row  # and the chance of missing passed one half before it
 
 
 def test_the_warning_summary_counts_missed_deadlines_leads_and_false_warnings():
-    def row(task, day, missed, lead, early=False, incident=None, own_within=False):
-        values = {
+    def row(task, day, missed, lead, early=False, incident=None, own_within=False, deadline=0.0, actual=0.0):
+        values = {c: None for c in WARNING_COLUMNS} | {
             "task": task,
             "day": day,
             "outside": False,
-            "deadline_min": 0.0,
-            "actual_min": 0.0,
+            "deadline_min": deadline,
+            "actual_min": actual,
             "missed": missed,
             "lead_min": lead,
             "median_lead_min": None,
@@ -131,6 +133,29 @@ def test_the_warning_summary_counts_missed_deadlines_leads_and_false_warnings():
     assert (s["false_before_any_record"], s["false_own_p90_within"]) == (1, 1)
     assert (s["tasks"], s["false_tasks"], s["false_tasks_most_mornings"]) == (3, 1, 1)  # c: both mornings
     assert warning_summary(rows, "median_lead_min")["warnings"] == 0
+
+
+def test_false_warnings_are_counted_by_slack_kind_of_day_and_cause():
+    def row(day, lead, deadline, actual, incident=None, own_within=False):
+        values = {c: None for c in WARNING_COLUMNS} | {
+            "task": "a", "day": day, "deadline_min": deadline, "actual_min": actual, "missed": actual > deadline,
+            "lead_min": lead, "own_p90_within": own_within, "incident": incident,
+        }  # fmt: skip
+        return [values[c] for c in WARNING_COLUMNS]
+
+    monday = next(d for d in range(7) if kind_of_day(EPOCH + d * DAY, hourly=False) == "monday")
+    rows = [
+        row(monday, 40.0, 300.0, 295.0),  # met by 5 minutes, its own history
+        row(monday + 1, 40.0, 300.0, 280.0, own_within=True),  # met by 20, the parents' estimate
+        row(monday + 2, 40.0, 300.0, 200.0, incident="rerun"),  # met by 100, an incident upstream
+        row(monday + 3, None, 300.0, 200.0),  # not warned
+        row(monday + 4, 40.0, 300.0, 310.0),  # missed: a true warning
+    ]
+    c = false_warning_classes(rows)
+    assert c["false"] == 3
+    assert c["slack_min"] == {"0-15": 1, "15-30": 1, "60+": 1}
+    assert c["kind_of_day"] == {"monday": 1, "weekday": 2, "weekend": 0}
+    assert c["cause"] == {"own history": 1, "parents": 1, "incident": 1}
 
 
 def test_a_daily_slot_is_its_cron_time_on_its_slot_day():

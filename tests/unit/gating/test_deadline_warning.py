@@ -19,6 +19,7 @@ from airflow_leastaction.gating.deadline_warning import (
     check_deadline,
     default_wait,
     next_step,
+    warning_chance,
     warning_message,
 )
 from airflow_leastaction.gating.local_deadline import deadline_at
@@ -31,23 +32,36 @@ H = dt.timedelta(hours=1)
 
 class TestWhenToWarn:
     @pytest.mark.parametrize(
-        "state, p90, now, step",
+        "state, chance, now, step",
         [
-            pytest.param(None, DEADLINE + H, SLOT + 4 * H, WARN, id="nothing said, p90 after the deadline: warn"),
-            pytest.param(None, DEADLINE, SLOT + 4 * H, None, id="p90 at the deadline is on time"),
-            pytest.param(None, DEADLINE - H, SLOT + 4 * H, None, id="p90 before the deadline: nothing"),
+            pytest.param(None, 0.62, SLOT + 4 * H, WARN, id="nothing said, a miss more likely than not: warn"),
+            pytest.param(None, 0.5, SLOT + 4 * H, WARN, id="nothing said, a miss at the threshold: warn"),
+            pytest.param(None, 0.49, SLOT + 4 * H, None, id="under the threshold: nothing"),
+            pytest.param(None, 0.0, SLOT + 4 * H, None, id="no chance of missing: nothing"),
             pytest.param(None, None, SLOT + 4 * H, None, id="no estimate: nothing"),
-            pytest.param(None, DEADLINE + H, DEADLINE, None, id="the deadline passed: too late to warn"),
-            pytest.param(WARNED, DEADLINE + 2 * H, SLOT + 5 * H, None, id="warned once: never twice"),
-            pytest.param(WARNED, DEADLINE, SLOT + 5 * H, CLEAR, id="warned, p90 back at the deadline: clear"),
-            pytest.param(WARNED, DEADLINE - H, SLOT + 5 * H, CLEAR, id="warned, p90 back before it: clear"),
+            pytest.param(None, 1.0, DEADLINE, None, id="the deadline passed: too late to warn"),
+            pytest.param(WARNED, 1.0, SLOT + 5 * H, None, id="warned once: never twice"),
+            pytest.param(WARNED, 0.5, SLOT + 5 * H, None, id="warned, still at the threshold: it stands"),
+            pytest.param(WARNED, 0.49, SLOT + 5 * H, CLEAR, id="warned, back under the threshold: clear"),
             pytest.param(WARNED, None, SLOT + 5 * H, None, id="warned, no estimate now: it stands"),
-            pytest.param(CLEARED, DEADLINE + H, SLOT + 5 * H, None, id="cleared: late again says nothing"),
-            pytest.param(CLEARED, DEADLINE - H, SLOT + 5 * H, None, id="cleared once only"),
+            pytest.param(CLEARED, 1.0, SLOT + 5 * H, None, id="cleared: late again says nothing"),
+            pytest.param(CLEARED, 0.0, SLOT + 5 * H, None, id="cleared once only"),
         ],
     )
-    def test_the_step_of_one_look(self, state, p90, now, step):
-        assert next_step(state, p90, DEADLINE, now) == step
+    def test_the_step_of_one_look(self, state, chance, now, step):
+        assert next_step(state, chance, DEADLINE, now, 0.5) == step
+
+    @pytest.mark.parametrize(("threshold", "step"), [(0.3, WARN), (0.4, WARN), (0.7, None)])
+    def test_the_threshold_is_the_deployments(self, threshold, step):
+        assert next_step(None, 0.4, DEADLINE, SLOT + 4 * H, threshold) == step
+
+    @pytest.mark.parametrize("value", ["0", "-0.1", "1.5", "half", "nan", ""])
+    def test_a_threshold_that_is_not_a_chance_is_refused_naming_the_option(self, value):
+        with pytest.raises(ValueError, match="deadline_warning_probability"):
+            warning_chance(value)
+
+    def test_a_threshold_is_read_as_a_number(self):
+        assert warning_chance("0.7") == 0.7 and warning_chance("1") == 1.0
 
 
 class TestTheRunsDeadline:
@@ -134,16 +148,17 @@ def test_a_gate_without_max_wait_waits_until_its_deadline():
     assert default_wait(None) == default_wait(dt.timedelta(hours=-1)) == default_wait("soon") == 0
 
 
-def test_the_message_names_the_task_slot_deadline_p90_and_the_tasks_waited_on_on_the_dags_clock():
+def test_the_message_names_the_task_slot_chance_deadline_p90_and_the_tasks_waited_on_on_the_dags_clock():
     text = warning_message(
         "report",
         SLOT - H,
         DEADLINE - H,
+        0.625,
         DEADLINE - H + dt.timedelta(minutes=40),
         ("feed_it@x", "ingest@y"),
         "Europe/Paris",
     )
     assert text == (
-        "report (slot 2026-11-20 00:00 CET) is expected to finish at 2026-11-20 06:40 CET (p90), after its "
-        "deadline 2026-11-20 06:00 CET; waiting on feed_it, which waits on ingest"
+        "report (slot 2026-11-20 00:00 CET) is 62% likely to miss its deadline 2026-11-20 06:00 CET (expected by "
+        "2026-11-20 06:40 CET, p90); waiting on feed_it, which waits on ingest"
     )

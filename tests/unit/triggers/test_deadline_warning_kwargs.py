@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, declared
 from airflow_leastaction.catalog.deadline_warnings import WarningKey
 from airflow_leastaction.gating.deadline_warning import DeadlineWarning
@@ -55,3 +57,15 @@ def test_the_interval_trigger_round_trips_with_a_warning_and_without_one_keeps_i
         assert ParentIntervalTrigger(**kwargs).serialize() == (path, kwargs)
     plain = ParentIntervalTrigger(parents=parents, child_interval=day(2).isoformat())
     assert "warning" not in plain.serialize()[1]
+
+
+def test_the_warning_threshold_is_the_deployments_option_and_one_half_unset(monkeypatch):
+    from airflow_leastaction.airflow_seam.deadline_watch import threshold
+
+    monkeypatch.delenv("AIRFLOW__LEASTACTION__DEADLINE_WARNING_PROBABILITY", raising=False)
+    assert threshold() == 0.5
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__DEADLINE_WARNING_PROBABILITY", "0.8")
+    assert threshold() == 0.8
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__DEADLINE_WARNING_PROBABILITY", "2")
+    with pytest.raises(ValueError, match=r"deadline_warning_probability .* not '2'"):
+        threshold()
