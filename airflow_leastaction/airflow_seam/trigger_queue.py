@@ -3,7 +3,8 @@
 Airflow (3.2 and later, with ``[triggerer] queues_enabled``) gives a trigger the ``queue`` of the task
 that defers to it, and a triggerer started with ``--queues`` runs only those queues' triggers. A gate's
 queue is therefore its task's ``queue``: named by its author (``queue=`` or ``trigger_queue=``), else
-chosen from its parents (:func:`~airflow_leastaction.gating.trigger_queues.choose_queue`). The queue is
+chosen from its parents' projects (:func:`~airflow_leastaction.gating.trigger_queues.choose_queue`; a gate
+with no catalog parent: its own task, :func:`~airflow_leastaction.gating.trigger_queues.own_queue`). The queue is
 fixed when the task defers: changing the setting moves no waiting gate.
 
 Airflow starts a task in the triggerer (``start_from_trigger``) without its queue, so a gate with a queue
@@ -18,7 +19,7 @@ from collections.abc import Iterable
 
 from airflow_leastaction.config import setting
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.gating.trigger_queues import check_queue, choose_queue, parse_queues
+from airflow_leastaction.gating.trigger_queues import check_queue, choose_queue, own_queue, parse_queues
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.version_compat import TRIGGERER_QUEUES, say_once
@@ -57,7 +58,10 @@ def trigger_queue_of(
         return None
     chosen = trigger_queue or given_queue
     if chosen is None:
-        chosen = choose_queue(list(parents) or [airflow_task(task.dag_id, task.task_id)], queues)
+        parents = list(parents)
+        chosen = (
+            choose_queue(parents, queues) if parents else own_queue(airflow_task(task.dag_id, task.task_id), queues)
+        )
     task.queue = chosen
     return chosen
 

@@ -1,10 +1,20 @@
-"""Which triggerer queue a gate waits in: where most of its parents hash. Pure.
+"""Which triggerer queue a gate waits in: where most of its parents' projects hash. Pure.
 
-``[leastaction] trigger_queues`` lists the deployment's triggerer queues. A gate's parents (the catalog
-tasks it waits on) each hash into that list with a stable hash (SHA-1 of the parent's identity, the same
-in every process and on every machine, unlike Python's ``hash``); the gate goes where most of them
-hash, a tie to the queue listed first. Gates that wait on the same parents so wait in the same
-triggerer, whose shared poll then reads each parent once for all of them.
+``[leastaction] trigger_queues`` lists the deployment's triggerer queues. Each of a gate's parents (the
+catalog tasks it waits on) hashes into that list by its project and account, not its name or partition:
+every task of a project maps to one queue, so a team's gates, which mostly wait on their own team's
+tasks, wait together in one triggerer, whose shared poll then reads each parent once for all of them.
+The hash is stable (SHA-1, the same in every process and on every machine, unlike Python's ``hash``).
+
+The gate goes to the queue most of its parents hash to, counting parents (each distinct parent once),
+not distinct projects: the triggerer reads a gate's parents one by one, so the queue that already
+watches most of them is where the gate adds the fewest reads; counting projects would let one parent
+of another project outweigh several of the gate's own. A tie is broken by a stable hash of the gate's
+parent set among the tied queues (in the order listed), so tied gates spread over them instead of
+piling into the first, and every process gives the same answer.
+
+A gate with no catalog parent hashes its own task's full identity (:func:`own_queue`): gates of one
+deployment share its project, and would otherwise all wait in one queue.
 """
 
 from __future__ import annotations
@@ -22,6 +32,9 @@ SETTING = "[leastaction] trigger_queues"
 
 #: A queue name: what Airflow's trigger table (256 characters) and Celery's queue names take.
 QUEUE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,255}")
+
+#: Between the fields of one hashed key, and between the parents of a parent set.
+_FIELD, _ITEM = "\x1f", "\x1e"
 
 
 def check_queue(name: object, where: str) -> str:
@@ -48,18 +61,37 @@ def parse_queues(text: str) -> tuple[str, ...]:
     return tuple(queues)
 
 
+def stable_hash(key: str) -> int:
+    """The first 8 bytes of the SHA-1 of ``key`` (UTF-8) as a big-endian number: the same everywhere."""
+    return int.from_bytes(hashlib.sha1(key.encode(), usedforsecurity=False).digest()[:8], "big")
+
+
+def _identity_key(task: TaskIdentity) -> str:
+    return _FIELD.join((task.name, task.project, task.account, task.partition))
+
+
 def queue_of(parent: TaskIdentity, queues: Sequence[str]) -> str:
-    """The queue ``parent`` hashes to: the same in every process, whatever else is listed with it."""
-    key = "\x1f".join((parent.name, parent.project, parent.account, parent.partition)).encode()
-    return queues[int.from_bytes(hashlib.sha1(key, usedforsecurity=False).digest()[:8], "big") % len(queues)]
+    """The queue ``parent``'s project and account hash to: every task of a project maps to the same one."""
+    return queues[stable_hash(_FIELD.join((parent.project, parent.account))) % len(queues)]
+
+
+def own_queue(task: TaskIdentity, queues: Sequence[str]) -> str:
+    """The queue a gate with no catalog parent waits in: its own task's full identity hashed."""
+    return queues[stable_hash(_identity_key(task)) % len(queues)]
 
 
 def choose_queue(parents: Iterable[TaskIdentity], queues: Sequence[str]) -> str:
-    """The queue most of ``parents`` hash to (a tie: the one listed first). ``parents`` must name one."""
+    """The queue most of ``parents`` hash to (a tie: the parent set's hash picks among the tied queues).
+    ``parents`` must name one; their order and repetition do not matter."""
     if not queues:
         raise ValueError("no queue to choose from")
-    counts = Counter(queue_of(p, queues) for p in dict.fromkeys(parents))
-    if not counts:
+    distinct = list(dict.fromkeys(parents))
+    if not distinct:
         raise ValueError("no parent to choose a queue by")
+    counts = Counter(queue_of(p, queues) for p in distinct)
     most = max(counts.values())
-    return next(q for q in queues if counts[q] == most)
+    tied = [q for q in queues if counts[q] == most]
+    if len(tied) == 1:
+        return tied[0]
+    parent_set = _ITEM.join(sorted(_identity_key(p) for p in distinct))
+    return tied[stable_hash(parent_set) % len(tied)]

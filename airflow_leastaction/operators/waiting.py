@@ -20,9 +20,9 @@ class _Waiting(BaseOperator):
     """A task that waits on others of its run and starts nothing by itself.
 
     :param trigger_queue: the triggerer queue its trigger waits in (a team's, a project's): the task's
-        ``queue``. Default: where most of what it waits on hashes into ``[leastaction] trigger_queues`` (none
-        listed: no queue). Airflow 3.2+ with ``[triggerer] queues_enabled``; such a task starts on a worker
-        of that queue, which defers to the triggerer serving it.
+        ``queue``. Default: where the projects of most of what it waits on hash into ``[leastaction]
+        trigger_queues`` (none listed: no queue). Airflow 3.2+ with ``[triggerer] queues_enabled``; such a
+        task starts on a worker of that queue, which defers to the triggerer serving it.
     """
 
     consumes_own_decisions = False

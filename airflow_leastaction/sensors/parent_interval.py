@@ -116,7 +116,7 @@ class ParentIntervalSensor(BaseSensorOperator):
     :param deadline_callback: whom the warning tells: Airflow's ``AsyncCallback`` or ``SyncCallback``, as
         a ``DeadlineAlert`` takes (default: the DAG alert's callback, else the log and the catalog only).
     :param trigger_queue: the triggerer queue to wait in (a team's, a project's): the task's ``queue``.
-        Default: where most parents hash into ``[leastaction] trigger_queues`` (none: no queue). Airflow
+        Default: where most parents' projects hash into ``[leastaction] trigger_queues`` (none: no queue). Airflow
         3.2+ with ``[triggerer] queues_enabled``; such a sensor starts on a worker of that queue.
     """
 

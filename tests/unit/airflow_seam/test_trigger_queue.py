@@ -13,7 +13,7 @@ from airflow.sdk import DAG
 from airflow_leastaction import version_compat
 from airflow_leastaction.airflow_seam import trigger_queue
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.gating.trigger_queues import choose_queue
+from airflow_leastaction.gating.trigger_queues import choose_queue, own_queue
 from airflow_leastaction.refs import airflow_task, external_task
 from airflow_leastaction.run_conditions import run_condition
 from airflow_leastaction.sensors import ParentIntervalSensor
@@ -65,6 +65,15 @@ class TestChosenAtParse:
         watched = [*PARENTS[:2], airflow_task("gated", "prep")]
         assert task.queue == choose_queue(watched, QUEUES)
         assert task.start_from_trigger is False
+
+    def test_a_gate_without_catalog_parents_hashes_its_own_task_so_a_dags_gates_spread(self, queues):
+        queues()
+        with DAG("lone", schedule="@daily", start_date=dt.datetime(2026, 11, 1, tzinfo=dt.UTC)):
+            tasks = [EmptyOperator(task_id=f"t{i}") for i in range(30)]
+        chosen = [trigger_queue.trigger_queue_of(t, [], None, None, deferrable=True) for t in tasks]
+        assert chosen == [own_queue(airflow_task("lone", t.task_id), QUEUES) for t in tasks]
+        assert [t.queue for t in tasks] == chosen
+        assert set(chosen) == set(QUEUES)  # one project, yet not one queue
 
     def test_trigger_queue_names_the_queue_and_wins_over_the_hash(self, queues):
         queues()
