@@ -1,4 +1,4 @@
-"""Which triggerer queue a gate waits in: where most of its parents' projects hash. Pure.
+"""Which triggerer queue a gate waits in: where most of its parents' projects (or DAGs) hash. Pure.
 
 ``[leastaction] trigger_queues`` lists the deployment's triggerer queues. Each of a gate's parents (the
 catalog tasks it waits on) hashes into that list by its project and account, not its name or partition:
@@ -13,8 +13,11 @@ of another project outweigh several of the gate's own. A tie is broken by a stab
 parent set among the tied queues (in the order listed), so tied gates spread over them instead of
 piling into the first, and every process gives the same answer.
 
-A gate with no catalog parent hashes its own task's full identity (:func:`own_queue`): gates of one
-deployment share its project, and would otherwise all wait in one queue.
+A parent that is an Airflow task or DAG (named ``dag.task``, ``dag:task`` or ``dag::run``) hashes by its
+DAG as well: every Airflow task of a deployment shares the deployment's project, so by project alone the
+run-condition gates of a whole deployment, which wait on their own DAGs' tasks, would all wait in one
+queue; by DAG they spread, and a DAG's gates still wait together. A gate with no catalog parent hashes
+its own task's full identity (:func:`own_queue`), for the same reason.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from airflow_leastaction.exceptions import ConfigurationError
-from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.identity import TaskIdentity, airflow_task_ids
 
 #: The setting, as errors name it.
 SETTING = "[leastaction] trigger_queues"
@@ -70,9 +73,17 @@ def _identity_key(task: TaskIdentity) -> str:
     return _FIELD.join((task.name, task.project, task.account, task.partition))
 
 
+def group_key(parent: TaskIdentity) -> str:
+    """What a parent hashes by: its project and account and, for an Airflow task's or DAG's name
+    (``dag.task``, ``dag:task``, ``dag::run``), its DAG; never its task name or partition."""
+    ids = airflow_task_ids(parent.name)
+    return _FIELD.join((parent.project, parent.account, *((ids[0],) if ids else ())))
+
+
 def queue_of(parent: TaskIdentity, queues: Sequence[str]) -> str:
-    """The queue ``parent``'s project and account hash to: every task of a project maps to the same one."""
-    return queues[stable_hash(_FIELD.join((parent.project, parent.account))) % len(queues)]
+    """The queue ``parent``'s group (:func:`group_key`) hashes to: every task of a project outside Airflow,
+    and every task of one Airflow DAG, maps to the same one."""
+    return queues[stable_hash(group_key(parent)) % len(queues)]
 
 
 def own_queue(task: TaskIdentity, queues: Sequence[str]) -> str:
