@@ -1,6 +1,7 @@
 """Which triggerer queue a gate waits in: each parent hashes into ``[leastaction] trigger_queues`` by its
-project and account, and by its DAG when it is an Airflow task (a stable hash); the gate goes where most of its parents hash, a tie broken by a
-stable hash of its parent set among the tied queues; a gate with no parent hashes its own task."""
+project and account, and by its DAG when it is an Airflow task (a stable hash); the gate goes where most
+of its parents hash, a tie broken by a stable hash of its parent set among the tied queues; a gate with
+no parent hashes its own task."""
 
 from __future__ import annotations
 
