@@ -59,12 +59,20 @@ def take_reported(ti) -> int | None:
 
 
 def pushed_rows(ti) -> int | None:
-    """The count in the task's XCom ``leastaction_rows_written`` (None when absent or not a count)."""
+    """The count in the task's XCom ``leastaction_rows_written`` (None when absent or not a count).
+
+    An unmapped task's XCom is read as the sequence of all its map indexes (one value, or none): Airflow
+    logs a single missing XCom as an error ("XCom not found"), and most tasks report no rows, so reading
+    it one at a time would put an error line in the log of every such task. A mapped task instance reads
+    its own map index (a missing one is still logged so by Airflow).
+    """
     map_index = getattr(ti, "map_index", -1)
     try:
-        value = ti.xcom_pull(
-            task_ids=ti.task_id, key=ROWS_WRITTEN_KEY, map_indexes=-1 if map_index is None else map_index
-        )
+        if map_index is None or map_index < 0:
+            value = ti.xcom_pull(task_ids=ti.task_id, key=ROWS_WRITTEN_KEY)
+            value = None if value == [] else value  # an empty sequence: nothing pushed
+        else:
+            value = ti.xcom_pull(task_ids=ti.task_id, key=ROWS_WRITTEN_KEY, map_indexes=map_index)
     except Exception:
         log.warning("leastaction: could not read XCom %s of %s", ROWS_WRITTEN_KEY, ti, exc_info=True)
         return None

@@ -59,3 +59,15 @@ def test_an_xcom_that_is_not_a_count_leaves_rows_written_unknown(catalog, run_da
 def test_each_map_index_reads_its_own_pushed_rows(catalog, run_dag):
     assert run_dag("lx_rows_mapped", DAY).state == "success"
     assert [recorded(catalog, "lx_rows_mapped", i) for i in (0, 1)] == [[("success", 2)], [("success", 0)]]
+
+
+def test_a_task_that_reports_no_rows_leaves_no_error_in_the_logs(catalog, run_dag, capfd):
+    # Airflow logs a missing XCom read one at a time as an error ("XCom not found"); the listener reads a
+    # task's rows as a sequence, which is simply empty, so a task that reports nothing logs nothing.
+    run = run_dag("lx_rows_xcom_push", DAY)
+    assert states(run)["publish"] == "success"
+    identity = airflow_task("lx_rows_xcom_push", "publish")
+    _, slots = catalog.snapshot([(identity, DAY)])
+    assert [(s.state, s.rows_written) for s in slots] == [("success", None)]  # reported nothing: unknown
+    out, err = capfd.readouterr()
+    assert "XCom not found" not in out + err
