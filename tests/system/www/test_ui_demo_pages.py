@@ -62,8 +62,28 @@ class Demo:
             runs = {d: self.runs(d) for d in dag_ids}
             if all(rs and all(r["state"] in ("success", "failed") for r in rs) for rs in runs.values()):
                 return
+            # A DAG started only by the demo's driver (an asset-driven one) gets no run once the driver gave
+            # up: nothing is left to wait for.
+            if "did not finish" in self.output() and not all(runs.values()):
+                break
             time.sleep(10)
-        pytest.fail(f"the demo's runs did not finish within {timeout:.0f}s: {runs}")
+        pytest.fail(f"the demo's runs did not finish within {timeout:.0f}s: {runs}\n{self.failures()}")
+
+    def failures(self) -> str:
+        """What went wrong in the demo, for a test's failure message: the driver's lines, and the last lines of
+        every task or trigger log holding an error or a critical line (Airflow writes them as JSON lines)."""
+        lines = [line for line in self.output().splitlines() if line.startswith(("demo:", "timed out"))]
+        for path in sorted((self.home / "logs").glob("dag_id=*/run_id=*/task_id=*/attempt=*.log*")):
+            text = path.read_text(errors="replace")
+            if re.search(r'"level":\s*"(error|critical)"', text):
+                lines.append(f"--- {path.relative_to(self.home / 'logs')}")
+                lines.extend(text.splitlines()[-30:])
+        standalone = self.home / "standalone.log"
+        if standalone.exists():  # the scheduler's word on a task it failed (an executor event, a lost task)
+            text = standalone.read_text(errors="replace")
+            said = [line for line in text.splitlines() if re.search(r"\[(error|critical)\s*\]|\bERROR - ", line)]
+            lines.extend(["--- standalone.log, its error lines", *said[-40:]])
+        return "\n".join(lines)
 
     def run_of(self, dag_id: str) -> str:
         (finished,) = [r for r in self.runs(dag_id) if r["state"] == "success"][:1]
@@ -203,7 +223,7 @@ class TestTheDemo:
             capture_output=True, text=True, timeout=1800, check=False,
         )  # fmt: skip
         report = [line for line in done.stdout.splitlines() if line.startswith("check:")]
-        assert done.returncode == 0, "\n".join(report) + "\n" + done.stderr[-4000:]
+        assert done.returncode == 0, "\n".join(report) + "\n" + done.stderr[-4000:] + "\n" + demo.failures()
         run_line = re.compile(r"check: (\w+)\s+((?:(?:success|failed|running|queued) ?)+|no runs)$")
         runs = {m.group(1): m.group(2).split() for m in map(run_line.match, report) if m}
         assert {"orders_raw", "orders_enriched", "orders_daily_report"} <= set(runs)
