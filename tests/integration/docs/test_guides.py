@@ -207,15 +207,28 @@ def _checkout_copy(dest: Path) -> Path:
 
 
 def _venv_copy(dest: Path) -> Path:
-    """A copy of the running virtualenv (so the page's ``pip install`` cannot touch the suite's)."""
+    """A copy of the running virtualenv (so the page's ``pip install`` cannot touch the suite's).
+
+    Its scripts name the virtualenv's interpreter (on their ``#!`` line, or on the next one when pip wrote
+    a ``/bin/sh`` launcher for a long path) by the path the virtualenv was made at, which is not
+    ``sys.prefix`` when it is reached through a symbolic link: both spellings are rewritten, and a script
+    still naming the suite's interpreter fails here, before ``pip`` could install into the suite's own
+    virtualenv through it."""
     source = Path(sys.prefix)
     shutil.copytree(source, dest, symlinks=True)
-    old, new = f"#!{source}/bin/python", f"#!{dest}/bin/python"
+    olds = {f"{prefix}/bin/python".encode() for prefix in (source, source.resolve())}
+    new = f"{dest}/bin/python".encode()
     for script in (dest / "bin").iterdir():
         if script.is_file() and not script.is_symlink():
             data = script.read_bytes()
-            if data.startswith(old.encode()):
-                script.write_bytes(new.encode() + data[len(old) :])
+            if not data.startswith(b"#!"):
+                continue
+            head, sep, body = data.partition(b"\n")
+            second, sep2, rest = body.partition(b"\n")
+            for old in sorted(olds, key=len, reverse=True):
+                head, second = head.replace(old, new), second.replace(old, new)
+            assert not any(old in head + second for old in olds), f"{script.name} still runs {head!r}"
+            script.write_bytes(head + sep + second + sep2 + rest)
     return dest
 
 
