@@ -201,8 +201,9 @@ def local_text(instant: dt.datetime, timezone: str) -> str:
 
 
 def chance_text(chance: float) -> str:
-    """``62%``: a chance as a message says it, in whole percent (rounded down, so 99.6% is not "100%")."""
-    return f"{int(chance * 100)}%"
+    """``62%``: a chance as a message says it, in whole percent (rounded down, so 99.6% is not "100%"; the
+    product is rounded to 9 places first, so 0.57, which is 56.99999... in binary, says 57%)."""
+    return f"{int(round(chance * 100, 9))}%"
 
 
 def warning_message(

@@ -162,3 +162,13 @@ def test_the_message_names_the_task_slot_chance_deadline_p90_and_the_tasks_waite
         "report (slot 2026-11-20 00:00 CET) is 62% likely to miss its deadline 2026-11-20 06:00 CET (expected by "
         "2026-11-20 06:40 CET, p90); waiting on feed_it, which waits on ingest"
     )
+
+
+@given(share=st.integers(min_value=0, max_value=100), size=st.sampled_from([100, 200, 1000]))
+def test_a_chance_reads_as_its_whole_percent_rounded_down(share, size):
+    from airflow_leastaction.gating.deadline_warning import chance_text
+
+    # Oracle: k of n samples after the deadline is floor(100 k / n) percent, in whole numbers.
+    k = share * size // 100
+    assert chance_text(k / size) == f"{100 * k // size}%"
+    assert (chance_text(0.57), chance_text(0.29), chance_text(0.996)) == ("57%", "29%", "99%")
