@@ -286,9 +286,9 @@ class TestAReplayKilledAtEachStep:
         self, store, catalog_url, spool_path, point, nth, stop_at
     ):
         spool_in_three_files(spool_path)
-        run_until_crash(replay_child(catalog_url, spool_path, stop_at), point, nth=nth)
+        run_until_crash(replay_child(catalog_url, spool_path, stop_at), point, nth=nth, warm=True)
         assert set(files(spool_path)) <= {"pending", "replaying"}  # nothing lost with the process
-        out = run_to_end(replay_child(catalog_url, spool_path))
+        out = run_to_end(replay_child(catalog_url, spool_path), warm=True)
         assert out.startswith("applied"), out
         assert applied(store) == [f"load_{n:03d}" for n in range(1, 13)]  # each once: revision 1, none lost
         assert list(spool_path.iterdir()) == []

@@ -56,8 +56,8 @@ def crashed(pg_url, dbt_project, runner, plans):
         sql.write_text(sql.read_text().replace("sum(t.hours) as hours", new))
         request(queue, plans["A"], 1)
         # Bounds for a hung child only: a drain runs several dbt commands, minutes each on a loaded machine.
-        run_until_crash(drain_code(pg_url, dbt_project, "killed"), point, timeout=1800)
-        run_to_end(drain_code(pg_url, dbt_project, "restarted", later=3600), timeout=1800)
+        run_until_crash(drain_code(pg_url, dbt_project, "killed"), point, timeout=1800, warm=True)
+        run_to_end(drain_code(pg_url, dbt_project, "restarted", later=3600), timeout=1800, warm=True)
         return queue
 
     return crash_and_restart

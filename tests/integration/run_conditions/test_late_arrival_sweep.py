@@ -1,5 +1,6 @@
 """A re-run on late arrival (``on_late_arrival="rerun"``) happens exactly once whatever process dies where:
-killed at each step boundary of the re-run (crash points, real child processes), the next writer (the same
+killed at each step boundary of the re-run (crash points, real child processes forked from one that has
+imported Airflow), the next writer (the same
 report retried, or the ``rerun-late`` sweep) carries it out, and any later sweep asks nothing more of
 Airflow. A late input that arrives as a delivered event (the listener's, an asset event's) or as a replayed
 spool file makes it due too. On SQLite and PostgreSQL, against a stand-in of Airflow's API over HTTP."""
@@ -100,12 +101,12 @@ def test_every_step_of_the_rerun_has_a_crash_point():
 def test_killed_at_any_step_the_rerun_happens_exactly_once(degraded, api, point, restart):
     store, url = degraded
     report = REPORT.format(url=url, slot=DAY.isoformat())
-    run_until_crash(report, point)
-    run_to_end(report if restart == "the report retried" else SWEEP)
+    run_until_crash(report, point, warm=True)
+    run_to_end(report if restart == "the report retried" else SWEEP, warm=True)
     assert api.clears == CLEARED
     assert state(store) == "rerun"
-    run_to_end(SWEEP)  # a later sweep finds nothing more to do
-    run_to_end(report)
+    run_to_end(SWEEP, warm=True)  # a later sweep finds nothing more to do
+    run_to_end(report, warm=True)
     assert api.clears == CLEARED
 
 

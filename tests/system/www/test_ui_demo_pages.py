@@ -66,7 +66,7 @@ class Demo:
             # up: nothing is left to wait for.
             if "did not finish" in self.output() and not all(runs.values()):
                 break
-            time.sleep(10)
+            time.sleep(2)
         pytest.fail(f"the demo's runs did not finish within {timeout:.0f}s: {runs}\n{self.failures()}")
 
     def failures(self) -> str:
