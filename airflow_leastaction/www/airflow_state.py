@@ -188,10 +188,12 @@ def task_instances(keys: Iterable[tuple[str, str, str, int]]) -> dict[tuple[str,
         triggers = {r[9] for r in rows if r[9] is not None}
         clocks, unserved = {}, {}
         if triggers:
+            taken_by = dt.datetime.now(dt.UTC) - unserved_after()
             for trig in session.scalars(select(Trigger).where(Trigger.id.in_(sorted(triggers)))):
                 clocks[trig.id] = _clock(trig)
                 # A queue no triggerer serves: nobody takes the trigger (Airflow 3.2+ gives triggers queues).
-                if getattr(trig, "queue", None) and trig.triggerer_id is None:
+                # A trigger just made is not taken yet by any triggerer: it says so once one would have.
+                if getattr(trig, "queue", None) and trig.triggerer_id is None and _aware(trig.created_date) < taken_by:
                     unserved[trig.id] = trig.queue
         for r in rows:
             out[(r[0], r[1], r[2], r[3])] = TaskInstanceFacts(
@@ -204,6 +206,15 @@ def task_instances(keys: Iterable[tuple[str, str, str, int]]) -> dict[tuple[str,
                 unserved.get(r[9]),
             )
     return out
+
+
+def unserved_after() -> dt.timedelta:
+    """How long a trigger of a queue may wait untaken before the page says no triggerer serves the queue:
+    ``[triggerer] triggerer_health_check_threshold``, the time Airflow gives a triggerer to show it is alive
+    (a live triggerer of the queue takes a new trigger within a loop or two)."""
+    from airflow.configuration import conf
+
+    return dt.timedelta(seconds=conf.getfloat("triggerer", "triggerer_health_check_threshold", fallback=30.0))
 
 
 def _clock(trigger) -> dict:

@@ -33,8 +33,8 @@ class TaskInstanceFacts:
 
     :param clock: a waiting gate's check (``started``, ``looks``, ``next_look``), from its trigger.
     :param deadline: when Airflow's trigger timeout ends the wait, if set.
-    :param unserved_queue: the triggerer queue of a waiting trigger no triggerer has taken yet (None: taken,
-        or no queue).
+    :param unserved_queue: the triggerer queue of a waiting trigger no triggerer has taken in
+        ``[triggerer] triggerer_health_check_threshold`` (None: taken, just made, or no queue).
     """
 
     state: str | None = None

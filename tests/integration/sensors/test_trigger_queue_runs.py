@@ -116,3 +116,46 @@ def test_a_routed_sensor_defers_to_its_queue_and_a_settings_change_meanwhile_mov
     with store.engine.connect() as conn:
         results = conn.execute(select(gate_decision.c.result).where(gate_decision.c.dag_id == "rq_enriched")).scalars()
         assert list(results) == ["SATISFIED"]  # released once
+
+
+def test_a_gate_whose_trigger_no_triggerer_of_its_queue_took_is_reported_unserved_only_once_one_would_have(
+    store, catalog_url, use_catalog, airflow_db, monkeypatch, tmp_path
+):
+    """Airflow's rows of a real run, turned back into a gate deferred to queue ``nowhere``: its trigger is
+    reported unserved once it is older than ``[triggerer] triggerer_health_check_threshold`` with no
+    triggerer, and not while it is new (a live triggerer of the queue takes a trigger within a loop or two)
+    nor once a triggerer has it."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.trigger import Trigger
+    from airflow.utils.session import create_session
+
+    from airflow_leastaction.www import airflow_state
+
+    use_catalog(catalog_url)
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(tmp_path / "spool"))
+    monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "30")
+    dag = parsed(tmp_path, monkeypatch)
+    report_completion("rq_orders_raw", "sales-platform", day(6), cron="0 0 * * *", rows_written=1, store=store)
+    run = dag.test(logical_date=day(6))
+    assert run.state == "success"
+    key = ("rq_enriched", "wait", run.run_id, -1)
+    now = dt.datetime.now(UTC)
+
+    def deferred_with(created: dt.datetime, triggerer_id: int | None) -> str | None:
+        with create_session() as session:
+            trigger = Trigger(classpath="airflow.triggers.testing.SuccessTrigger", kwargs={}, created_date=created)
+            trigger.queue = "nowhere"
+            trigger.triggerer_id = triggerer_id
+            session.add(trigger)
+            session.flush()
+            ti = session.scalars(
+                select(TaskInstance).where(
+                    TaskInstance.dag_id == key[0], TaskInstance.task_id == key[1], TaskInstance.run_id == key[2]
+                )
+            ).one()
+            ti.state, ti.trigger_id = "deferred", trigger.id
+        return airflow_state.task_instances([key])[key].unserved_queue
+
+    assert deferred_with(now - dt.timedelta(minutes=2), None) == "nowhere"
+    assert deferred_with(now - dt.timedelta(minutes=2), 4242) is None  # a triggerer has it
+    assert deferred_with(now, None) is None  # just deferred: no triggerer would have taken it yet
