@@ -172,6 +172,10 @@ class _Pass:
     def clock(self, moment: dt.datetime) -> str:
         return clock(moment, self.zone, self.now)
 
+    def usually(self, usual: dt.datetime, node: Node) -> str:
+        """A node's own words: "usually done 05:40, not started" (worded only where a reason uses it)."""
+        return f"usually done {self.clock(usual)}, {node.state or 'not started'}"
+
     def quantiles(self, values: tuple[dt.timedelta, ...]) -> tuple[dt.timedelta, dt.timedelta]:
         found = self.quantiles_of.get(id(values))
         if found is None:
@@ -189,6 +193,8 @@ class _Pass:
 
     def deciding(self, parents: tuple[str, ...], need: int) -> str:
         """The parent whose completion lets ``need`` of ``parents`` be complete (ALL: the last; ANY: the first)."""
+        if len(parents) == 1:  # most gates wait on one parent
+            return parents[0]
         done = self.done.get
         if need == len(parents):
             return max(parents, key=lambda k: parent_order(k, done(k)))
@@ -299,7 +305,6 @@ class _Pass:
         usual = node.slot + self.start_median(node) + med_duration
         median = max(usual, self.now)
         p90 = max(usual - med_duration + p90_duration, self.now)
-        own = f"usually done {self.clock(usual)}, {node.state or 'not started'}"
         if need > len(node.parents):
             words = f"no estimate: waits on {need} parents, has {len(node.parents)}"
             return self.make(node, "no_estimate", None, None, reason=words)
@@ -310,6 +315,8 @@ class _Pass:
             ready = parent.median
             if ready + med_duration > median:
                 own = f"{task_of_key(deciding)} done at {self.clock(ready)}, {node.state or 'not started'}"
+            else:
+                own = self.usually(usual, node)
             return self.make(
                 node, "waiting", max(median, ready + med_duration), max(p90, ready + p90_duration), reason=own
             )
@@ -326,7 +333,7 @@ class _Pass:
         from_p90 = from_median + combined(spread, p90_duration - med_duration)
         p90 = max(p90, from_p90)
         if from_median <= median:
-            return self.make(node, "waiting", median, p90, reason=own)
+            return self.make(node, "waiting", median, p90, reason=self.usually(usual, node))
         if parent is not None and parent.median is not None and start == parent.median:
             words = f"{waiting_on} ({self.parent_words(self.nodes.get(deciding), parent)})"
             return self.make(node, "waiting", from_median, p90, (deciding, *parent.critical_path), words)
