@@ -88,7 +88,7 @@ def write_cost(backend: str, deps: int, attempts: int) -> dict:
 
         def gated(i: int):
             run = f"run-{i}"
-            store.record_decisions(AttemptKey("bench", "child__gate", run), judged, downstream_slot=SLOT)
+            store.audit.record_decisions(AttemptKey("bench", "child__gate", run), judged, downstream_slot=SLOT)
             store.record_success(
                 TaskIdentity("bench.child", "bench"),
                 SLOT + dt.timedelta(days=i),

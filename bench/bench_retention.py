@@ -101,13 +101,13 @@ def _writer(url: str, seed_: int, interval: float, go, stop, out) -> None:
     store = CatalogStore(get_engine(url))
     judgements = [Judgement(f"task:up_{i}", True, "upstream succeeded") for i in range(3)]
     slot = dt.datetime.now(UTC)
-    store.record_decisions(AttemptKey("live", f"w{seed_}", "warm"), judgements, downstream_slot=slot)
+    store.audit.record_decisions(AttemptKey("live", f"w{seed_}", "warm"), judgements, downstream_slot=slot)
     samples, n = [], 0
     go.wait()
     while not stop.is_set():
         n += 1
         began = time.monotonic()
-        store.record_decisions(AttemptKey("live", f"w{seed_}", f"r{n}"), judgements, downstream_slot=slot)
+        store.audit.record_decisions(AttemptKey("live", f"w{seed_}", f"r{n}"), judgements, downstream_slot=slot)
         samples.append((began, time.monotonic() - began))
         stop.wait(interval)
     out.put(samples)

@@ -70,7 +70,7 @@ def consumed_revisions(
     """Per parent key, the revision the consumers' slot ``slot`` already consumed of each parent slot
     (what ``wait_for_new_output`` waits to see replaced)."""
     consumed: dict[str, dict[dt.datetime, int]] = {}
-    for (dependency, upstream_slot), rev in store.consumed_revisions(dag_id, list(consumers), slot).items():
+    for (dependency, upstream_slot), rev in store.audit.consumed_revisions(dag_id, list(consumers), slot).items():
         if upstream_slot is not None:
             consumed.setdefault(dependency, {})[upstream_slot] = rev
     return consumed

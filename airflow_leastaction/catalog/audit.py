@@ -1,7 +1,7 @@
 """Gate decisions and consumption records: the audit trail of every admission.
 
-Part of :class:`~airflow_leastaction.catalog.store.CatalogStore`; kept apart because it is the one place
-that writes decisions and turns them into consumption.
+A part of :class:`~airflow_leastaction.catalog.store.CatalogStore` (``store.audit``); kept apart because it
+is the one place that writes decisions and turns them into consumption.
 """
 
 from __future__ import annotations
@@ -60,10 +60,12 @@ class AttemptKey:
 
 
 class AuditRecords:
-    """Decision and consumption operations of the catalog store."""
+    """Decision and consumption operations of the catalog store (``store.audit``): reads on ``engine``, writes
+    in ``transactions`` (the store's own, so that a success and its consumption share one transaction)."""
 
-    engine: Engine
-    transactions: Transactions
+    def __init__(self, engine: Engine, transactions: Transactions):
+        self.engine = engine
+        self.transactions = transactions
 
     # -- gate decisions and consumption -------------------------------------------------------------
     def record_decisions(
@@ -102,7 +104,7 @@ class AuditRecords:
                 _expect_late_arrival(conn, attempt, rerun, downstream_slot, now)
             return ids
 
-    def _consume(
+    def consume(
         self,
         conn: Connection,
         who: AttemptKey,
@@ -113,7 +115,9 @@ class AuditRecords:
         consume_own: bool = True,
         late: bool = False,
     ) -> int:
-        """Turn admission decisions into consumption records for the attempt ``who`` that succeeded.
+        """Turn admission decisions into consumption records for the attempt ``who`` that succeeded, in
+        ``conn``: the transaction recording the success
+        (:meth:`~airflow_leastaction.catalog.store.CatalogStore.record_success`).
 
         The sources are ``who``'s own SATISFIED decisions (unless it is a gate admitting other tasks:
         ``consume_own=False``) and, for each gate task directly upstream of
@@ -155,7 +159,7 @@ class AuditRecords:
 
     def admitting_decisions(self, who: AttemptKey, gate_task_ids: Sequence[str] = ()) -> list:
         """The SATISFIED decisions the attempt ``who`` consumes when it succeeds (its own and those of the
-        latest attempt of each gate admitting it, as :meth:`_consume` records them; not the MISSING ones a
+        latest attempt of each gate admitting it, as :meth:`consume` records them; not the MISSING ones a
         degraded run ran without), each with the upstream task's identity columns (None for a task of the
         same run), in decision order."""
         gates = list(dict.fromkeys(gate_task_ids))
@@ -173,7 +177,7 @@ class AuditRecords:
         with self.engine.connect() as conn:
             return conn.execute(query, params).mappings().all()
 
-    def _consumed_by(self, conn: Connection, who: AttemptKey, slot) -> bool:
+    def consumed_by(self, conn: Connection, who: AttemptKey, slot) -> bool:
         """Has the attempt ``who`` of ``slot`` already recorded consumption (a replayed success must not repeat
         it)? The slot keeps the lookup to the consumer index's range of that slot."""
         c = consumption.c

@@ -196,7 +196,7 @@ def consumed_decisions(own_attempt: bool, gates: int, results: int = 1):
 
 def consumption_statement(dialect, own_attempt: bool, gates: int):
     """INSERT of one consumption record per decision the attempt consumes (:func:`consumed_decisions`);
-    built once per dialect and shape, the values bound (see ``AuditRecords._consume``)."""
+    built once per dialect and shape, the values bound (see ``AuditRecords.consume``)."""
     key = (type(dialect), dialect.name, own_attempt, gates)
     if key not in _CONSUMPTIONS:
         c = consumption.c

@@ -1,7 +1,7 @@
 """Degraded runs that re-run once what they ran without arrives (``Fallback(on_late_arrival="rerun")``).
 
-Part of :class:`~airflow_leastaction.catalog.store.CatalogStore`. A gate that admits its task degraded
-writes a ``la_late_arrival`` row (``waiting``) with its MISSING decisions
+A part of :class:`~airflow_leastaction.catalog.store.CatalogStore` (``store.late_arrivals``). A gate that
+admits its task degraded writes a ``la_late_arrival`` row (``waiting``) with its MISSING decisions
 (:meth:`~airflow_leastaction.catalog.audit.AuditRecords.record_decisions`). Once the run succeeded and
 *every* dependency it ran without completed the slot it was awaited for (each MISSING consumption
 record is stale, by :func:`~airflow_leastaction.catalog.staleness.is_stale`, the one meaning of stale), the
@@ -48,12 +48,14 @@ class DueRerun:
 
 
 class LateArrivals:
-    """Late-arrival operations of the catalog store."""
+    """Late-arrival operations of the catalog store (``store.late_arrivals``): reads on ``engine``, claims and
+    outcomes written in ``transactions``."""
 
-    engine: Engine
-    transactions: Transactions
+    def __init__(self, engine: Engine, transactions: Transactions):
+        self.engine = engine
+        self.transactions = transactions
 
-    def due_late_arrivals(
+    def due(
         self, task_pk: int | None = None, slot: dt.datetime | None = None, consumer: AttemptKey | None = None
     ) -> list[DueRerun]:
         """Waiting re-runs due now: those whose run ran without slot ``slot`` of task ``task_pk`` (it just
@@ -64,7 +66,7 @@ class LateArrivals:
             rows = conn.execute(select(late_arrival).where(la.state == WAITING, touched)).mappings().all()
             return [_due(r) for r in rows if _all_arrived(conn, r)]
 
-    def late_arrivals_to_sweep(
+    def any_to_sweep(
         self,
         now: dt.datetime,
         arrivals: Sequence[tuple[int, dt.datetime]] = (),
@@ -88,20 +90,20 @@ class LateArrivals:
         with self.engine.connect() as conn:
             return bool(conn.execute(select(or_(*candidates))).scalar())
 
-    def due_late_arrivals_anywhere(self) -> list[DueRerun]:
+    def due_anywhere(self) -> list[DueRerun]:
         """Every waiting re-run that is due, whatever arrived last: what a full sweep takes."""
         with self.engine.connect() as conn:
             rows = conn.execute(select(late_arrival).where(late_arrival.c.state == WAITING)).mappings().all()
             return [_due(r) for r in rows if _all_arrived(conn, r)]
 
-    def abandoned_late_arrivals(self, now: dt.datetime) -> list[DueRerun]:
+    def abandoned(self, now: dt.datetime) -> list[DueRerun]:
         """Claimed re-runs whose claim expired (its claimant died or hung): any sweep takes them back."""
         la = late_arrival.c
         with self.engine.connect() as conn:
             rows = conn.execute(select(late_arrival).where(la.state == REQUESTED, _expired(now))).mappings().all()
             return [_due(r) for r in rows]
 
-    def claim_late_arrival(self, rerun_id: int, now: dt.datetime | None = None, lease: dt.timedelta = LEASE) -> bool:
+    def claim(self, rerun_id: int, now: dt.datetime | None = None, lease: dt.timedelta = LEASE) -> bool:
         """Take a due re-run for this process until ``now + lease``: a waiting one, or one whose claim
         expired. True for exactly one claimant."""
         now = now or dt.datetime.now(dt.UTC)
@@ -115,7 +117,7 @@ class LateArrivals:
             )
             return done.rowcount == 1
 
-    def late_arrival_queued_before(self, rerun_id: int) -> str | None:
+    def queued_before(self, rerun_id: int) -> str | None:
         """The run's ``queued_at`` recorded before the first clear was asked (None: not asked yet)."""
         with self.engine.connect() as conn:
             return conn.execute(select(late_arrival.c.queued_before).where(late_arrival.c.id == rerun_id)).scalar()
@@ -125,7 +127,7 @@ class LateArrivals:
         with self.transactions.write() as conn:
             conn.execute(update(late_arrival).where(late_arrival.c.id == rerun_id).values(queued_before=queued_at))
 
-    def finish_late_arrival(self, rerun_id: int, state: str, detail: str, now: dt.datetime | None = None) -> None:
+    def finish(self, rerun_id: int, state: str, detail: str, now: dt.datetime | None = None) -> None:
         """Record what became of a claimed re-run: ``rerun`` (Airflow cleared it) or ``failed``, and why."""
         now = now or dt.datetime.now(dt.UTC)
         with self.transactions.write() as conn:
@@ -135,7 +137,7 @@ class LateArrivals:
                 .values(state=state, detail=detail, lease_until=None, updated_at=now)
             )
 
-    def late_arrivals(self, dag_id: str | None = None, run_ids: Sequence[str] | None = None) -> list[dict]:
+    def newest_first(self, dag_id: str | None = None, run_ids: Sequence[str] | None = None) -> list[dict]:
         """The re-runs on late arrival, newest first (of a DAG, of some of its runs)."""
         la = late_arrival.c
         query = select(late_arrival).order_by(la.id.desc())

@@ -1,6 +1,6 @@
 """Reading task runs of other DAGs: what a run-condition gate judges a cross-DAG dependency by.
 
-Part of :class:`~airflow_leastaction.catalog.store.CatalogStore`.
+A part of :class:`~airflow_leastaction.catalog.store.CatalogStore` (``store.runs``).
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ BACKFILL_RUN_TYPE = "backfill"
 
 
 class RunReads:
-    """Run-record reads of the catalog store."""
+    """Run-record reads of the catalog store (``store.runs``): the poller's batched reads in ``transactions``,
+    the others on ``engine``."""
 
-    engine: Engine
-    transactions: Transactions
+    def __init__(self, engine: Engine, transactions: Transactions):
+        self.engine = engine
+        self.transactions = transactions
 
     def slot_records(self, requests: Iterable[tuple[TaskIdentity, dt.datetime]]) -> dict:
         """The slot record of each (task, slot) pair that has one: one query for any number of pairs."""

@@ -75,8 +75,21 @@ class SlotOutcome:
     applied: bool  # False when the event was a replay of one already applied
 
 
-class CatalogStore(AuditRecords, LateArrivals, RunReads):
-    """Synchronous access to the catalog. Cheap to create; engines are cached per URL."""
+class CatalogStore:
+    """Synchronous access to the catalog. Cheap to create; engines are cached per URL.
+
+    The store writes tasks and slot records and reads snapshots itself; its other operations are parts it is
+    composed of, each a class built with the engine and transactions it uses:
+
+    - ``store.audit`` (:class:`~airflow_leastaction.catalog.audit.AuditRecords`): gate decisions and
+      consumption records;
+    - ``store.late_arrivals`` (:class:`~airflow_leastaction.catalog.late_arrivals.LateArrivals`): degraded
+      runs that re-run on late arrival;
+    - ``store.runs`` (:class:`~airflow_leastaction.catalog.run_reads.RunReads`): reads of task runs (slot
+      records, latest runs, completions, rows written).
+
+    All share the store's one ``transactions``, so a success and the consumption it records are one write.
+    """
 
     def __init__(self, engine: Engine | None = None, *, conn_id: str | None = None):
         if engine is None:
@@ -85,6 +98,9 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
             engine = get_engine(resolve_url(conn_id))
         self.engine = engine
         self.transactions = Transactions(engine)
+        self.audit = AuditRecords(engine, self.transactions)
+        self.late_arrivals = LateArrivals(engine, self.transactions)
+        self.runs = RunReads(engine, self.transactions)
 
     # -- transactions -------------------------------------------------------------------------------
     def write(self) -> AbstractContextManager[Connection]:
@@ -212,8 +228,8 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
             if older_than_held(current, run_id, attempt, now):
                 # A late replay: the slot keeps its newer outcome and publishes nothing, but what this
                 # attempt consumed is still a fact of its success.
-                if consumer is not None and not self._consumed_by(conn, consumer, slot):
-                    self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own, late=True)
+                if consumer is not None and not self.audit.consumed_by(conn, consumer, slot):
+                    self.audit.consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own, late=True)
                 return SlotOutcome(task_pk, current.id, current.state, current.output_revision, False)
             if current is None:
                 revision = 1
@@ -258,8 +274,8 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
             )
             # Consumed once: the same success applied again as the newest outcome (its slot held, since, outcomes
             # older than it, reported by workers whose clocks disagree) consumes nothing more.
-            if consumer is not None and (current is None or not self._consumed_by(conn, consumer, slot)):
-                self._consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
+            if consumer is not None and (current is None or not self.audit.consumed_by(conn, consumer, slot)):
+                self.audit.consume(conn, consumer, task_pk, slot, now, gate_task_ids, consume_own)
             return SlotOutcome(task_pk, run_pk, "success", revision, True)
 
     def record_finished(

@@ -26,7 +26,7 @@ def _iso(value) -> str | None:
 
 
 def _stale(args) -> int:
-    rows = catalog_store(args.conn_id).stale_consumers(args.dag_id)
+    rows = catalog_store(args.conn_id).audit.stale_consumers(args.dag_id)
     if args.json:
         for r in rows:
             print(json.dumps({k: _iso(v) if hasattr(v, "isoformat") else v for k, v in r.items()}, sort_keys=True))

@@ -92,10 +92,10 @@ def settle(
     ``rerun``: admitted degraded, the run re-runs once what it ran without arrives (``on_late_arrival``).
     """
     mode = gate_mode(mode)
-    if once and (recorded := store.decisions_for(attempt)):
+    if once and (recorded := store.audit.decisions_for(attempt)):
         return recorded_admission(outcome.condition, recorded)[1]
     if outcome.verdict is Verdict.ADMIT:
-        ids = store.record_decisions(
+        ids = store.audit.record_decisions(
             attempt,
             outcome.judgements,
             downstream_slot=downstream_slot,
@@ -107,12 +107,12 @@ def settle(
     if mode.relaxed:
         if mode is GateMode.WARN:
             log.warning("gate bypassed ([leastaction] gates = warn): %s", outcome.summary())
-        ids = store.record_decisions(
+        ids = store.audit.record_decisions(
             attempt, outcome.judgements, downstream_slot=downstream_slot, bypass_reason=f"gates={mode}"
         )
         return Admission(True, True, tuple(ids))
     if outcome.verdict is Verdict.SKIP:
-        ids = store.record_decisions(attempt, outcome.judgements, downstream_slot=downstream_slot)
+        ids = store.audit.record_decisions(attempt, outcome.judgements, downstream_slot=downstream_slot)
         return Admission(False, False, tuple(ids))
     return Admission(False, False)
 

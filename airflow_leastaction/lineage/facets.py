@@ -75,7 +75,7 @@ def consumption_facets(task_instance, ti_state=None, store_factory=CatalogStore)
         task_instance.try_number,
     )
     try:
-        rows = store_factory().admitting_decisions(who, admitting_gates(task))
+        rows = store_factory().audit.admitting_decisions(who, admitting_gates(task))
     except Exception as exc:  # the catalog is down: the run's lineage goes without the facet
         log.warning("leastaction: no consumption facet for %s: %s", who, exc)
         return {}

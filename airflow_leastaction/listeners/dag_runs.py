@@ -62,7 +62,7 @@ def build_run_event(dag_run, state: str) -> SlotEvent | None:
             event.state = "skipped"
             return event
         try:
-            event.rows_written = catalog_store().run_rows_written(dag_run.dag_id, dag_run.run_id)
+            event.rows_written = catalog_store().runs.run_rows_written(dag_run.dag_id, dag_run.run_id)
         except Exception:  # the catalog is down: the success is spooled without its rows
             log.warning("leastaction: rows written by run %s of %s unknown", dag_run.run_id, dag_run.dag_id)
         event.consumer = AttemptKey(dag_run.dag_id, DAG_GATE_TASK_ID, dag_run.run_id, -1, attempt)

@@ -77,7 +77,7 @@ def _record_run_end(dag_run) -> list[TaskOutcome]:
     mapped = {o.task_id for o in final if o.map_index >= 0}
     names = {(o.task_id, o.map_index): airflow_task(dag_run.dag_id, o.task_id, map_index=o.map_index) for o in outcomes}
     try:
-        found = catalog_store().slot_records((identity, slot) for identity in names.values())
+        found = catalog_store().runs.slot_records((identity, slot) for identity in names.values())
         todo = outcomes_to_record(outcomes, {k: found.get((i, slot)) for k, i in names.items()}, dag_run.run_id, mapped)
     except Exception as exc:  # catalog down: spool what cannot clash with a worker's own report
         log.warning(

@@ -60,7 +60,7 @@ class DagRunGate(RunConditionGate):
 
     def execute(self, context) -> None:
         store = catalog_store(self.catalog_conn_id)
-        recorded = store.run_decisions(self.dag_id, self.task_id, context["run_id"])
+        recorded = store.audit.run_decisions(self.dag_id, self.task_id, context["run_id"])
         if recorded:
             return self._resume(context, recorded)
         unheld = sorted(

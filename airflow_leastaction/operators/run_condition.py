@@ -234,7 +234,7 @@ class RunConditionGate(_Waiting):
         return {d.upstream: airflow_task(self.dag_id, d.upstream) for d in self.spec.in_run}
 
     def _consumed(self, store: CatalogStore, run_id: str) -> dict[str, tuple[dt.datetime, int]]:
-        return store.last_consumed(
+        return store.audit.last_consumed(
             self.dag_id, self.gated_task_id, [d.key for d in self.spec.elsewhere], other_than=run_id
         )
 
@@ -242,10 +242,10 @@ class RunConditionGate(_Waiting):
         slot, run_id = run_slot(context), context["run_id"]
         upstream, waiting = self._run_structure()
         states = task_states(self.dag_id, run_id) if self.spec.in_run or self.run_gate else {}
-        found = store.slot_records([(i, slot) for i in self._identities().values()])
+        found = store.runs.slot_records([(i, slot) for i in self._identities().values()])
         records = {tid: found[(i, slot)] for tid, i in self._identities().items() if (i, slot) in found}
         by_run = [d.upstream for d in self.spec.elsewhere if not d.whole_interval]
-        latest = store.latest_runs(by_run) if by_run else {}
+        latest = store.runs.latest_runs(by_run) if by_run else {}
         intervals = {}
         if any(d.whole_interval for d in self.spec.elsewhere):
             end = context_interval_end(context)

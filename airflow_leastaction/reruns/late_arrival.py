@@ -1,7 +1,7 @@
 """Re-running a degraded run once what it ran without arrives (``Fallback(on_late_arrival="rerun")``).
 
 A durable, swept, idempotent step. The arrival is the durable record: a re-run is due when its run ran
-without slots that have all completed since (``LateArrivals.due_late_arrivals`` in
+without slots that have all completed since (``LateArrivals.due`` in
 :mod:`~airflow_leastaction.catalog.late_arrivals`), which the catalog answers from what is committed, so
 nothing is lost when a process dies right after recording a completion. A sweep takes what is due and what
 an earlier claimant left: every writer path sweeps for what it recorded (a listener's or an asset event's
@@ -63,15 +63,15 @@ def sweep(
     arrivals, consumers = list(arrivals), list(consumers)
     due: dict[int, DueRerun] = {}
     try:
-        if not store.late_arrivals_to_sweep(now, arrivals, consumers, everything):
+        if not store.late_arrivals.any_to_sweep(now, arrivals, consumers, everything):
             return []
         for task_pk, slot in arrivals:
-            due.update((d.id, d) for d in store.due_late_arrivals(task_pk, slot))
+            due.update((d.id, d) for d in store.late_arrivals.due(task_pk, slot))
         for consumer in consumers:
-            due.update((d.id, d) for d in store.due_late_arrivals(consumer=consumer))
+            due.update((d.id, d) for d in store.late_arrivals.due(consumer=consumer))
         if everything:
-            due.update((d.id, d) for d in store.due_late_arrivals_anywhere())
-        due.update((d.id, d) for d in store.abandoned_late_arrivals(now))
+            due.update((d.id, d) for d in store.late_arrivals.due_anywhere())
+        due.update((d.id, d) for d in store.late_arrivals.abandoned(now))
     except Exception:
         log.exception("leastaction: could not look for degraded runs to re-run")
         return []
@@ -93,7 +93,7 @@ def after_completion(
 
 def _rerun(store: CatalogStore, rerun: DueRerun, api: AirflowApi | None) -> str | None:
     try:
-        if not store.claim_late_arrival(rerun.id, lease=lease()):
+        if not store.late_arrivals.claim(rerun.id, lease=lease()):
             return None  # another process holds it, or it is done
     except Exception:
         log.exception("leastaction: could not claim the re-run of %s run %s", rerun.dag_id, rerun.run_id)
@@ -104,24 +104,24 @@ def _rerun(store: CatalogStore, rerun: DueRerun, api: AirflowApi | None) -> str 
         api = api or AirflowApi.from_connection()
         if _cleared_already(store, api, rerun):
             line = f"{rerun.dag_id} run {rerun.run_id}: cleared already ({what}) to re-run; not cleared twice"
-            store.finish_late_arrival(rerun.id, RERUN, line)
+            store.late_arrivals.finish(rerun.id, RERUN, line)
             return line
         cleared = api.clear(rerun.dag_id, rerun.run_id, rerun.to_clear)
         AFTER_CLEAR()
         line = f"{rerun.dag_id} run {rerun.run_id}: cleared {len(cleared)} task instance(s) ({what}) to re-run"
-        store.finish_late_arrival(rerun.id, RERUN, line)
+        store.late_arrivals.finish(rerun.id, RERUN, line)
     except Exception as exc:
         line = f"{rerun.dag_id} run {rerun.run_id}: the re-run on late arrival failed: {exc}"
         log.warning("leastaction: %s", line)
         try:
-            store.finish_late_arrival(rerun.id, FAILED, line)
+            store.late_arrivals.finish(rerun.id, FAILED, line)
         except Exception:
             log.exception("leastaction: could not record that %s", line)
         return line
     try:
         if _keep_queued(api, rerun):
             line += " (the run was set back to queued: it had ended as they were cleared)"
-            store.finish_late_arrival(rerun.id, RERUN, line)
+            store.late_arrivals.finish(rerun.id, RERUN, line)
     except Exception as exc:  # cleared; only the look at whether they started again failed
         log.warning("leastaction: %s; could not check that they started: %s", line, exc)
     log.info("leastaction: %s", line)
@@ -133,9 +133,9 @@ def _cleared_already(store: CatalogStore, api: AirflowApi, rerun: DueRerun) -> b
     ``queued_at`` anew on every clear, so a run queued since the time kept before that claimant's clear
     was cleared. The first claimant keeps it now."""
     queued_at = str(api.run(rerun.dag_id, rerun.run_id).get("queued_at") or "")
-    kept = store.late_arrival_queued_before(rerun.id)
+    kept = store.late_arrivals.queued_before(rerun.id)
     if kept is None:
-        store.record_queued_before(rerun.id, queued_at)
+        store.late_arrivals.record_queued_before(rerun.id, queued_at)
         AFTER_RUN_READ()
         return False
     return queued_at != kept

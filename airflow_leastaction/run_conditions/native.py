@@ -164,7 +164,7 @@ class NativeAdmission:
         dag_id, run_id = ti.dag_id, ti.run_id
         key = attempt_key(context, dag_id, self.spec.task_id)
         store = catalog_store(self.catalog_conn_id)
-        if store.decisions_for(key):
+        if store.audit.decisions_for(key):
             # Airflow runs pre-execute again each time the attempt resumes (from a deferral, or a reschedule
             # of a sensor): the attempt was admitted when it started, and its decisions stand.
             return None, None
@@ -172,7 +172,7 @@ class NativeAdmission:
         states = task_states(dag_id, run_id)
         upstream, waiting = run_structure(context["dag"])
         ids = {d.upstream: airflow_task(dag_id, d.upstream) for d in self.spec.in_run}
-        found = store.slot_records([(i, judged_at.instant) for i in ids.values()])
+        found = store.runs.slot_records([(i, judged_at.instant) for i in ids.values()])
         records = {t: found[(i, judged_at.instant)] for t, i in ids.items() if (i, judged_at.instant) in found}
         # The task itself is running: it waits on the others like a gate, so it does not keep the run unsettled.
         view = RunView(run_id, states, upstream, frozenset(waiting) | {self.spec.task_id}, records)

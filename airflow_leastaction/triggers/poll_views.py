@@ -1,6 +1,7 @@
 """What a triggerer's poller keeps of the catalog between ticks, per read kind, and what it hands each
 subscriber: what the store's full read of that subscriber's own requests returns
-(:meth:`CatalogStore.snapshot`, :meth:`~CatalogStore.slot_records`, :meth:`~CatalogStore.latest_runs`);
+(:meth:`CatalogStore.snapshot`; ``store.runs``: :meth:`~airflow_leastaction.catalog.run_reads.RunReads.slot_records`,
+:meth:`~airflow_leastaction.catalog.run_reads.RunReads.latest_runs`);
 a snapshot may also hold the rows of tasks other subscribers watch and slot records of its parents
 outside its own windows (read for other subscribers), which judging never looks at.
 

@@ -327,7 +327,7 @@ class RunConditionTrigger(ClassLog, BaseTrigger):
         while True:
             try:
                 store = await sync_to_async(store_at)(url)
-                consumed = await sync_to_async(store.last_consumed)(
+                consumed = await sync_to_async(store.audit.last_consumed)(
                     self.dag_id, self.gated_task_id, keys, other_than=self.run_id
                 )
             except Exception as exc:

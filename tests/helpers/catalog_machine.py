@@ -335,7 +335,7 @@ class CatalogRules(RuleBasedStateMachine):
         names = self.pk_names()
         real = [
             (r["dependency"], names.get(r["upstream_task_pk"]), r["upstream_slot"], r["upstream_revision"], r["result"])
-            for r in self.store.decisions_for(attempt)
+            for r in self.store.audit.decisions_for(attempt)
         ]
         # A bypassed dependency is recorded with whatever its judge named: only its result is checked.
         real = [(d[0], None, None, None, BYPASSED) if d[4] == BYPASSED else d for d in real]
@@ -386,7 +386,7 @@ class CatalogRules(RuleBasedStateMachine):
         real = {
             (consumer[(s["dag_id"], s["task_id"])], s["downstream_slot"], s["dependency"], s["upstream_slot"],
              s["current_revision"])
-            for s in self.store.stale_consumers()
+            for s in self.store.audit.stale_consumers()
         }  # fmt: skip
         same(real, self.oracle.stale(), "stale consumers")
 

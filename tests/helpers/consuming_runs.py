@@ -33,6 +33,6 @@ def run(store, identity, slot: dt.datetime, parents=(), cron: str = DAILY) -> No
             )
         )
     if judged:
-        store.record_decisions(attempt, judged, downstream_slot=slot)
+        store.audit.record_decisions(attempt, judged, downstream_slot=slot)
     meta = TaskMeta(cron=cron, timezone="UTC", dag_id=dag_id, task_id=task_id)
     store.record_success(identity, slot, meta=meta, run_id=attempt.run_id, consumer=attempt if judged else None)

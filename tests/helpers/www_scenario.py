@@ -38,7 +38,7 @@ def gate(
 ) -> list[int]:
     """Judge ``parents`` for ``interval`` the way a gate does, and record the decisions."""
     judgements = judge_parents(parents, interval, store.snapshot((p, interval) for p in parents))
-    return store.record_decisions(who, judgements, downstream_slot=interval, at=at)
+    return store.audit.record_decisions(who, judgements, downstream_slot=interval, at=at)
 
 
 def airflow_meta(identity: TaskIdentity, cron: str = DAILY) -> TaskMeta:

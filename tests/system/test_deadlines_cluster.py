@@ -141,7 +141,7 @@ class TestDegradedReport:
         assert "cleared 2 task instance(s) (report__gate, report)" in audit["detail"]
         decisions = rows(store, gate_decision, dag_id=REPORT, run_id=run_id, task_id="report__gate", attempt=2)
         assert [d["result"] for d in decisions] == ["SATISFIED"] * 4
-        assert [s for s in store.stale_consumers(REPORT) if s["run_id"] == run_id] == []
+        assert [s for s in store.audit.stale_consumers(REPORT) if s["run_id"] == run_id] == []
         assert ti(cluster, run_id, "report")["try_number"] == 2
 
 
@@ -204,7 +204,7 @@ class TestPlanApply:
             "wave 3: backfilling plan_report",
         ], out
         assert set(self.revisions(store).values()) == {2}, self.revisions(store)
-        assert [s for s in store.stale_consumers() if s["dag_id"] in self.DIAMOND] == []
+        assert [s for s in store.audit.stale_consumers() if s["dag_id"] in self.DIAMOND] == []
         backfills = {
             b["dag_id"]: b
             for d in self.DIAMOND

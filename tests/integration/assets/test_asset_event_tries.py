@@ -43,13 +43,13 @@ def test_a_cleared_and_rerun_producer_records_a_repair_and_its_consumers_are_sta
     assert first.state == "success"
     assert states(run_dag("asc_on_prices", DAY))["price_report"] == "success"
     assert prices(catalog) == [(DAY, 1, 1)]
-    assert catalog.stale_consumers("asc_on_prices") == []
+    assert catalog.audit.stale_consumers("asc_on_prices") == []
 
     ti = clear_and_rerun(dagbag.get_dag("asc_prices_producer"), first.run_id, "publish")
 
     assert (ti.state, ti.try_number) == ("success", 2)
     assert prices(catalog) == [(DAY, 2, 2)]
-    stale = catalog.stale_consumers("asc_on_prices")
+    stale = catalog.audit.stale_consumers("asc_on_prices")
     assert {(s["task_id"], s["consumed_revision"], s["current_revision"]) for s in stale} >= {("price_report", 1, 2)}
 
 

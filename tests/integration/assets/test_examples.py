@@ -36,7 +36,9 @@ def test_the_landing_is_recorded_and_the_asset_triggered_dag_waits_for_its_catal
     # Asset-triggered: the run has no logical date; it is judged at its run_after, in the week of the 16th.
     admitted = run_dag("orders_on_landing", None, run_after=hour + dt.timedelta(hours=1))
     assert states(admitted) == {"wait_for_weekly_rates": "success", "enrich_orders": "success"}
-    [decision] = catalog.decisions_for(AttemptKey("orders_on_landing", "wait_for_weekly_rates", admitted.run_id, -1, 1))
+    [decision] = catalog.audit.decisions_for(
+        AttemptKey("orders_on_landing", "wait_for_weekly_rates", admitted.run_id, -1, 1)
+    )
     assert (decision["result"], decision["upstream_slot"]) == ("SATISFIED", MONDAY)
 
 

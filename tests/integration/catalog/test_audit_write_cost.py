@@ -36,9 +36,9 @@ def test_a_100_dependency_attempts_decisions_are_written_in_at_most_three_statem
     up = store.record_success(TaskIdentity("rc_cost_up", "other-team"), day(1), run_id="u1")
     attempt = AttemptKey("rc_cost", "report__gate", "run-1")
     with StatementCounter(store.engine) as counter:
-        ids = store.record_decisions(attempt, judgements(100, up), downstream_slot=day(1), bypass_reason="warn")
+        ids = store.audit.record_decisions(attempt, judgements(100, up), downstream_slot=day(1), bypass_reason="warn")
     assert 1 <= counter.total <= 3, counter.statements
-    written = store.decisions_for(attempt)
+    written = store.audit.decisions_for(attempt)
     # The ids come back in the order of the judgements, each naming its own decision.
     assert ids == [d["id"] for d in written]
     assert [d["dependency"] for d in written] == [f"task:up_{i}" for i in range(100)]
@@ -52,7 +52,9 @@ def test_consuming_100_decisions_adds_a_constant_number_of_statements_to_the_suc
     costs = {}
     for n, slot in ((1, day(2)), (100, day(3))):
         run = f"run-{n}"
-        store.record_decisions(AttemptKey("rc_cost", "report__gate", run), judgements(n, up), downstream_slot=slot)
+        store.audit.record_decisions(
+            AttemptKey("rc_cost", "report__gate", run), judgements(n, up), downstream_slot=slot
+        )
         with StatementCounter(store.engine) as counter:
             store.record_success(
                 DOWN, slot, run_id=run, consumer=AttemptKey("rc_cost", "report", run), gate_task_ids=["report__gate"]
@@ -79,8 +81,8 @@ def test_consumption_reads_only_the_consuming_attempts_decisions_not_the_audit_h
     up = store.record_success(TaskIdentity("rc_cost_up", "other-team"), day(1), run_id="u1")
     run = "run-plan"
     # The consumer's own decisions and its gate's: two source attempts, one lookup each.
-    store.record_decisions(AttemptKey("rc_cost", "report", run), judgements(4, up), downstream_slot=day(2))
-    store.record_decisions(AttemptKey("rc_cost", "report__gate", run), judgements(4, up), downstream_slot=day(2))
+    store.audit.record_decisions(AttemptKey("rc_cost", "report", run), judgements(4, up), downstream_slot=day(2))
+    store.audit.record_decisions(AttemptKey("rc_cost", "report__gate", run), judgements(4, up), downstream_slot=day(2))
     captured = []
 
     def capture(conn, cursor, statement, parameters, context, executemany):

@@ -61,7 +61,9 @@ def test_writes_that_change_nothing_a_gate_reads_take_no_change_number(store):
     store.record_success(RAW, day(1), run_id="r1")  # a replay of the same completion
     store.register_task(RAW, DAILY)  # the same schedule again
     store.declare_parents(RAW, DAILY, [])  # declared parents: the graph, not what gates judge
-    store.record_decisions(AttemptKey("d", "t", "run"), [Judgement("catalog:x", True, "ok")], downstream_slot=day(1))
+    store.audit.record_decisions(
+        AttemptKey("d", "t", "run"), [Judgement("catalog:x", True, "ok")], downstream_slot=day(1)
+    )
     assert (seq_of(store, RAW), counter(store)) == before
 
 

@@ -53,7 +53,7 @@ def report_runs(store, run: int) -> None:
     outcome = decide_at_deadline(ALL, judged, 3, "2024-01-02T06:00:00+00:00")
     run_id = f"scheduled__{run}"
     gate = AttemptKey("country_report", "report__gate", run_id, -1, 1)
-    store.record_decisions(gate, outcome.judgements, downstream_slot=DAY, degraded=outcome.degraded)
+    store.audit.record_decisions(gate, outcome.judgements, downstream_slot=DAY, degraded=outcome.degraded)
     consumer = AttemptKey("country_report", "report", run_id, -1, 1)
     store.record_success(REPORT, DAY, meta=META, run_id=run_id, consumer=consumer, gate_task_ids=["report__gate"])
 
@@ -82,12 +82,12 @@ def degraded(request, store):
 
 class TestDegradedStaleness:
     def test_a_degraded_run_is_not_stale_while_what_it_ran_without_has_not_landed(self, degraded):
-        assert degraded.stale_consumers("country_report") == []
+        assert degraded.audit.stale_consumers("country_report") == []
         assert stale_pages(degraded) == ([], [])
 
     def test_the_arrival_of_what_it_ran_without_lists_it_stale_ran_without_it(self, degraded):
         degraded.report_completion(IT, DAY, cron=CRON)
-        (stale,) = degraded.stale_consumers("country_report")
+        (stale,) = degraded.audit.stale_consumers("country_report")
         assert (stale["dependency"], stale["missing"], stale["consumed_revision"], stale["current_revision"]) == (
             IT.key,
             True,
@@ -99,12 +99,12 @@ class TestDegradedStaleness:
     def test_a_stale_degraded_run_keeps_its_record_through_retention(self, degraded):
         degraded.report_completion(IT, DAY, cron=CRON)
         prune(degraded.engine, dt.datetime.now(UTC))  # everything recorded so far is older
-        assert [s["dependency"] for s in degraded.stale_consumers("country_report")] == [IT.key]
+        assert [s["dependency"] for s in degraded.audit.stale_consumers("country_report")] == [IT.key]
 
     def test_the_run_that_consumed_the_arrived_slot_is_no_longer_stale(self, degraded):
         degraded.report_completion(IT, DAY, cron=CRON)
         report_runs(degraded, 2)
-        assert degraded.stale_consumers("country_report") == []
+        assert degraded.audit.stale_consumers("country_report") == []
         assert stale_pages(degraded) == ([], [])
 
 
@@ -116,9 +116,9 @@ class TestArrivalOfWhatHadNoTask:
         for feed in FEEDS[:3]:
             store.report_completion(feed, DAY, cron=CRON)
         admit_degraded(store, [judge(store, feed) for feed in FEEDS])
-        assert store.due_late_arrivals(consumer=REPORT_ATTEMPT) == []
+        assert store.late_arrivals.due(consumer=REPORT_ATTEMPT) == []
         landed = store.report_completion(IT, DAY, cron=CRON)
-        (due,) = store.due_late_arrivals(landed.task_pk, DAY)
+        (due,) = store.late_arrivals.due(landed.task_pk, DAY)
         assert (due.dag_id, due.run_id, due.to_clear) == ("country_report", "scheduled__1", ["report__gate", "report"])
 
     def test_a_task_of_the_same_run_finishing_after_the_judgement_lists_it_stale_and_due(self, store):
@@ -129,11 +129,11 @@ class TestArrivalOfWhatHadNoTask:
         admit_degraded(store, [judge(store, feed) for feed in FEEDS[:3]] + [running])
         land_it = airflow_task("country_report", "land_it")
         landed = store.record_success(land_it, DAY, run_id="scheduled__1", meta=TaskMeta(cron=CRON))
-        (stale,) = store.stale_consumers("country_report")
+        (stale,) = store.audit.stale_consumers("country_report")
         assert (stale["task_id"], stale["dependency"], stale["missing"]) == ("report", "task:land_it", True)
-        (due,) = store.due_late_arrivals(landed.task_pk, DAY)
+        (due,) = store.late_arrivals.due(landed.task_pk, DAY)
         assert due.run_id == "scheduled__1"
-        assert [d.id for d in store.due_late_arrivals(consumer=REPORT_ATTEMPT)] == [due.id]
+        assert [d.id for d in store.late_arrivals.due(consumer=REPORT_ATTEMPT)] == [due.id]
 
     def test_another_slot_or_another_task_of_the_same_name_elsewhere_is_not_the_arrival(self, store):
         for feed in FEEDS[:3]:
@@ -142,8 +142,8 @@ class TestArrivalOfWhatHadNoTask:
         store.report_completion(TaskIdentity(IT.name, "other_project"), DAY, cron=CRON)
         store.report_completion(TaskIdentity(IT.name, IT.project, partition="p1"), DAY, cron=CRON)
         store.report_completion(IT, DAY + dt.timedelta(days=1), cron=CRON)
-        assert store.stale_consumers("country_report") == []
-        assert store.due_late_arrivals(consumer=REPORT_ATTEMPT) == []
+        assert store.audit.stale_consumers("country_report") == []
+        assert store.late_arrivals.due(consumer=REPORT_ATTEMPT) == []
 
 
 REPORT_ATTEMPT = AttemptKey("country_report", "report", "scheduled__1", -1, 1)
@@ -155,7 +155,7 @@ def admit_degraded(store, judged: list[Judgement]) -> None:
     assert outcome.degraded
     gate = AttemptKey("country_report", "report__gate", "scheduled__1", -1, 1)
     rerun = RerunOnArrival(("report",))
-    store.record_decisions(
+    store.audit.record_decisions(
         gate, outcome.judgements, downstream_slot=DAY, degraded=True, rerun=rerun, project=deployment_project()
     )
     store.record_success(

@@ -35,7 +35,7 @@ def success(store, kind: str, day: int) -> SlotEvent:
     if kind == "plain":
         return SlotEvent("success", UP, slot, slot, meta=TaskMeta(cron=CRON), run_id=run_id)
     judged = [Judgement(UP.key, True, "feed_fr: ok", DependencyType.SUCCESS, final=True, upstream_slot=slot)]
-    store.record_decisions(AttemptKey("report", "load__gate", run_id), judged, downstream_slot=slot)
+    store.audit.record_decisions(AttemptKey("report", "load__gate", run_id), judged, downstream_slot=slot)
     meta = TaskMeta(cron=CRON, dag_id="report", task_id="load")
     consumer = AttemptKey("report", "load", run_id)
     identity = TaskIdentity("report.load", "report")
@@ -56,10 +56,10 @@ def degraded_elsewhere(store) -> None:
     judged = [Judgement(UP.key, True, "feed_fr: ok"), Judgement(it.key, False, "feed_it: not yet")]
     outcome = decide_at_deadline(ALL, judged, 1, "2026-11-02T06:00:00+00:00")
     gate = AttemptKey("country_report", "report__gate", "scheduled__1", -1, 1)
-    store.record_decisions(
+    store.audit.record_decisions(
         gate, outcome.judgements, downstream_slot=DAY, degraded=True, rerun=RerunOnArrival(("report",))
     )
-    assert [row["state"] for row in store.late_arrivals()] == ["waiting"]
+    assert [row["state"] for row in store.late_arrivals.newest_first()] == ["waiting"]
 
 
 @pytest.fixture(autouse=True)

@@ -50,32 +50,32 @@ def missing(store, key: AttemptKey = GATE) -> int | None:
 
 class TestWrittenWithTheDecisions:
     def test_an_attempts_summary_counts_its_decisions_met_and_bypassed_and_when(self, store):
-        store.record_decisions(GATE, judged(True, False, True), downstream_slot=AT, at=AT)
+        store.audit.record_decisions(GATE, judged(True, False, True), downstream_slot=AT, at=AT)
         assert summary(store) == (3, 2, 0, AT)
         relaxed = AttemptKey(GATE.dag_id, GATE.task_id, GATE.run_id, -1, 2)
-        store.record_decisions(
+        store.audit.record_decisions(
             relaxed, judged(True, False, False), downstream_slot=AT, bypass_reason="gates=warn", at=AT
         )
         assert summary(store, relaxed) == (3, 1, 2, AT)
 
     def test_an_attempt_admitted_degraded_counts_what_it_ran_without_as_missing(self, store):
-        store.record_decisions(GATE, judged(True, False, True, True), downstream_slot=AT, degraded=True, at=AT)
+        store.audit.record_decisions(GATE, judged(True, False, True, True), downstream_slot=AT, degraded=True, at=AT)
         assert missing(store) == 1
         assert summary(store) == (4, 3, 0, AT)
         written, counted = attempt_summaries(store)
         assert written == counted
 
     def test_a_second_write_for_the_same_attempt_adds_to_its_summary(self, store):
-        store.record_decisions(GATE, judged(True, False), downstream_slot=AT, at=LATER)
-        store.record_decisions(GATE, judged(True), downstream_slot=AT, at=AT)
+        store.audit.record_decisions(GATE, judged(True, False), downstream_slot=AT, at=LATER)
+        store.audit.record_decisions(GATE, judged(True), downstream_slot=AT, at=AT)
         assert summary(store) == (3, 2, 0, LATER)
         written, counted = attempt_summaries(store)
         assert written == counted
 
     def test_attempts_keep_their_own_summaries(self, store):
         mapped = [AttemptKey(GATE.dag_id, GATE.task_id, GATE.run_id, index, 1) for index in (0, 1)]
-        store.record_decisions(mapped[0], judged(True), downstream_slot=AT, at=AT)
-        store.record_decisions(mapped[1], judged(False, False), downstream_slot=AT, at=AT)
+        store.audit.record_decisions(mapped[0], judged(True), downstream_slot=AT, at=AT)
+        store.audit.record_decisions(mapped[1], judged(False, False), downstream_slot=AT, at=AT)
         assert [summary(store, k) for k in mapped] == [(1, 1, 0, AT), (2, 0, 0, AT)]
 
     def test_decisions_are_not_recorded_when_their_summary_cannot_be(self, store, monkeypatch):
@@ -83,7 +83,7 @@ class TestWrittenWithTheDecisions:
         real = audit.summary_params
         monkeypatch.setattr(audit, "summary_params", lambda *a: {**real(*a), "decided_at": None})
         with pytest.raises(Exception, match="(?i)null"):
-            store.record_decisions(GATE, judged(True, True), downstream_slot=AT, at=AT)
+            store.audit.record_decisions(GATE, judged(True, True), downstream_slot=AT, at=AT)
         with store.engine.connect() as conn:
             assert conn.execute(select(func.count()).select_from(gate_decision)).scalar() == 0
         assert summary(store) is None
@@ -181,10 +181,10 @@ class TestRetention:
     def test_a_summary_goes_with_the_last_decision_of_its_attempt_and_not_before(self, store):
         gone = AttemptKey("orders", "report__gate", "old", -1, 1)
         kept = AttemptKey("orders", "report__gate", "recent", -1, 1)
-        store.record_decisions(gone, judged(True, False), downstream_slot=OLD, at=OLD)
-        store.record_decisions(kept, judged(True), downstream_slot=OLD, at=OLD)
+        store.audit.record_decisions(gone, judged(True, False), downstream_slot=OLD, at=OLD)
+        store.audit.record_decisions(kept, judged(True), downstream_slot=OLD, at=OLD)
         # A decision of the second attempt recorded after the cutoff keeps it, and so its summary.
-        store.record_decisions(kept, judged(False), downstream_slot=OLD, at=CUTOFF + dt.timedelta(days=1))
+        store.audit.record_decisions(kept, judged(False), downstream_slot=OLD, at=CUTOFF + dt.timedelta(days=1))
         dry = prune(store.engine, CUTOFF, dry_run=True)
         report = prune(store.engine, CUTOFF)
         assert dry.counts()["la_gate_attempt"] == report.counts()["la_gate_attempt"] == 1

@@ -99,20 +99,20 @@ def seed(store, tasks: int, seed_value: int, prefix: str = "up") -> list[TaskIde
 def test_batched_latest_runs_answer_as_one_task_at_a_time(store, history):
     for seed_value in range(3):
         wanted = seed(store, 12, seed_value, f"seed{seed_value}") + [TaskIdentity("never_registered", "team-a")]
-        assert store.latest_runs(wanted, history=history) == one_task_at_a_time(store, wanted, history)
+        assert store.runs.latest_runs(wanted, history=history) == one_task_at_a_time(store, wanted, history)
 
 
 def test_latest_runs_of_any_number_of_tasks_take_at_most_two_statements(store):
     identities = seed(store, 60, 7)
     for wanted in (identities[:1], identities[:40], identities + [TaskIdentity("unknown", "x")]):
         with StatementCounter(store.engine) as counter:
-            found = store.latest_runs(wanted)
+            found = store.runs.latest_runs(wanted)
         assert 1 <= counter.total <= 2, counter.statements
         assert set(found) == set(wanted)
 
 
 def test_latest_runs_of_unknown_tasks_only_take_one_statement(store):
     with StatementCounter(store.engine) as counter:
-        found = store.latest_runs([TaskIdentity("unknown", "x"), TaskIdentity("other", "y")])
+        found = store.runs.latest_runs([TaskIdentity("unknown", "x"), TaskIdentity("other", "y")])
     assert counter.total == 1, counter.statements
     assert set(found.values()) == {LatestRuns(None, None, None, None)}

@@ -82,7 +82,7 @@ class TestLateOutcomesAreNotApplied:
 
     def test_a_late_success_still_records_what_its_attempt_consumed_once(self, store):
         store.register_task(RAW, DAILY)
-        store.record_decisions(
+        store.audit.record_decisions(
             AttemptKey("d", "t__gate", "r", -1, 1), [Judgement("catalog:x", True, "ok")], downstream_slot=SLOT
         )
         late = event("success", 1, 5, run_id="r", consumer=AttemptKey("d", "t", "r", -1, 1), gate_task_ids=["t__gate"])
@@ -98,10 +98,12 @@ class TestLateOutcomesAreNotApplied:
         """The first try may have run on the bypassing admission: it is not credited with the later one's."""
         store.register_task(RAW, DAILY)
         gate = [AttemptKey("d", "t__gate", "r", -1, n) for n in (1, 2)]
-        store.record_decisions(
+        store.audit.record_decisions(
             gate[0], [Judgement("catalog:x", False, "no")], downstream_slot=SLOT, bypass_reason="warn"
         )
-        store.record_decisions(gate[1], [Judgement("catalog:x", True, "ok")], downstream_slot=SLOT)  # the run cleared
+        store.audit.record_decisions(
+            gate[1], [Judgement("catalog:x", True, "ok")], downstream_slot=SLOT
+        )  # the run cleared
         apply(store, event("running", 2, 10, run_id="r"))
         late = event("success", 1, 5, run_id="r", consumer=AttemptKey("d", "t", "r", -1, 1), gate_task_ids=["t__gate"])
         apply(store, late)

@@ -159,11 +159,11 @@ class TestRules:
         # a later consumption, so the stale one is not the consumer's last either
         later = success(store, PARENT, day(3), OLD)
         consume(store, decide(store, at=OLD, slot=day(3), upstream=later), at=OLD, slot=day(3), upstream=later)
-        assert len(store.stale_consumers(CHILD_DAG)) == 1
+        assert len(store.audit.stale_consumers(CHILD_DAG)) == 1
         prune(store.engine, CUTOFF)
         assert stale in ids(store, consumption) and dec in ids(store, gate_decision)
         assert day(1) in slots_of(store, up.task_pk) and day(2) not in slots_of(store, up.task_pk)
-        assert len(store.stale_consumers(CHILD_DAG)) == 1
+        assert len(store.audit.stale_consumers(CHILD_DAG)) == 1
 
     def test_what_a_consumer_consumed_last_is_kept_and_older_consumption_goes(self, store):
         one, two = success(store, PARENT, day(1), OLD), success(store, PARENT, day(2), OLD)
@@ -172,10 +172,10 @@ class TestRules:
             consume(store, d1, at=OLD, slot=day(1), upstream=one),
             consume(store, d2, at=OLD, slot=day(2), upstream=two),
         )
-        before = store.last_consumed(CHILD_DAG, CHILD_TASK, [PARENT.key])
+        before = store.audit.last_consumed(CHILD_DAG, CHILD_TASK, [PARENT.key])
         report = prune(store.engine, CUTOFF)
         assert ids(store, consumption) == {c2} and ids(store, gate_decision) == {d2}
-        assert store.last_consumed(CHILD_DAG, CHILD_TASK, [PARENT.key]) == before
+        assert store.audit.last_consumed(CHILD_DAG, CHILD_TASK, [PARENT.key]) == before
         assert report.counts()["la_consumption"] == 1 and c1 not in ids(store, consumption)
 
     def test_an_old_consumption_with_a_recent_one_of_the_same_slot_is_kept(self, store):

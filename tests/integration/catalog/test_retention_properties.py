@@ -182,7 +182,10 @@ def remaining(store):
 
 def readings(store):
     """What the stale report and run conditions read from the history."""
-    return (store.stale_consumers(DAG), {t: store.last_consumed(DAG, t, [DEP]) for t in ("build", "report")})
+    return (
+        store.audit.stale_consumers(DAG),
+        {t: store.audit.last_consumed(DAG, t, [DEP]) for t in ("build", "report")},
+    )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

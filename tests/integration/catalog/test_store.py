@@ -140,7 +140,7 @@ class TestDecisionsAndConsumption:
 
     def _admit(self, store, attempt=ATTEMPT):
         store.record_success(RAW, day(3), meta=DAILY, run_id="r3")
-        return store.record_decisions(attempt, [judge(store, day(3))], downstream_slot=day(3))
+        return store.audit.record_decisions(attempt, [judge(store, day(3))], downstream_slot=day(3))
 
     def test_consumption_is_written_with_the_downstream_success_from_its_satisfied_decisions(self, store):
         self._admit(store)
@@ -155,7 +155,7 @@ class TestDecisionsAndConsumption:
         sensor = AttemptKey("orders_enriched", "wait_for_orders_raw", "run-1", -1, 1)
         self._admit(store, sensor)
         retry = AttemptKey("orders_enriched", "wait_for_orders_raw", "run-1", -1, 2)
-        store.record_decisions(retry, [judge(store, day(3))], downstream_slot=day(3))
+        store.audit.record_decisions(retry, [judge(store, day(3))], downstream_slot=day(3))
         store.record_success(
             TaskIdentity("orders_enriched.enrich", "airflow"),
             day(3),
@@ -181,12 +181,11 @@ class TestDecisionsAndConsumption:
 
     def test_a_crash_before_the_success_commit_leaves_neither_success_nor_consumption(self, store, monkeypatch):
         self._admit(store)
-        from airflow_leastaction.catalog import store as store_module
 
         def crash(*args, **kwargs):
             raise RuntimeError("worker died mid-commit")
 
-        monkeypatch.setattr(store_module.CatalogStore, "_consume", crash)
+        monkeypatch.setattr(store.audit, "consume", crash)
         child = TaskIdentity("orders_enriched.enrich", "airflow")
         with pytest.raises(RuntimeError):
             store.record_success(child, day(3), run_id="run-1", consumer=self.ATTEMPT)

@@ -28,7 +28,7 @@ def spool(tmp_path, monkeypatch):
 
 
 def slot_states(store, identities) -> dict[str, str]:
-    found = store.slot_records((i, DAY) for i in identities)
+    found = store.runs.slot_records((i, DAY) for i in identities)
     return {f"{i.name}[{i.partition}]" if i.partition else i.name: r.state for (i, _), r in found.items()}
 
 

@@ -39,10 +39,10 @@ def test_a_run_degraded_while_its_parent_slot_was_being_repaired_is_stale_only_o
         ("gate", REPORT.name, DAY1, 0, True, False),  # admitted degraded: missing at revision 1
         ("succeed_admitted", "build__gate", "scheduled__2024-01-01", 1),
     )
-    assert machine.store.stale_consumers() == []
+    assert machine.store.audit.stale_consumers() == []
     machine.parent_outcome(DAY1, 1, 1, "success")  # the repair lands: revision 2
     machine.check()
-    assert [s["current_revision"] for s in machine.store.stale_consumers()] == [2]
+    assert [s["current_revision"] for s in machine.store.audit.stale_consumers()] == [2]
 
 
 def test_a_run_degraded_while_its_consumed_parent_slot_runs_again_is_stale_again_only_once_that_run_lands(store):
@@ -56,10 +56,10 @@ def test_a_run_degraded_while_its_consumed_parent_slot_runs_again_is_stale_again
         ("gate", REPORT.name, DAY1, 1, True, False),  # the report's re-run, degraded: missing at revision 2
         ("succeed_admitted", "build__gate", "manual__2024-01-01", 1),
     )
-    assert machine.store.stale_consumers() == []
+    assert machine.store.audit.stale_consumers() == []
     machine.parent_outcome(DAY1, 1, 2, "success")  # revision 3
     machine.check()
-    assert [s["current_revision"] for s in machine.store.stale_consumers()] == [3]
+    assert [s["current_revision"] for s in machine.store.audit.stale_consumers()] == [3]
 
 
 def test_a_plan_from_a_parent_that_admitted_a_run_by_its_watermark_reaches_no_slot_it_never_selected(store):

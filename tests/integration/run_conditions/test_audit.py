@@ -42,8 +42,8 @@ def gate_attempt(n: int) -> AttemptKey:
 class TestDecisionsAndConsumption:
     def test_a_retried_gate_gets_new_decisions_and_only_its_latest_attempt_is_consumed(self, store):
         up = store.record_success(UP, day(1), meta=TaskMeta(cron="0 0 * * *"), run_id="u1")
-        store.record_decisions(gate_attempt(1), [judged("catalog:a", False)], downstream_slot=day(1))
-        store.record_decisions(
+        store.audit.record_decisions(gate_attempt(1), [judged("catalog:a", False)], downstream_slot=day(1))
+        store.audit.record_decisions(
             gate_attempt(2), [judged(UP.key, True, up, day(1), 1), judged("task:b", False)], downstream_slot=day(1)
         )
         store.record_success(
@@ -53,18 +53,18 @@ class TestDecisionsAndConsumption:
             consumer=AttemptKey("rc_audit", "report", "run-1"),
             gate_task_ids=["report__gate"],
         )
-        assert [d["result"] for d in store.decisions_for(gate_attempt(1))] == ["UNSATISFIED"]
-        assert len(store.decisions_for(gate_attempt(2))) == 2
+        assert [d["result"] for d in store.audit.decisions_for(gate_attempt(1))] == ["UNSATISFIED"]
+        assert len(store.audit.decisions_for(gate_attempt(2))) == 2
         [row] = consumed(store, "rc_audit")
         assert (row["dependency"], row["upstream_revision"], row["task_id"]) == (UP.key, 1, "report")
 
     def test_failed_work_consumes_nothing(self, store):
-        store.record_decisions(gate_attempt(1), [judged(UP.key, True, None, day(1), 1)], downstream_slot=day(1))
+        store.audit.record_decisions(gate_attempt(1), [judged(UP.key, True, None, day(1), 1)], downstream_slot=day(1))
         store.record_finished(DOWN, day(1), "failed", run_id="run-1")
         assert consumed(store, "rc_audit") == []
 
     def test_bypassed_decisions_consume_nothing(self, store):
-        store.record_decisions(
+        store.audit.record_decisions(
             gate_attempt(1), [judged(UP.key, False)], downstream_slot=day(1), bypass_reason="gates=warn"
         )
         store.record_success(
@@ -74,12 +74,12 @@ class TestDecisionsAndConsumption:
             consumer=AttemptKey("rc_audit", "report", "run-1"),
             gate_task_ids=["report__gate"],
         )
-        assert [d["result"] for d in store.decisions_for(gate_attempt(1))] == ["BYPASSED"]
+        assert [d["result"] for d in store.audit.decisions_for(gate_attempt(1))] == ["BYPASSED"]
         assert consumed(store, "rc_audit") == []
 
     def test_under_relaxed_gates_satisfied_dependencies_are_recorded_satisfied_and_consumed(self, store):
         up = store.record_success(UP, day(1), meta=TaskMeta(cron="0 0 * * *"), run_id="u1")
-        store.record_decisions(
+        store.audit.record_decisions(
             gate_attempt(1),
             [judged(UP.key, True, up, day(1), 1), judged("task:b", False)],
             downstream_slot=day(1),
@@ -92,7 +92,7 @@ class TestDecisionsAndConsumption:
             consumer=AttemptKey("rc_audit", "report", "run-1"),
             gate_task_ids=["report__gate"],
         )
-        rows = store.decisions_for(gate_attempt(1))
+        rows = store.audit.decisions_for(gate_attempt(1))
         assert [(d["dependency"], d["result"]) for d in rows] == [(UP.key, "SATISFIED"), ("task:b", "BYPASSED")]
         assert rows[0]["reason"] == f"{UP.key}: ok" and rows[1]["reason"] == "gates=off: task:b: not yet"
         [row] = consumed(store, "rc_audit")
@@ -100,7 +100,7 @@ class TestDecisionsAndConsumption:
 
     def test_stale_lists_consumers_of_a_slot_that_was_repaired_since(self, store, catalog_url, use_catalog, capsys):
         up = store.record_success(UP, day(1), meta=TaskMeta(cron="0 0 * * *"), run_id="u1")
-        store.record_decisions(gate_attempt(1), [judged(UP.key, True, up, day(1), 1)], downstream_slot=day(1))
+        store.audit.record_decisions(gate_attempt(1), [judged(UP.key, True, up, day(1), 1)], downstream_slot=day(1))
         store.record_success(
             DOWN,
             day(1),
@@ -116,13 +116,13 @@ class TestDecisionsAndConsumption:
         assert main(["stale", "--dag-id", "rc_audit"]) == 0
         out = capsys.readouterr().out
         assert "rc_audit.report" in out and "revision 1, current revision 2" in out
-        [row] = store.stale_consumers()
+        [row] = store.audit.stale_consumers()
         assert (row["consumed_revision"], row["current_revision"]) == (1, 2)
 
     @pytest.mark.parametrize("downstream_slot", ["recorded", "none"])
     def test_a_consumer_that_re_ran_after_the_repair_is_no_longer_stale(self, store, downstream_slot):
         def consume(attempt: int, run) -> None:
-            store.record_decisions(
+            store.audit.record_decisions(
                 gate_attempt(attempt), [judged(UP.key, True, run, day(1), run.output_revision)], downstream_slot=day(1)
             )
             store.record_success(
@@ -139,11 +139,11 @@ class TestDecisionsAndConsumption:
         consume(1, store.record_success(UP, day(1), meta=TaskMeta(cron="0 0 * * *"), run_id="u1"))
         store.record_running(UP, day(1), run_id="u1-repair")
         repaired = store.record_success(UP, day(1), run_id="u1-repair")
-        [row] = store.stale_consumers()
+        [row] = store.audit.stale_consumers()
         assert (row["consumed_revision"], row["current_revision"]) == (1, 2)
         store.record_running(DOWN, day(1), run_id="run-1")  # the consumer re-runs its slot
         consume(2, repaired)
-        assert store.stale_consumers() == []
+        assert store.audit.stale_consumers() == []
 
     def test_latest_runs_reads_the_latest_and_latest_finished_run_and_the_average_length(self, store):
         t0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
@@ -151,11 +151,14 @@ class TestDecisionsAndConsumption:
             store.record_running(UP, day(n), run_id=f"u{n}", at=t0 + dt.timedelta(days=n))
             store.record_success(UP, day(n), run_id=f"u{n}", at=t0 + dt.timedelta(days=n, minutes=minutes))
         store.record_running(UP, day(3), run_id="u3", at=t0 + dt.timedelta(days=3))
-        runs = store.latest_runs([UP])[UP]
+        runs = store.runs.latest_runs([UP])[UP]
         assert runs.latest.slot == day(3) and runs.latest.state == "running"
         assert runs.latest_finished.slot == day(2)
         assert runs.average == dt.timedelta(minutes=15)
-        assert store.latest_runs([TaskIdentity("nobody", "nowhere")])[TaskIdentity("nobody", "nowhere")].task_pk is None
+        assert (
+            store.runs.latest_runs([TaskIdentity("nobody", "nowhere")])[TaskIdentity("nobody", "nowhere")].task_pk
+            is None
+        )
 
 
 class TestRelaxedGates:

@@ -41,19 +41,19 @@ class TestLatestRunLeavesBackfillsOut:
     def test_a_running_backfill_is_not_the_latest_run(self, store):
         other_run(store, 5, "success", "scheduled")
         other_run(store, 2, "running", BACKFILL_RUN_TYPE, finish=False)  # started after day 5 finished
-        runs = store.latest_runs([OTHER])[OTHER]
+        runs = store.runs.latest_runs([OTHER])[OTHER]
         assert (runs.latest.slot, runs.latest.state) == (day(5), "success")
         assert runs.latest_finished.slot == day(5)
 
     def test_a_finished_backfill_is_not_the_latest_finished_run(self, store):
         other_run(store, 5, "failed", "scheduled")
         other_run(store, 3, "success", BACKFILL_RUN_TYPE)
-        runs = store.latest_runs([OTHER])[OTHER]
+        runs = store.runs.latest_runs([OTHER])[OTHER]
         assert (runs.latest_finished.slot, runs.latest_finished.state) == (day(5), "failed")
 
     def test_a_task_with_only_backfill_runs_has_no_latest_run(self, store):
         other_run(store, 3, "success", BACKFILL_RUN_TYPE)
-        runs = store.latest_runs([OTHER])[OTHER]
+        runs = store.runs.latest_runs([OTHER])[OTHER]
         assert runs.task_pk is not None and runs.latest is None and runs.latest_finished is None
 
 

@@ -88,7 +88,7 @@ def select_task_pk(identity):
 
 def admit(store):
     up = store.record_success(UP, day(1), run_id="u1")
-    store.record_decisions(
+    store.audit.record_decisions(
         AttemptKey("rc_crash", "report__gate", "run-1", -1, 1),
         [
             Judgement(

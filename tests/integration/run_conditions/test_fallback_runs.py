@@ -85,9 +85,9 @@ class TestDegradedAtTheDeadline:
         land(catalog, "fr", "de", "es")
         catalog.record_running(feed("it"), DAY, run_id="it-late")
         run_dag("fb_report", DAY)
-        assert catalog.stale_consumers("fb_report") == []
+        assert catalog.audit.stale_consumers("fb_report") == []
         land(catalog, "it")
-        (stale,) = catalog.stale_consumers("fb_report")
+        (stale,) = catalog.audit.stale_consumers("fb_report")
         assert (stale["task_id"], stale["dependency"], stale["upstream_slot"], stale["missing"]) == (
             "report",
             feed("it").key,
@@ -159,7 +159,7 @@ class TestOtherGates:
         decisions = rows(catalog, gate_decision, dag_id="fb_sensor", task_id="wait_for_feeds")
         assert by_feed(decisions)["it"] == ("MISSING", DAY, 0)
         land(catalog, "it")
-        assert [(s["task_id"], s["missing"]) for s in catalog.stale_consumers("fb_sensor")] == [("report", True)]
+        assert [(s["task_id"], s["missing"]) for s in catalog.audit.stale_consumers("fb_sensor")] == [("report", True)]
 
     def test_a_feed_of_the_same_run_that_failed_is_missing(self, catalog, run_dag):
         run = run_dag("fb_in_run", DAY)
@@ -199,7 +199,9 @@ class TestLateArrivalRerun:
         (missing,) = [d for d in rows(catalog, gate_decision, dag_id="fb_report_rerun") if d["result"] == "MISSING"]
         assert (missing["upstream_task_pk"], missing["upstream_identity"]) == (None, str(feed("it")))
         land(catalog, "it")
-        assert [(s["task_id"], s["missing"]) for s in catalog.stale_consumers("fb_report_rerun")] == [("report", True)]
+        assert [(s["task_id"], s["missing"]) for s in catalog.audit.stale_consumers("fb_report_rerun")] == [
+            ("report", True)
+        ]
         (asked,) = rows(catalog, late_arrival, dag_id="fb_report_rerun")
         assert asked["state"] == "failed"  # asked of Airflow's API, which this run has not
 

@@ -31,7 +31,7 @@ def latest(store):
     """The other DAGs' feeds as the catalog has them: one landed for the day, one still running."""
     store.report_completion(LANDED, DAY, cron="0 0 * * *")
     store.record_running(LATE, DAY, run_id="it-late")
-    return store.latest_runs([LANDED, LATE])
+    return store.runs.latest_runs([LANDED, LATE])
 
 
 def spec(require: int) -> GateSpec:

@@ -74,7 +74,7 @@ def degraded(store, api, monkeypatch, use_catalog):
     judged = [Judgement(f.key, f is not IT, f.name) for f in FEEDS]
     outcome = decide_at_deadline(ALL, judged, 3, "2024-01-02T06:00:00+00:00")
     gate = AttemptKey("country_report", "report__gate", RUN_ID, -1, 1)
-    store.record_decisions(
+    store.audit.record_decisions(
         gate, outcome.judgements, downstream_slot=DAY, degraded=True, rerun=RerunOnArrival(("report",))
     )
     consumer = AttemptKey("country_report", "report", RUN_ID, -1, 1)

@@ -41,22 +41,24 @@ class TestCatalogReads:
                 rows_written=rows,
                 meta=TaskMeta(dag_id="orders", task_id=task_id),
             )
-        assert store.run_rows_written("orders", "r1") == 3
-        assert store.run_rows_written("orders", "r0") == 100
-        assert store.run_rows_written("orders", "r2") is None
+        assert store.runs.run_rows_written("orders", "r1") == 3
+        assert store.runs.run_rows_written("orders", "r0") == 100
+        assert store.runs.run_rows_written("orders", "r2") is None
 
     def test_a_runs_decisions_are_those_of_its_latest_attempt_that_recorded_any(self, store):
         judged = [Judgement(ORDERS.key, True, "ok")]
         for attempt in (1, 2):
-            store.record_decisions(AttemptKey("p", DAG_GATE_TASK_ID, "r1", -1, attempt), judged, downstream_slot=day(1))
-        assert [d["attempt"] for d in store.run_decisions("p", DAG_GATE_TASK_ID, "r1")] == [2]
-        assert store.run_decisions("p", DAG_GATE_TASK_ID, "r2") == []
+            store.audit.record_decisions(
+                AttemptKey("p", DAG_GATE_TASK_ID, "r1", -1, attempt), judged, downstream_slot=day(1)
+            )
+        assert [d["attempt"] for d in store.audit.run_decisions("p", DAG_GATE_TASK_ID, "r1")] == [2]
+        assert store.audit.run_decisions("p", DAG_GATE_TASK_ID, "r2") == []
 
 
 class TestPipelineRuns:
     def test_a_satisfied_pipeline_runs_and_consumes_its_decisions_when_the_run_succeeds(self, rc_catalog, run_dag):
         assert run_dag("rc_pipeline_orders", day(1)).state == "success"
-        orders = rc_catalog.latest_runs([ORDERS])[ORDERS].latest_finished  # recorded by the DAG-run listener
+        orders = rc_catalog.runs.latest_runs([ORDERS])[ORDERS].latest_finished  # recorded by the DAG-run listener
         assert (orders.slot, orders.state, orders.rows_written) == (day(1), "success", 7)
         run = run_dag("rc_pipeline", day(1))
         assert run.state == "success"

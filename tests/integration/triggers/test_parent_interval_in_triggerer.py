@@ -102,7 +102,7 @@ class TestAdmission:
         assert trigger.child_interval == "2026-11-16 00:00:00+00:00"  # rendered
         event = await asyncio.wait_for(first(trigger), timeout=30)
         assert isinstance(event, TaskSuccessEvent)
-        [decision] = store.decisions_for(ATTEMPT)
+        [decision] = store.audit.decisions_for(ATTEMPT)
         assert (decision["result"], decision["upstream_slot"]) == ("SATISFIED", DAY)
         assert "the child_interval argument" in decision["reason"]
         declared = store.get_task(airflow_task("child", "work"))
@@ -117,7 +117,7 @@ class TestAdmission:
         store.record_success(PARENT, DAY, meta=DAILY, run_id="parent")
         event = await asyncio.wait_for(first(started_in_the_triggerer(downstream=False)), timeout=30)
         assert isinstance(event, TaskSuccessEvent)
-        [decision] = store.decisions_for(ATTEMPT)
+        [decision] = store.audit.decisions_for(ATTEMPT)
         with store.engine.connect() as conn:
             [consumed] = conn.execute(select(consumption)).mappings().all()
         assert (consumed["task_id"], consumed["attempt"], consumed["decision_id"]) == ("wait", 1, decision["id"])
@@ -130,7 +130,7 @@ class TestEndings:
         store.record_finished(PARENT, DAY, "failed", run_id="parent")
         event = await asyncio.wait_for(first(started_in_the_triggerer(on_parent_failure="fail")), timeout=30)
         assert isinstance(event, TaskFailedEvent)
-        assert store.decisions_for(ATTEMPT) == []
+        assert store.audit.decisions_for(ATTEMPT) == []
 
     @pytest.mark.parametrize(("retries", "ended_there"), [(0, True), (2, False)])
     async def test_the_deadline_fails_the_task_there_unless_a_retry_could_follow(
@@ -162,4 +162,4 @@ class TestEndings:
         monkeypatch.setenv("AIRFLOW__LEASTACTION__GATES", "warn")
         event = await asyncio.wait_for(first(started_in_the_triggerer()), timeout=30)
         assert (event.payload["status"], event.payload["mode"]) == ("relaxed", "warn")
-        assert store.decisions_for(ATTEMPT) == []  # the worker records the BYPASSED decisions
+        assert store.audit.decisions_for(ATTEMPT) == []  # the worker records the BYPASSED decisions

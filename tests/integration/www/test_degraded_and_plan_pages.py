@@ -45,7 +45,7 @@ def degraded(store):
         )
     outcome = decide_at_deadline(ALL, judged, 3, "2024-01-02T06:00:00+00:00")
     gate = AttemptKey("country_report", "report__gate", "scheduled__2", -1, 1)
-    store.record_decisions(
+    store.audit.record_decisions(
         gate, outcome.judgements, downstream_slot=DAY, degraded=True, rerun=RerunOnArrival(("report",))
     )
     meta = TaskMeta(cron="0 0 * * *", dag_id="country_report", task_id="report")

@@ -80,7 +80,7 @@ class TestDecisions:
     def test_a_gated_tasks_own_tab_shows_its_gate_decisions_and_links_gate_and_task(self, client, story):
         run = "scheduled__2024-01-02T03:00:00+00:00"
         gate = AttemptKey("sales_daily", "publish__gate", run, -1, 1)
-        story.store.record_decisions(
+        story.store.audit.record_decisions(
             gate,
             [
                 Judgement("task:build_report", True, "build_report (SUCCESS): upstream succeeded"),

@@ -32,7 +32,7 @@ def hrefs(page: str) -> list[str]:
 class TestVerdicts:
     def test_each_attempt_has_one_verdict_over_all_its_decisions(self, client, story):
         gate = AttemptKey("sales_daily", "publish__gate", "scheduled__2024-01-02T03:00:00+00:00", -1, 1)
-        story.store.record_decisions(
+        story.store.audit.record_decisions(
             gate,
             [
                 Judgement("task:a", True, "a (SUCCESS): upstream succeeded"),
@@ -52,7 +52,7 @@ class TestVerdicts:
     def test_an_attempts_warnings_before_its_deadline_are_in_the_json_as_on_its_card(self, client, story):
         run = "scheduled__2024-01-02T03:00:00+00:00"
         gate = AttemptKey("sales_daily", "publish__gate", run, -1, 1)
-        story.store.record_decisions(
+        story.store.audit.record_decisions(
             gate, [Judgement("task:a", False, "a (SUCCESS): not run yet")], downstream_slot=scenario.day(2)
         )
         deadline = scenario.day(2, 6)
@@ -69,7 +69,7 @@ class TestVerdicts:
         assert warning["critical_path"] == "load_orders, which waits on orders_raw"
         # an attempt of a run with no warning lists none
         other = AttemptKey("sales_daily", "publish__gate", RUN4, -1, 1)
-        story.store.record_decisions(other, [Judgement("task:a", True, "ok")], downstream_slot=scenario.day(4))
+        story.store.audit.record_decisions(other, [Judgement("task:a", True, "ok")], downstream_slot=scenario.day(4))
         items = client.get(P + "/api/attempts", params={"task_id": "publish", "run_id": RUN4}).json()["items"]
         assert [a["warnings"] for a in items] == [[]]
 

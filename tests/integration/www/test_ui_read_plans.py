@@ -56,10 +56,10 @@ def test_an_attempts_first_decisions_are_the_start_of_its_index_range(store):
     attempts = [AttemptKey("orders", f"t{i}__gate", "r1", -1, 1) for i in range(3)]
     for key in attempts:
         judged = [Judgement(f"task:up_{n}", n % 2 == 0, "seeded") for n in range(30)]
-        store.record_decisions(key, judged, downstream_slot=AT, at=AT)
+        store.audit.record_decisions(key, judged, downstream_slot=AT, at=AT)
     for run in range(20):  # a busy gate's attempts around them, and the planner told of them
         busy = [Judgement(f"task:up_{n}", True, "seeded") for n in range(200)]
-        store.record_decisions(AttemptKey("busy", "t__gate", f"r{run}", -1, 1), busy, downstream_slot=AT, at=AT)
+        store.audit.record_decisions(AttemptKey("busy", "t__gate", f"r{run}", -1, 1), busy, downstream_slot=AT, at=AT)
     with store.engine.begin() as conn:
         conn.execute(text("ANALYZE"))
     reads = CatalogReads(store.engine)
@@ -79,7 +79,7 @@ def test_an_attempts_first_decisions_are_the_start_of_its_index_range(store):
 
 def consumers(store) -> None:
     """A busy consumer's long history among many consumers of one record each, as the planner sees them."""
-    (decision,) = store.record_decisions(
+    (decision,) = store.audit.record_decisions(
         AttemptKey("busy", "t", "r1", -1, 1), [Judgement("task:up", True, "seeded")], downstream_slot=AT, at=AT
     )
     rows = [
@@ -123,7 +123,7 @@ def test_one_task_instances_decisions_are_the_start_of_its_runs_range(store):
         for task in range(5):
             judged = [Judgement(f"task:up_{n}", n % 3 > 0, "seeded") for n in range(100)]
             key = AttemptKey("busy", f"t{task}__gate", f"r{run}", -1, 1)
-            store.record_decisions(key, judged, downstream_slot=AT, at=AT + dt.timedelta(hours=run, minutes=task))
+            store.audit.record_decisions(key, judged, downstream_slot=AT, at=AT + dt.timedelta(hours=run, minutes=task))
     with store.engine.begin() as conn:
         conn.execute(text("ANALYZE"))
     reads = CatalogReads(store.engine)
@@ -139,7 +139,7 @@ def test_one_task_instances_decisions_are_the_start_of_its_runs_range(store):
 def test_a_dags_degraded_runs_are_looked_up_among_the_missing_decisions(store):
     for run in range(40):  # a busy DAG never admitted degraded
         judged = [Judgement(f"task:up_{n}", True, "seeded") for n in range(100)]
-        store.record_decisions(AttemptKey("busy", "t__gate", f"r{run}", -1, 1), judged, downstream_slot=AT, at=AT)
+        store.audit.record_decisions(AttemptKey("busy", "t__gate", f"r{run}", -1, 1), judged, downstream_slot=AT, at=AT)
     with store.engine.begin() as conn:
         conn.execute(text("ANALYZE"))
     reads = CatalogReads(store.engine)

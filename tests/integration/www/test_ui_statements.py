@@ -28,7 +28,7 @@ def gate_attempts(store, count: int) -> None:
     for i in range(count):
         key = AttemptKey("orders", f"t{i}__gate", "scheduled__1", -1, 1)
         judged = [Judgement(f"task:up_{n}", n % 2 == 0, "seeded") for n in range(12)]
-        store.record_decisions(key, judged, downstream_slot=AT, at=AT + dt.timedelta(minutes=i))
+        store.audit.record_decisions(key, judged, downstream_slot=AT, at=AT + dt.timedelta(minutes=i))
 
 
 def requests_of(client, catalog_url, path: str) -> tuple[dict, dict]:
