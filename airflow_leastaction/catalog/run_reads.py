@@ -129,7 +129,18 @@ def slot_records_by_pk(conn, pairs: Iterable[tuple[int, dt.datetime]]) -> dict[t
 
 def _run_columns():
     r = task_run.c
-    return (r.id, r.task_pk, r.slot, r.run_id, r.state, r.output_revision, r.rows_written, r.started_at, r.finished_at)
+    return (
+        r.id,
+        r.task_pk,
+        r.slot,
+        r.run_id,
+        r.state,
+        r.output_revision,
+        r.rows_written,
+        r.started_at,
+        r.finished_at,
+        r.rows_error,
+    )
 
 
 def _run_record(row) -> RunRecord:
@@ -143,6 +154,7 @@ def _run_record(row) -> RunRecord:
         row.rows_written,
         row.started_at,
         row.finished_at,
+        row.rows_error,
     )
 
 

@@ -191,6 +191,7 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
         attempt: int = 1,
         rows_written: int | None = None,
         at: dt.datetime | None = None,
+        rows_error: str | None = None,
         consumer: AttemptKey | None = None,
         gate_task_ids: Sequence[str] = (),
         consume_own: bool = True,
@@ -200,7 +201,8 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
 
         The watermark only moves forward. When ``consumer`` is given, that attempt's SATISFIED gate
         decisions become consumption records in this same transaction: both or neither are written.
-        Replaying the same completion (same run and attempt) changes nothing.
+        Replaying the same completion (same run and attempt) changes nothing. ``rows_error``: why the
+        rows written are unknown (their read failed); a count, or a later success, clears it.
         """
         now = at or utcnow()
         completion_key = f"{run_id}#{attempt}"
@@ -228,6 +230,7 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
                         output_revision=1,
                         repair_pending=False,
                         rows_written=rows_written,
+                        rows_error=rows_error if rows_written is None else None,
                         completion_key=completion_key,
                         started_at=now,
                         finished_at=now,
@@ -248,6 +251,7 @@ class CatalogStore(AuditRecords, LateArrivals, RunReads):
                         output_revision=revision,
                         repair_pending=False,
                         rows_written=rows_written,
+                        rows_error=rows_error if rows_written is None else None,
                         completion_key=completion_key,
                         finished_at=now,
                         updated_at=now,

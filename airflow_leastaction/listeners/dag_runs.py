@@ -63,8 +63,9 @@ def build_run_event(dag_run, state: str) -> SlotEvent | None:
             return event
         try:
             event.rows_written = catalog_store().run_rows_written(dag_run.dag_id, dag_run.run_id)
-        except Exception:  # the catalog is down: the success is spooled without its rows
+        except Exception as exc:  # the catalog is down: spooled with why its rows are unknown, not as "none"
             log.warning("leastaction: rows written by run %s of %s unknown", dag_run.run_id, dag_run.dag_id)
+            event.rows_error = f"the catalog could not be read: {type(exc).__name__}"
         event.consumer = AttemptKey(dag_run.dag_id, DAG_GATE_TASK_ID, dag_run.run_id, -1, attempt)
         event.gate_task_ids = [DAG_GATE_TASK_ID]
         event.consume_own = False
