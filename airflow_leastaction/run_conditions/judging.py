@@ -169,6 +169,8 @@ def judge_elsewhere(
         in_progress = []
         for d, j in zip(spec.elsewhere, out, strict=True):
             runs: LatestRuns | None = latest.get(d.upstream)
+            if j.rows_unreadable:
+                continue  # waits for a re-run, not for a run in progress: spends max_wait alone, no look
             if not j.final and d.whole_interval and j.in_flight:
                 in_progress.append((now, None))  # no run length to time the next look by
             elif not j.final and runs is not None and runs.latest is not None:
@@ -292,5 +294,8 @@ def in_run_unfinished(spec: GateSpec, states: Mapping[str, str | None]) -> list[
 
 
 def in_run_pending(outcome: GateOutcome) -> bool:
-    """Whether a same-run dependency is not final yet: a relaxed gate still waits for it."""
-    return any(not j.final for j in outcome.judgements if task_of_key(j.dependency) is not None)
+    """Whether a same-run dependency is not final yet: a relaxed gate still waits for it. Rows written that
+    could not be read wait for a re-run, not for the run: they are not pending (the gate's max_wait ends it)."""
+    return any(
+        not j.final and not j.rows_unreadable for j in outcome.judgements if task_of_key(j.dependency) is not None
+    )
