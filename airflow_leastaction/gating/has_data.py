@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["DataCheck", "has_data", "missing_data"]
+__all__ = ["DataCheck", "has_data", "missing_data", "rows_text"]
 
 
 class DataCheck(NamedTuple):
@@ -45,3 +45,11 @@ def missing_data(rows_written: int | None, rows_error: str | None = None) -> str
     """What is missing for HAS_DATA (unknown, unreadable or zero rows written), or None when the success has data."""
     check = has_data(rows_written, rows_error)
     return None if check.met else check.what
+
+
+def rows_text(rows_written: int | None, rows_error: str | None = None) -> str | None:
+    """How a slot's rows written read to a person (``3 rows written``, ``rows unknown: could not be read
+    (...)``); None when the task reported nothing."""
+    if rows_written is not None:
+        return f"{rows_written} rows written"
+    return f"rows unknown: could not be read ({rows_error})" if rows_error else None

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from airflow_leastaction.exceptions import RowsUnreadableWaitError
 from airflow_leastaction.gating.engine import DependencyType, Verdict, judge_upstream_task
-from airflow_leastaction.gating.has_data import has_data
+from airflow_leastaction.gating.has_data import has_data, rows_text
 from airflow_leastaction.identity import TaskIdentity
 from airflow_leastaction.run_conditions.judging import RunView, evaluate
 from airflow_leastaction.run_conditions.latest_run import LatestRuns, RunRecord, judge_finished_run
@@ -96,3 +96,14 @@ def test_a_gate_waits_on_unreadable_rows_then_fails_at_its_max_wait_never_skips(
     assert evaluate(spec, run, latest, {}, clock, policy, later)[0].verdict is Verdict.WAIT
     with pytest.raises(RowsUnreadableWaitError, match=r"'report' waited its max_wait .*could not be read \(Connection"):
         evaluate(spec, run, latest, {}, clock, policy, NOW + dt.timedelta(minutes=5))
+
+
+@given(counts, errors)
+def test_rows_read_to_a_person_as_the_count_the_error_or_nothing(rows, error):
+    shown = rows_text(rows, error)
+    if rows is not None:
+        assert shown == f"{rows} rows written"
+    elif error:
+        assert shown == f"rows unknown: could not be read ({error})"
+    else:
+        assert shown is None
