@@ -62,7 +62,9 @@ def build_run_event(dag_run, state: str) -> SlotEvent | None:
             event.state = "skipped"
             return event
         try:
-            event.rows_written = catalog_store().run_rows_written(dag_run.dag_id, dag_run.run_id)
+            total, error = catalog_store().run_rows_written(dag_run.dag_id, dag_run.run_id)
+            # No rows from the tasks that could be read, one that could not: unknown for that reason, not "none".
+            event.rows_written, event.rows_error = (None, error) if error and not total else (total, None)
         except Exception as exc:  # the catalog is down: spooled with why its rows are unknown, not as "none"
             log.warning("leastaction: rows written by run %s of %s unknown", dag_run.run_id, dag_run.dag_id)
             event.rows_error = f"the catalog could not be read: {type(exc).__name__}"
