@@ -331,6 +331,30 @@ class RunStatesUnreadableError(LeastActionError):
     keeps waiting, as for a catalog outage."""
 
 
+class RowsUnreadableError(LeastActionError):
+    """A task's rows written could not be read from its XCom (Airflow's API or the supervisor away): its
+    success is recorded with the rows unknown for this reason, which HAS_DATA never reads as "no rows"."""
+
+    def __init__(self, task: str, why: str):
+        self.task = task
+        self.why = why
+        super().__init__(f"the rows written by {task} could not be read: {why}")
+
+
+class RowsUnreadableWaitError(LeastActionError):
+    """A gate's wait (``max_wait``) ran out while a HAS_DATA dependency waited on a success whose rows
+    written could not be read: the gate fails, loudly, rather than skip its task because of an error."""
+
+    def __init__(self, task_id: str, reasons: list[str]):
+        self.task_id = task_id
+        self.reasons = reasons
+        super().__init__(
+            f"task {task_id!r} waited its max_wait for rows written that could not be read; it fails rather "
+            "than skip on an error (a re-run of the upstream records a new success with its rows): "
+            + "; ".join(reasons)
+        )
+
+
 class PlanError(ConfigurationError):
     """A re-run plan was asked for something it cannot plan (``airflow-leastaction plan``: exit 2)."""
 

@@ -49,6 +49,8 @@ class SlotEvent:
     run_id: str | None = None
     attempt: int = 1
     rows_written: int | None = None
+    #: Why ``rows_written`` is unknown: the task's count could not be read (None: read, or nothing reported).
+    rows_error: str | None = None
     consumer: AttemptKey | None = None
     gate_task_ids: list[str] = field(default_factory=list)
     consume_own: bool = True
@@ -80,6 +82,7 @@ def apply(store: CatalogStore, event: SlotEvent) -> SlotOutcome:
             event.identity,
             event.slot,
             rows_written=event.rows_written,
+            rows_error=event.rows_error,
             consumer=event.consumer,
             gate_task_ids=event.gate_task_ids,
             consume_own=event.consume_own,

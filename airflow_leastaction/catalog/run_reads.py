@@ -89,11 +89,12 @@ class RunReads:
             by_pk = completions_by_pk(conn, {t.pk: floors[i] for i, t in tasks.items()})
         return {i: (tasks.get(i), by_pk[tasks[i].pk] if i in tasks else []) for i in floors}
 
-    def run_rows_written(self, dag_id: str, run_id: str) -> int | None:
-        """Rows the tasks of one DAG run reported writing, summed (None: none of them reported any)."""
+    def run_rows_written(self, dag_id: str, run_id: str) -> tuple[int | None, str | None]:
+        """Rows the tasks of one DAG run reported writing, summed (None: none of them reported any), and why
+        the rows of one of them are unknown (its read failed; None: no such task)."""
         with self.engine.connect() as conn:
-            total = conn.execute(
-                select(func.sum(task_run.c.rows_written))
+            total, error = conn.execute(
+                select(func.sum(task_run.c.rows_written), func.max(task_run.c.rows_error))
                 .join(task, task.c.id == task_run.c.task_pk)
                 .where(
                     task.c.dag_id == dag_id,
@@ -101,8 +102,8 @@ class RunReads:
                     task_run.c.run_id == run_id,
                     task_run.c.state == "success",
                 )
-            ).scalar()
-        return None if total is None else int(total)  # PostgreSQL sums bigints as numeric
+            ).one()
+        return (None if total is None else int(total)), error  # PostgreSQL sums bigints as numeric
 
 
 def latest_runs_by_pk(conn, task_pks: Iterable[int], history: int = 20) -> dict[int, LatestRuns]:
@@ -131,7 +132,18 @@ def slot_records_by_pk(conn, pairs: Iterable[tuple[int, dt.datetime]]) -> dict[t
 
 def _run_columns():
     r = task_run.c
-    return (r.id, r.task_pk, r.slot, r.run_id, r.state, r.output_revision, r.rows_written, r.started_at, r.finished_at)
+    return (
+        r.id,
+        r.task_pk,
+        r.slot,
+        r.run_id,
+        r.state,
+        r.output_revision,
+        r.rows_written,
+        r.started_at,
+        r.finished_at,
+        r.rows_error,
+    )
 
 
 def _run_record(row) -> RunRecord:
@@ -145,6 +157,7 @@ def _run_record(row) -> RunRecord:
         row.rows_written,
         row.started_at,
         row.finished_at,
+        row.rows_error,
     )
 
 

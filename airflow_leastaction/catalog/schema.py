@@ -88,6 +88,8 @@ task_run = Table(
     Column("output_revision", Integer, nullable=False, default=0),  # 0 = never completed
     Column("repair_pending", Boolean, nullable=False, default=False),
     Column("rows_written", BigInteger, nullable=True),
+    # Why rows_written is NULL when its read failed (one line): HAS_DATA waits on it instead of reading "none".
+    Column("rows_error", Text, nullable=True),
     Column("completion_key", String(300), nullable=True),  # idempotency of success replays
     Column("started_at", UtcDateTime(), nullable=True),
     Column("finished_at", UtcDateTime(), nullable=True),

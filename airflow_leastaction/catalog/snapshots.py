@@ -63,6 +63,7 @@ def read_slots(conn: Connection, tasks: dict[TaskIdentity, TaskSnapshot], wanted
         task_run.c.output_revision,
         task_run.c.rows_written,
         task_run.c.repair_pending,
+        task_run.c.rows_error,
     ).join_from(w.table, task_run, and_(task_run.c.task_pk == pk, task_run.c.slot >= start, task_run.c.slot < end))
     slots.extend(
         map(SlotSnapshot._make, conn.execute(query, w.params(rows, encoded=True)))

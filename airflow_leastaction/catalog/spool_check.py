@@ -54,6 +54,8 @@ def check_outcome(event) -> None:
     rows = event.rows_written
     if rows is not None and (not isinstance(rows, int) or not -_BIGINT <= rows < _BIGINT):
         raise UnappliableOutcomeError(what, f"rows_written {rows!r} is not a 64-bit whole number")
+    if event.rows_error is not None and not isinstance(event.rows_error, str):
+        raise UnappliableOutcomeError(what, f"rows_error {event.rows_error!r} is not text")
 
 
 def can_never_apply(exc: BaseException) -> bool:

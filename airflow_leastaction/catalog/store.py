@@ -81,8 +81,7 @@ class CatalogStore:
     The store writes tasks and slot records and reads snapshots itself; its other operations are parts it is
     composed of, each a class built with the engine and transactions it uses:
 
-    - ``store.audit`` (:class:`~airflow_leastaction.catalog.audit.AuditRecords`): gate decisions and
-      consumption records;
+    - ``store.audit`` (:class:`~airflow_leastaction.catalog.audit.AuditRecords`): decisions, consumption;
     - ``store.late_arrivals`` (:class:`~airflow_leastaction.catalog.late_arrivals.LateArrivals`): degraded
       runs that re-run on late arrival;
     - ``store.runs`` (:class:`~airflow_leastaction.catalog.run_reads.RunReads`): reads of task runs (slot
@@ -207,6 +206,7 @@ class CatalogStore:
         attempt: int = 1,
         rows_written: int | None = None,
         at: dt.datetime | None = None,
+        rows_error: str | None = None,
         consumer: AttemptKey | None = None,
         gate_task_ids: Sequence[str] = (),
         consume_own: bool = True,
@@ -216,7 +216,8 @@ class CatalogStore:
 
         The watermark only moves forward. When ``consumer`` is given, that attempt's SATISFIED gate
         decisions become consumption records in this same transaction: both or neither are written.
-        Replaying the same completion (same run and attempt) changes nothing.
+        Replaying the same completion (same run and attempt) changes nothing. ``rows_error``: why the
+        rows written are unknown (their read failed); a count, or a later success, clears it.
         """
         now = at or utcnow()
         completion_key = f"{run_id}#{attempt}"
@@ -244,6 +245,7 @@ class CatalogStore:
                         output_revision=1,
                         repair_pending=False,
                         rows_written=rows_written,
+                        rows_error=rows_error if rows_written is None else None,
                         completion_key=completion_key,
                         started_at=now,
                         finished_at=now,
@@ -264,6 +266,7 @@ class CatalogStore:
                         output_revision=revision,
                         repair_pending=False,
                         rows_written=rows_written,
+                        rows_error=rows_error if rows_written is None else None,
                         completion_key=completion_key,
                         finished_at=now,
                         updated_at=now,

@@ -19,6 +19,7 @@ from airflow_leastaction.exceptions import (
     InvalidCountError,
     RunConditionError,
 )
+from airflow_leastaction.gating.has_data import has_data
 from airflow_leastaction.states import (
     ACTIVE_STATES,
     DID_NOT_RUN_STATES,
@@ -123,16 +124,6 @@ ALL = RunCondition("ALL")
 ANY = RunCondition("ANY")
 
 
-def missing_data(rows_written: int | None) -> str | None:
-    """The HAS_DATA rule: a success satisfies HAS_DATA only when it wrote at least one row.
-
-    Returns what is missing (unknown or zero rows written), or None when the success has data.
-    """
-    if rows_written:
-        return None
-    return "reported no rows written" if rows_written is None else "wrote 0 rows"
-
-
 @dataclass(frozen=True)
 class Judgement:
     """One dependency judged once.
@@ -154,6 +145,8 @@ class Judgement:
     upstream_slot: dt.datetime | None = None
     upstream_revision: int | None = None
     in_flight: bool = False
+    #: HAS_DATA on a success whose rows written could not be read: waits, and ends the gate at its max_wait.
+    rows_unreadable: bool = False
     #: The upstream slot whose completion would satisfy it, when the judge knows one: what a degraded task
     #: records as missing (see :meth:`as_missing`).
     awaited_slot: dt.datetime | None = None
@@ -191,6 +184,7 @@ class Judgement:
             "upstream_slot": self.upstream_slot.isoformat() if self.upstream_slot else None,
             "upstream_revision": self.upstream_revision,
             "in_flight": self.in_flight,
+            "rows_unreadable": self.rows_unreadable,
             "awaited_slot": self.awaited_slot.isoformat() if self.awaited_slot else None,
         }
 
@@ -209,6 +203,7 @@ class Judgement:
             upstream_slot=dt.datetime.fromisoformat(slot) if slot else None,
             upstream_revision=data.get("upstream_revision"),
             in_flight=data.get("in_flight", False),
+            rows_unreadable=data.get("rows_unreadable", False),
             awaited_slot=dt.datetime.fromisoformat(awaited) if awaited else None,
         )
 
@@ -281,6 +276,7 @@ def judge_upstream_task(
     *,
     run_settled: bool = False,
     rows_written: int | None = None,
+    rows_error: str | None = None,
     record_known: bool = True,
     selected: dict | None = None,
 ) -> Judgement:
@@ -293,6 +289,7 @@ def judge_upstream_task(
         becomes final. While the run goes on, a failure may still be turned into a success (a retry,
         a clear), so dependents wait.
     :param rows_written: rows the upstream reported writing (HAS_DATA only); None: unknown.
+    :param rows_error: why ``rows_written`` is unknown: its read failed (see :mod:`.has_data`).
     :param record_known: the catalog has the upstream's success record (HAS_DATA needs its count).
     :param selected: the upstream run and revision selected (``upstream_*`` fields of the judgement).
     """
@@ -336,9 +333,13 @@ def judge_upstream_task(
                     "upstream succeeded but its rows written never reached the catalog; HAS_DATA needs at least one",
                 )
             return verdict(False, "upstream succeeded; waiting for its rows written to reach the catalog", final=False)
-        if (what := missing_data(rows_written)) is not None:
-            return verdict(False, f"upstream succeeded but {what}; HAS_DATA needs at least one")
-        return verdict(True, f"upstream succeeded and wrote {rows_written} rows")
+        check = has_data(rows_written, rows_error)
+        if not check.met:
+            judged = verdict(
+                False, f"upstream succeeded but {check.what}; HAS_DATA needs at least one", final=check.final
+            )
+            return replace(judged, rows_unreadable=check.unreadable)
+        return verdict(True, f"upstream succeeded and {check.what}")
     return verdict(True, "upstream succeeded")
 
 

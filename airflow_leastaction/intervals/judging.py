@@ -62,6 +62,7 @@ class SlotSnapshot(NamedTuple):
     output_revision: int
     rows_written: int | None = None
     repair_pending: bool = False
+    rows_error: str | None = None  # why rows_written is unknown: its read failed
 
 
 def schedule_error(task: TaskSnapshot) -> str | None:

@@ -17,6 +17,7 @@ from airflow.listeners import hookimpl
 from airflow_leastaction.airflow_seam.schedule import schedule_meta
 from airflow_leastaction.catalog.outcomes import SlotEvent, deliver
 from airflow_leastaction.catalog.store import AttemptKey
+from airflow_leastaction.exceptions import RowsUnreadableError
 from airflow_leastaction.intervals.run_slot import run_slot
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.rows import reported_rows
@@ -117,7 +118,10 @@ def build_event(ti, state: str, *, gate: bool | None = None, read_rows: bool = T
         map_index=map_index,
     )
     if state == "success":
-        event.rows_written = reported_rows(ti) if read_rows else None
+        try:
+            event.rows_written = reported_rows(ti) if read_rows else None
+        except RowsUnreadableError as exc:  # recorded as unknown for this reason, never as "no rows"
+            event.rows_error = exc.why
         # A gate admits other tasks; they, not the gate, consume its decisions.
         if not (is_gate(task) if gate is None else gate):
             event.consumer = AttemptKey(ti.dag_id, ti.task_id, ti.run_id, map_index, attempt)

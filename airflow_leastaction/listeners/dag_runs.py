@@ -62,9 +62,12 @@ def build_run_event(dag_run, state: str) -> SlotEvent | None:
             event.state = "skipped"
             return event
         try:
-            event.rows_written = catalog_store().runs.run_rows_written(dag_run.dag_id, dag_run.run_id)
-        except Exception:  # the catalog is down: the success is spooled without its rows
+            total, error = catalog_store().runs.run_rows_written(dag_run.dag_id, dag_run.run_id)
+            # No rows from the tasks that could be read, one that could not: unknown for that reason, not "none".
+            event.rows_written, event.rows_error = (None, error) if error and not total else (total, None)
+        except Exception as exc:  # the catalog is down: spooled with why its rows are unknown, not as "none"
             log.warning("leastaction: rows written by run %s of %s unknown", dag_run.run_id, dag_run.dag_id)
+            event.rows_error = f"the catalog could not be read: {type(exc).__name__}"
         event.consumer = AttemptKey(dag_run.dag_id, DAG_GATE_TASK_ID, dag_run.run_id, -1, attempt)
         event.gate_task_ids = [DAG_GATE_TASK_ID]
         event.consume_own = False

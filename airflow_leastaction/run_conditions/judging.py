@@ -10,6 +10,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from airflow_leastaction.exceptions import RowsUnreadableWaitError
 from airflow_leastaction.gating.engine import (
     DependencyType,
     GateOutcome,
@@ -88,6 +89,7 @@ def judge_in_run(spec: GateSpec, run: RunView) -> list[Judgement]:
                 state,
                 run_settled=bool(settled),
                 rows_written=rec.rows_written if rec else None,
+                rows_error=rec.rows_error if rec else None,
                 record_known=rec is not None,
                 selected=selected,
             )
@@ -167,6 +169,8 @@ def judge_elsewhere(
         in_progress = []
         for d, j in zip(spec.elsewhere, out, strict=True):
             runs: LatestRuns | None = latest.get(d.upstream)
+            if j.rows_unreadable:
+                continue  # waits for a re-run, not for a run in progress: spends max_wait alone, no look
             if not j.final and d.whole_interval and j.in_flight:
                 in_progress.append((now, None))  # no run length to time the next look by
             elif not j.final and runs is not None and runs.latest is not None:
@@ -222,13 +226,15 @@ def evaluate(
     budget) starts when every same-run dependency is final; before that a running upstream elsewhere
     is simply waited for (it may still satisfy an ANY or N early). Nothing is judged before the DAG's run
     gate (if any) admitted the run. ``deadline``: the fallback's (:meth:`GateSpec.deadline`), and
-    ``run_started``: when the run started (None: not known), see :func:`with_fallback`.
+    ``run_started``: when the run started (None: not known), see :func:`with_fallback`. Raises
+    :class:`~airflow_leastaction.exceptions.RowsUnreadableWaitError` when the wait budget is spent while a
+    HAS_DATA dependency still waits on rows written that could not be read.
     """
     held = held_by_run_gate(spec, run)
     if held is not None:
         return held, clock
     in_run = judge_in_run(spec, run)
-    if all(j.final for j in in_run):
+    if all(j.final or j.rows_unreadable for j in in_run):  # unreadable rows wait within max_wait
         clock = start(clock, now)
     elsewhere, clock = judge_elsewhere(spec, latest, consumed, clock, policy, now, intervals)
     if deadline is not None and spec.fallback is not None:
@@ -237,6 +243,10 @@ def evaluate(
         outcome = decide(spec.condition, in_run + elsewhere)
     if outcome.verdict is Verdict.SKIP and any(not j.final for j in in_run):
         outcome = GateOutcome(Verdict.WAIT, outcome.condition, outcome.judgements)
+    if outcome.verdict is Verdict.WAIT and not budget_left(clock, policy, now):
+        unreadable = [j.reason for j in outcome.judgements if j.rows_unreadable]
+        if unreadable:
+            raise RowsUnreadableWaitError(spec.task_id, unreadable)
     return outcome, clock
 
 
@@ -284,5 +294,8 @@ def in_run_unfinished(spec: GateSpec, states: Mapping[str, str | None]) -> list[
 
 
 def in_run_pending(outcome: GateOutcome) -> bool:
-    """Whether a same-run dependency is not final yet: a relaxed gate still waits for it."""
-    return any(not j.final for j in outcome.judgements if task_of_key(j.dependency) is not None)
+    """Whether a same-run dependency is not final yet: a relaxed gate still waits for it. Rows written that
+    could not be read wait for a re-run, not for the run: they are not pending (the gate's max_wait ends it)."""
+    return any(
+        not j.final and not j.rows_unreadable for j in outcome.judgements if task_of_key(j.dependency) is not None
+    )

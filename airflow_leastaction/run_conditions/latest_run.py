@@ -10,7 +10,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from airflow_leastaction.gating.engine import DependencyType, Judgement, missing_data
+from airflow_leastaction.gating.engine import DependencyType, Judgement
+from airflow_leastaction.gating.has_data import has_data
 from airflow_leastaction.states import IN_FLIGHT_STATES, REJECTING_STATES
 
 __all__ = ["RunRecord", "LatestRuns", "is_fresh", "judge_finished_run", "judge_latest_run"]
@@ -29,6 +30,8 @@ class RunRecord:
     rows_written: int | None
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
+    #: Why ``rows_written`` is unknown: its read failed (None: read, or nothing reported).
+    rows_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,8 @@ def judge_finished_run(
     consumed: tuple[dt.datetime, int] | None = None,
     consume_repairs: bool = True,
 ) -> Judgement:
-    """Judge a dependency on another DAG's task by its latest finished run. The judgement is final."""
+    """Judge a dependency on another DAG's task by its latest finished run. The judgement is final, but
+    for HAS_DATA on a success whose rows written could not be read (:mod:`~airflow_leastaction.gating.has_data`)."""
     if run is None:
         return Judgement(dependency, False, f"{label} ({typ.value}): no finished run in the catalog", typ, final=True)
     sel = dict(
@@ -80,12 +84,13 @@ def judge_finished_run(
         DependencyType.FAILURE: state == "failed",
         DependencyType.ALWAYS: True,
     }[typ]
-    reason = what
-    if ok and typ is DependencyType.HAS_DATA and (what := missing_data(run.rows_written)) is not None:
+    reason, data = what, has_data(run.rows_written, run.rows_error)
+    if ok and typ is DependencyType.HAS_DATA and not data.met:
         ok = False
-        reason += f", but {what} (HAS_DATA needs at least one)"
+        reason += f", but {data.what} (HAS_DATA needs at least one)"
     elif ok and typ is DependencyType.HAS_DATA:
         reason += f", {run.rows_written} rows written"
+    unreadable = typ is DependencyType.HAS_DATA and state == "success" and data.unreadable
     if ok and not is_fresh(run, consumed, consume_repairs):
         ok = False
         reason += f"; already consumed (revision {consumed[1]}); waiting for a newer run" + (
@@ -96,8 +101,9 @@ def judge_finished_run(
         ok,
         f"{label} ({typ.value}): {reason}",
         typ,
-        final=True,
+        final=not unreadable,
         rejected=state == "failed" and typ is not DependencyType.FAILURE,
+        rows_unreadable=unreadable,
         **sel,
     )
 

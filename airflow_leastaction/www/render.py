@@ -22,6 +22,7 @@ from fastapi import Query, Request
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from airflow_leastaction.gating.has_data import rows_text
 from airflow_leastaction.hooks.catalog import catalog_engine
 from airflow_leastaction.www import fragments
 from airflow_leastaction.www.links import AirflowLinks
@@ -119,6 +120,12 @@ def _in_text(value: str | None) -> str:
     return (_CLOCK.get() or UTC_CLOCK).in_text(value or "")
 
 
+def _rows(slot: dict) -> str:
+    """A slot record's rows written, in words (empty when the task reported none)."""
+    shown = rows_text(slot.get("rows_written"), slot.get("rows_error"))
+    return f" · {shown}" if shown else ""
+
+
 def _environment() -> Environment:
     # autoescape=True for every template, whatever its extension: catalog names come from anyone who reports.
     # auto_reload off: the templates ship with the package, so a render need not stat each file it uses.
@@ -130,7 +137,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(when=_when, short=_short, in_text=_in_text, tone=tone)
+    env.filters.update(when=_when, short=_short, in_text=_in_text, tone=tone, rows=_rows)
     env.globals.update(PAGES=PAGES, ago=ago, worker_name=worker_name)
     env.globals.update(badge=fragments.badge, to_airflow=fragments.to_airflow, task_instance=fragments.task_instance)
     env.globals.update(verdict_card=verdict_card)

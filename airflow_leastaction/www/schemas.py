@@ -116,6 +116,8 @@ class Slot(BaseModel):
     output_revision: int
     repair_pending: bool
     rows_written: int | None
+    #: Why ``rows_written`` is unknown: the task's count could not be read (None: read, or nothing reported).
+    rows_error: str | None = None
     finished_at: dt.datetime | None
 
 

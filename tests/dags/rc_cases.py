@@ -14,7 +14,7 @@ from airflow.providers.standard.sensors.python import PythonSensor
 from airflow.sdk import DAG, task
 
 from airflow_leastaction.refs import external_task
-from airflow_leastaction.rows import report_rows_written
+from airflow_leastaction.rows import ROWS_WRITTEN_KEY, report_rows_written
 from airflow_leastaction.run_conditions import always, depends_on, failure, has_data, run_condition, success
 from airflow_leastaction.timetables import IntervalCronTimetable
 from airflow_leastaction.version_compat import AirflowSkipException
@@ -89,6 +89,23 @@ for type_name, helper in TYPES.items():
 for label, rows in (("zero", 0), ("unknown", None)):
     with dag(f"rc_type_has_data_success_{label}_rows"):
         run_condition(child(), has_data(outcome_task("up", "success", rows=rows)), **FAST)
+
+
+# -- rows written pushed as the XCom, which the listener reads back (a test makes that read fail) ----
+def pushing_rows(task_id: str, rows: int):
+    """A task that succeeds pushing its rows written as the XCom, as code in another process does."""
+
+    @task(task_id=task_id)
+    def run(**context):
+        context["ti"].xcom_push(key=ROWS_WRITTEN_KEY, value=rows)
+        mark(task_id)
+
+    return run()
+
+
+for label, rows in (("five", 5), ("zero", 0)):
+    with dag(f"rc_has_data_pushed_{label}_rows"):
+        run_condition(child(), has_data(pushing_rows("up", rows)), max_wait=1, retries=0, **FAST)
 
 # -- the run-condition table: a succeeds, b fails, c succeeds ---------------------------------------
 for name, cond in (

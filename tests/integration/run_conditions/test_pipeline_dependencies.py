@@ -41,9 +41,18 @@ class TestCatalogReads:
                 rows_written=rows,
                 meta=TaskMeta(dag_id="orders", task_id=task_id),
             )
-        assert store.runs.run_rows_written("orders", "r1") == 3
-        assert store.runs.run_rows_written("orders", "r0") == 100
-        assert store.runs.run_rows_written("orders", "r2") is None
+        assert store.runs.run_rows_written("orders", "r1") == (3, None)
+        assert store.runs.run_rows_written("orders", "r0") == (100, None)
+        assert store.runs.run_rows_written("orders", "r2") == (None, None)
+
+    def test_a_run_with_a_task_whose_rows_could_not_be_read_says_why(self, store):
+        error = "ConnectionError: the API server cannot be reached"
+        for task_id, rows, why in (("a", 0, None), ("b", None, error)):
+            meta = TaskMeta(dag_id="orders", task_id=task_id)
+            store.record_success(
+                airflow_task("orders", task_id), day(1), run_id="r1", rows_written=rows, rows_error=why, meta=meta
+            )
+        assert store.runs.run_rows_written("orders", "r1") == (0, error)
 
     def test_a_runs_decisions_are_those_of_its_latest_attempt_that_recorded_any(self, store):
         judged = [Judgement(ORDERS.key, True, "ok")]
@@ -56,6 +65,22 @@ class TestCatalogReads:
 
 
 class TestPipelineRuns:
+    def test_a_run_whose_task_rows_could_not_be_read_is_recorded_with_why_not_as_none(
+        self, rc_catalog, run_dag, monkeypatch
+    ):
+        from airflow_leastaction import rows
+
+        def unreachable(ti):
+            raise ConnectionError("the API server cannot be reached")
+
+        monkeypatch.setattr(rows, "take_reported", lambda ti: None)  # as if the count were pushed elsewhere
+        monkeypatch.setattr(rows, "_read_pushed", unreachable)
+        monkeypatch.setattr(rows, "READ_PAUSE", 0.0)
+        assert run_dag("rc_pipeline_orders", day(1)).state == "success"
+        orders = rc_catalog.runs.latest_runs([ORDERS])[ORDERS].latest_finished  # recorded by the DAG-run listener
+        assert (orders.state, orders.rows_written) == ("success", None)
+        assert orders.rows_error == "ConnectionError: the API server cannot be reached"
+
     def test_a_satisfied_pipeline_runs_and_consumes_its_decisions_when_the_run_succeeds(self, rc_catalog, run_dag):
         assert run_dag("rc_pipeline_orders", day(1)).state == "success"
         orders = rc_catalog.runs.latest_runs([ORDERS])[ORDERS].latest_finished  # recorded by the DAG-run listener

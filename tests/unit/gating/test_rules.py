@@ -3,7 +3,8 @@
 import pytest
 
 from airflow_leastaction.exceptions import CountWithoutNError, InvalidCountError, RunConditionError
-from airflow_leastaction.gating.engine import RunCondition, check_condition, missing_data
+from airflow_leastaction.gating.engine import RunCondition, check_condition
+from airflow_leastaction.gating.has_data import missing_data
 
 
 @pytest.mark.parametrize(
