@@ -8,10 +8,11 @@ the parents the sensor declares for its consumers, and the sensor's deadline in 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from airflow_leastaction.airflow_seam.context import context_interval_end, context_slot
 from airflow_leastaction.airflow_seam.schedule import schedule_meta
+from airflow_leastaction.catalog.declared_parents import declaration
 from airflow_leastaction.catalog.store import CatalogStore
 from airflow_leastaction.exceptions import ConfigurationError, MissingDataIntervalError
 from airflow_leastaction.identity import TaskIdentity
@@ -57,11 +58,44 @@ def child_interval_end(context, value, coverages: Sequence[str], task_id: str) -
     return instant(value, "child_interval_end", task_id)
 
 
-def declare(store: CatalogStore, dag, dag_id: str, consumers: Sequence[str], parents: Sequence[TaskIdentity]) -> None:
-    """Record ``parents`` as the declared parents of each consumer task (what the dependency graph reads)."""
+def declare(
+    store: CatalogStore,
+    dag,
+    dag_id: str,
+    consumers: Sequence[str],
+    parents: Sequence[TaskIdentity],
+    declarations: Mapping[str, Sequence[dict]] | None = None,
+) -> None:
+    """Record the declared parents of each consumer task (what the dependency graph reads): as
+    ``declarations`` gives them (per consumer, identity dicts: made where the DAG was at hand), else
+    :func:`declared_for` of ``parents``."""
     for consumer in consumers:
         meta = schedule_meta(dag, consumer, dag_id=dag_id)
-        store.declare_parents(airflow_task(dag_id, consumer), meta, parents)
+        if declarations is not None and consumer in declarations:
+            declared = [TaskIdentity.from_dict(p) for p in declarations[consumer]]
+        else:
+            declared = declared_for(dag, consumer, parents)
+        store.declare_parents(airflow_task(dag_id, consumer), meta, declared)
+
+
+def declared_for(dag, consumer: str, own: Sequence[TaskIdentity]) -> list[TaskIdentity]:
+    """The parents declared for ``consumer``: every parent that any sensor of ``dag`` admitting it waits on
+    (``own`` among them), each once, in one order. A task behind two sensors gets the same declaration from
+    both, so whichever declares last drops nothing the other waits on. ``own`` alone without the DAG."""
+    found = {declaration([p]): p for p in own}
+    for task in getattr(dag, "tasks", None) or ():
+        gates = getattr(task, "catalog_declarations", None)
+        for parent in gates().get(consumer, ()) if callable(gates) else ():
+            found.setdefault(declaration([parent]), parent)
+    return [found[text] for text in sorted(found)]
+
+
+def declarations_of(dag, consumers: Sequence[str], own: Sequence[TaskIdentity]) -> dict[str, list[dict]]:
+    """:func:`declared_for` each consumer, as identity dicts (a trigger's keyword argument)."""
+    return {
+        c: [{**p.as_dict(), **({"coverage": p.coverage} if p.coverage else {})} for p in declared_for(dag, c, own)]
+        for c in consumers
+    }
 
 
 def consumed_revisions(

@@ -14,6 +14,7 @@ from airflow_leastaction.airflow_seam.child_interval import (
     child_interval_end,
     child_slot,
     consumed_revisions,
+    declarations_of,
     declare,
 )
 from airflow_leastaction.airflow_seam.context import attempt_key, resolve_poll_interval
@@ -204,6 +205,7 @@ class ParentIntervalSensor(BaseSensorOperator):
             on_parent_failure=self.on_parent_failure,
             end_from_trigger=True,
             consumers=self._consumers(),
+            declarations=declarations_of(self.dag if self.has_dag() else None, self._consumers(), self._own_parents()),
             wait_for_new_output=self.wait_for_new_output,
             timeout=float(self.timeout),
             execution_timeout=self.execution_timeout.total_seconds() if self.execution_timeout else None,
@@ -282,10 +284,17 @@ class ParentIntervalSensor(BaseSensorOperator):
             return None
         return RerunOnArrival(tuple(t for t in self._consumers() if t != self.task_id))
 
-    def _declare(self, store: CatalogStore) -> None:
+    def _own_parents(self) -> list[TaskIdentity]:
         # Each parent with the coverage it is judged with, as the trigger declares them: one declaration text.
-        parents = [TaskIdentity.from_dict(p) for p in self._parents_with_coverage()]
-        declare(store, self.dag if self.has_dag() else None, self.dag_id, self._consumers(), parents)
+        return [TaskIdentity.from_dict(p) for p in self._parents_with_coverage()]
+
+    def catalog_declarations(self) -> dict[str, list[TaskIdentity]]:
+        """The parents this sensor declares for each task it admits (read by the other gates of those tasks,
+        :func:`~airflow_leastaction.airflow_seam.child_interval.declared_for`)."""
+        return dict.fromkeys(self._consumers(), self._own_parents())
+
+    def _declare(self, store: CatalogStore) -> None:
+        declare(store, self.dag if self.has_dag() else None, self.dag_id, self._consumers(), self._own_parents())
 
     def _check(self, context, mode: str | None = None) -> tuple[bool, dict]:
         """Judge now; on admission record the decisions. Returns (admitted, the consumed revisions judged

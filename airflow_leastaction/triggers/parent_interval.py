@@ -154,6 +154,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         end_from_trigger: bool = False,
         child_interval_end: str | dt.datetime | None = None,
         consumers: list[str] | None = None,
+        declarations: dict[str, list[dict]] | None = None,
         wait_for_new_output: bool = False,
         timeout: float | None = None,
         execution_timeout: float | None = None,
@@ -173,6 +174,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         self.end_from_trigger = bool(end_from_trigger)
         self.child_interval_end = child_interval_end
         self.consumers = list(consumers or [])
+        self.declarations = declarations
         self.wait_for_new_output = bool(wait_for_new_output)
         self.timeout = timeout
         self.execution_timeout = execution_timeout
@@ -196,6 +198,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
                 end_from_trigger=True,
                 child_interval_end=self.child_interval_end,
                 consumers=self.consumers,
+                declarations=self.declarations,
                 wait_for_new_output=self.wait_for_new_output,
                 timeout=self.timeout,
                 execution_timeout=self.execution_timeout,
@@ -274,7 +277,7 @@ class ParentIntervalTrigger(ClassLog, BaseTrigger):
         """Declare the consumers' parents; read what they consumed of them already (``wait_for_new_output``)."""
         store = store_at(url)
         parents = [TaskIdentity.from_dict(p) for p in self.parents]
-        declare(store, getattr(self.task, "dag", None), dag_id, self.consumers, parents)
+        declare(store, getattr(self.task, "dag", None), dag_id, self.consumers, parents, self.declarations)
         return consumed_revisions(store, dag_id, self.consumers, slot) if self.wait_for_new_output else {}
 
     async def _admit(self, url: str, attempt, outcome, slot: dt.datetime) -> TriggerEvent | None:

@@ -70,3 +70,19 @@ with DAG("pis_outage", schedule=DAILY, start_date=START, catchup=False, tags=["t
         return "loaded"
 
     run_condition(load(), success(outage_wait), success(extract()), poll_interval=0.2)
+
+
+# One task gated by two sensors, each waiting on its own parent (tests/integration/sensors/
+# test_parent_interval_runs.py::TestOneTaskGatedTwice): each declares the task's parents as the union of
+# what both wait on.
+with DAG("pis_two_sensors", schedule=DAILY, start_date=START, catchup=False, tags=["test"]):
+    wait_raw = ParentIntervalSensor(task_id="wait_raw", parents=[RAW], poke_interval=0.2, timeout=60)
+    wait_rates = ParentIntervalSensor(
+        task_id="wait_rates", parents=[external_task("pis_rates", "other-team")], poke_interval=0.2, timeout=60
+    )
+
+    @task
+    def report():
+        return "reported"
+
+    [wait_raw, wait_rates] >> report()

@@ -242,3 +242,25 @@ class TestConsumptionThroughGates:
             rows = conn.execute(select(consumption.c.task_id, consumption.c.dependency)).all()
         assert {task_id for task_id, _ in rows} == {"load"}  # gates consume nothing themselves
         assert {dependency for _, dependency in rows} == {"catalog:other-team/pis_raw", "task:wait", "task:extract"}
+
+
+def declared_parents(store, identity: TaskIdentity) -> set[str]:
+    from airflow_leastaction.catalog.declared_parents import parse_parents
+
+    with store.engine.connect() as conn:
+        text = conn.execute(select(task.c.parents).where(task.c.name == identity.name)).scalar_one()
+    return {p.name for p in parse_parents(text)}
+
+
+class TestOneTaskGatedTwice:
+    """A task behind two sensors has every parent they wait on
+    declared in the catalog, whichever gate declared last: what the dependency graph, the re-run planner
+    and expected times read."""
+
+    def test_every_gate_of_a_task_declares_the_union_of_its_gates_parents(self, catalog, run_dag):
+        for parent in ("pis_raw", "pis_rates"):
+            report_completion(parent, "other-team", day(11), cron="0 0 * * *", store=catalog)
+        run = run_dag("pis_two_sensors", day(11))
+        assert run.state == "success"
+        union = {"pis_raw", "pis_rates"}
+        assert declared_parents(catalog, airflow_task("pis_two_sensors", "report")) == union
