@@ -84,8 +84,8 @@ def declared_for(dag, consumer: str, own: Sequence[TaskIdentity]) -> list[TaskId
     both, so whichever declares last drops nothing the other waits on. ``own`` alone without the DAG."""
     found = {declaration([p]): p for p in own}
     for task in getattr(dag, "tasks", None) or ():
-        gates = getattr(task, "catalog_declarations", None)
-        for parent in gates().get(consumer, ()) if callable(gates) else ():
+        parents_for = getattr(task, "catalog_parents_for", None)
+        for parent in parents_for(consumer) if callable(parents_for) else ():
             found.setdefault(declaration([parent]), parent)
     return [found[text] for text in sorted(found)]
 

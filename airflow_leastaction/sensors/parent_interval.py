@@ -288,10 +288,11 @@ class ParentIntervalSensor(BaseSensorOperator):
         # Each parent with the coverage it is judged with, as the trigger declares them: one declaration text.
         return [TaskIdentity.from_dict(p) for p in self._parents_with_coverage()]
 
-    def catalog_declarations(self) -> dict[str, list[TaskIdentity]]:
-        """The parents this sensor declares for each task it admits (read by the other gates of those tasks,
-        :func:`~airflow_leastaction.airflow_seam.child_interval.declared_for`)."""
-        return dict.fromkeys(self._consumers(), self._own_parents())
+    def catalog_parents_for(self, consumer: str) -> list[TaskIdentity]:
+        """The parents this sensor declares for ``consumer``: none unless it admits it (read by the other
+        sensors of that task, :func:`~airflow_leastaction.airflow_seam.child_interval.declared_for`; the
+        parents are built only for a task it admits, so a DAG of many sensors is not read quadratically)."""
+        return self._own_parents() if consumer in self._consumers() else []
 
     def _declare(self, store: CatalogStore) -> None:
         declare(store, self.dag if self.has_dag() else None, self.dag_id, self._consumers(), self._own_parents())

@@ -21,7 +21,7 @@ parents = st.builds(
 
 
 def sensor(task_id: str, consumers: list[str], own: list[TaskIdentity]):
-    return SimpleNamespace(task_id=task_id, catalog_declarations=lambda: dict.fromkeys(consumers, own))
+    return SimpleNamespace(task_id=task_id, catalog_parents_for=lambda consumer: own if consumer in consumers else [])
 
 
 @given(st.lists(st.tuples(st.lists(parents, max_size=3), st.booleans()), min_size=1, max_size=4))
