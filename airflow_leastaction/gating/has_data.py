@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["DataCheck", "has_data", "missing_data", "rows_text"]
+__all__ = ["DataCheck", "has_data", "rows_text"]
 
 
 class DataCheck(NamedTuple):
@@ -39,12 +39,6 @@ def has_data(rows_written: int | None, rows_error: str | None = None) -> DataChe
             "success with its rows",
         )
     return DataCheck(False, True, "reported no rows written" if rows_written is None else f"wrote {rows_written} rows")
-
-
-def missing_data(rows_written: int | None, rows_error: str | None = None) -> str | None:
-    """What is missing for HAS_DATA (unknown, unreadable or zero rows written), or None when the success has data."""
-    check = has_data(rows_written, rows_error)
-    return None if check.met else check.what
 
 
 def rows_text(rows_written: int | None, rows_error: str | None = None) -> str | None:

@@ -4,7 +4,7 @@ import pytest
 
 from airflow_leastaction.exceptions import CountWithoutNError, InvalidCountError, RunConditionError
 from airflow_leastaction.gating.engine import RunCondition, check_condition
-from airflow_leastaction.gating.has_data import missing_data
+from airflow_leastaction.gating.has_data import has_data
 
 
 @pytest.mark.parametrize(
@@ -39,4 +39,5 @@ def test_a_run_condition_built_directly_follows_the_same_rule():
 
 @pytest.mark.parametrize(("rows", "missing"), [(None, "reported no rows written"), (0, "wrote 0 rows"), (1, None)])
 def test_has_data_needs_at_least_one_row_written(rows, missing):
-    assert missing_data(rows) == missing
+    check = has_data(rows)
+    assert (None if check.met else check.what) == missing
