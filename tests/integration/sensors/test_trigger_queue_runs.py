@@ -133,7 +133,8 @@ def test_a_gate_whose_trigger_no_triggerer_of_its_queue_took_is_reported_unserve
 
     use_catalog(catalog_url)
     monkeypatch.setenv("AIRFLOW__LEASTACTION__SPOOL_DIR", str(tmp_path / "spool"))
-    monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "30")
+    # An hour: the trigger made "now" stays new however long this test takes; the old one is two hours old.
+    monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "3600")
     dag = parsed(tmp_path, monkeypatch)
     report_completion("rq_orders_raw", "sales-platform", day(6), cron="0 0 * * *", rows_written=1, store=store)
     run = dag.test(logical_date=day(6))
@@ -156,6 +157,6 @@ def test_a_gate_whose_trigger_no_triggerer_of_its_queue_took_is_reported_unserve
             ti.state, ti.trigger_id = "deferred", trigger.id
         return airflow_state.task_instances([key])[key].unserved_queue
 
-    assert deferred_with(now - dt.timedelta(minutes=2), None) == "nowhere"
-    assert deferred_with(now - dt.timedelta(minutes=2), 4242) is None  # a triggerer has it
+    assert deferred_with(now - dt.timedelta(hours=2), None) == "nowhere"
+    assert deferred_with(now - dt.timedelta(hours=2), 4242) is None  # a triggerer has it
     assert deferred_with(now, None) is None  # just deferred: no triggerer would have taken it yet
