@@ -50,6 +50,17 @@ _NEVER = dt.datetime.max.replace(tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
+class Usual:
+    """What a history says of a task's usual day, sorted out once per history: the median and p90 of its
+    offsets (``finished_at - slot``) and of its durations, and the median of its start offsets (``offset -
+    duration`` of each run): when it starts by its schedule."""
+
+    offset: tuple[dt.timedelta, dt.timedelta]
+    duration: tuple[dt.timedelta, dt.timedelta]
+    start: dt.timedelta
+
+
+@dataclass(frozen=True)
 class Node:
     """One (task, slot) of the catalog graph, with its record and its history."""
 
@@ -66,6 +77,9 @@ class Node:
     mode: str | int = "ALL"  # "ALL", "ANY", or N (int): how many parents must complete
     cap: dt.datetime | None = None  # a fallback's deadline: it is admitted by then at the latest
     weekdays: tuple[int, ...] = ()  # history: the UTC weekday each run finished on (Monday 0), as ``offsets``
+    #: The history's quantiles, when its reader worked them out once for every slot of the task
+    #: (:func:`usual_of` of ``offsets`` and ``durations``); otherwise the pass does.
+    usual: Usual | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +117,13 @@ def median_and_p90(values: tuple[dt.timedelta, ...]) -> tuple[dt.timedelta, dt.t
         return _ZERO, _ZERO
     ordered = sorted(values)
     return ordered[(n + 1) // 2 - 1], ordered[-(-9 * n // 10) - 1]
+
+
+def usual_of(offsets: tuple[dt.timedelta, ...], durations: tuple[dt.timedelta, ...]) -> Usual:
+    """The :class:`Usual` of a history."""
+    return Usual(
+        median_and_p90(offsets), median_and_p90(durations), _ranked(sorted(map(sub, offsets, durations)), MEDIAN)
+    )
 
 
 def combined(first: dt.timedelta, second: dt.timedelta) -> dt.timedelta:
@@ -165,9 +186,8 @@ class _Pass:
         self.zone = zone
         self.done: dict[str, Expectation] = {}
         self.edges_of: dict[str, tuple[str, ...]] = {}
-        # The slots of one task share its history (the same tuple): its quantiles are sorted out once.
-        self.quantiles_of: dict[int, tuple[dt.timedelta, dt.timedelta]] = {}
-        self.starts_of: dict[int, dt.timedelta] = {}
+        # The slots of one task share its history (the same tuples): its quantiles are sorted out once.
+        self.usual_of: dict[tuple[int, int], Usual] = {}
 
     def clock(self, moment: dt.datetime) -> str:
         return clock(moment, self.zone, self.now)
@@ -176,19 +196,14 @@ class _Pass:
         """A node's own words: "usually done 05:40, not started" (worded only where a reason uses it)."""
         return f"usually done {self.clock(usual)}, {node.state or 'not started'}"
 
-    def quantiles(self, values: tuple[dt.timedelta, ...]) -> tuple[dt.timedelta, dt.timedelta]:
-        found = self.quantiles_of.get(id(values))
+    def usual(self, node: Node) -> Usual:
+        """The node's :class:`Usual`: as its history's reader worked it out, else sorted out here once per history."""
+        if node.usual is not None:
+            return node.usual
+        shared = (id(node.offsets), id(node.durations))
+        found = self.usual_of.get(shared)
         if found is None:
-            found = self.quantiles_of[id(values)] = median_and_p90(values)
-        return found
-
-    def start_median(self, node: Node) -> dt.timedelta:
-        """The median of its history's start offsets (``offset - duration`` of each run): when it starts by
-        its schedule, shared by the slots of one task."""
-        found = self.starts_of.get(id(node.offsets))
-        if found is None:
-            starts = sorted(map(sub, node.offsets, node.durations))
-            found = self.starts_of[id(node.offsets)] = _ranked(starts, MEDIAN)
+            found = self.usual_of[shared] = usual_of(node.offsets, node.durations)
         return found
 
     def deciding(self, parents: tuple[str, ...], need: int) -> str:
@@ -274,7 +289,7 @@ class _Pass:
         """How a deciding parent stands: "usually done 04:55, not started"."""
         if node is None or found is None:
             return "not in the catalog"
-        usual = node.slot + self.quantiles(node.offsets)[0] if node.offsets else None
+        usual = node.slot + self.usual(node).offset[0] if node.offsets else None
         state = f"running since {self.clock(node.started_at)}" if is_running(node) else (node.state or "not started")
         return f"usually done {self.clock(usual)}, {state}" if usual else state
 
@@ -289,20 +304,21 @@ class _Pass:
         if runs < MIN_RUNS:
             skew = f" ({node.skewed} left out for clock skew)" if node.skewed else ""
             return self.make(node, "no_estimate", None, None, reason=f"no estimate: {runs_wording(runs)}{skew}")
-        med_duration, p90_duration = self.quantiles(node.durations)
+        known = self.usual(node)
+        med_duration, p90_duration = known.duration
         if is_running(node):
             median = max(node.started_at + med_duration, self.now)
             p90 = max(node.started_at + p90_duration, self.now)
             return self.make(node, "running", median, p90, reason=f"running since {self.clock(node.started_at)}")
         need = needed(node)
         if need == 0:
-            med_offset, p90_offset = self.quantiles(node.offsets)
+            med_offset, p90_offset = known.offset
             usual = node.slot + med_offset
             own = f"usually done {self.clock(usual)}, {node.state or 'not started'}"
             return self.make(node, "waiting", max(usual, self.now), max(node.slot + p90_offset, self.now), reason=own)
         # Waiting on parents: its own floor is its usual start by its history (the parents' lateness left out)
         # plus its duration; the parents' estimate, the deciding parent's completion plus its duration.
-        usual = node.slot + self.start_median(node) + med_duration
+        usual = node.slot + known.start + med_duration
         median = max(usual, self.now)
         p90 = max(usual - med_duration + p90_duration, self.now)
         if need > len(node.parents):

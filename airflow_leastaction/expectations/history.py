@@ -19,7 +19,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Connection
 
 from airflow_leastaction.catalog.schema import change_counter, in_chunks, task_run
-from airflow_leastaction.expectations.estimate import WINDOW
+from airflow_leastaction.expectations.estimate import WINDOW, Usual, usual_of
 
 #: Runs that finish long after their slot by design tell nothing of a scheduled slot's time: backfills.
 LEFT_OUT_RUN_TYPES = ("backfill",)
@@ -28,12 +28,14 @@ LEFT_OUT_RUN_TYPES = ("backfill",)
 @dataclass(frozen=True)
 class History:
     """A task's recent successes: offsets from their slots, durations, the UTC weekday each finished on (as
-    the offsets), and the runs left out for skew."""
+    the offsets), and the runs left out for skew; and their quantiles, sorted out once with the history (kept
+    with it until the catalog changes), not once per question."""
 
     offsets: tuple[dt.timedelta, ...] = ()
     durations: tuple[dt.timedelta, ...] = ()
     skewed: int = 0
     weekdays: tuple[int, ...] = ()
+    usual: Usual | None = None
 
 
 NO_HISTORY = History()
@@ -87,7 +89,10 @@ def history_of(runs) -> History:
         weekdays.append(finished.weekday())
         if run.started_at is not None and run.started_at <= run.finished_at:
             durations.append(run.finished_at - run.started_at)
-    return History(tuple(offsets), tuple(durations), skewed, tuple(weekdays)) if runs else NO_HISTORY
+    if not runs:
+        return NO_HISTORY
+    offsets, durations = tuple(offsets), tuple(durations)
+    return History(offsets, durations, skewed, tuple(weekdays), usual_of(offsets, durations))
 
 
 # -- the history cache -------------------------------------------------------------------------------------

@@ -252,7 +252,7 @@ def read_nodes(
         nodes[key] = Node(
             key=key, task=str(row.identity), slot=slot, state=state, started_at=started, finished_at=finished,
             offsets=history.offsets, durations=history.durations, skewed=history.skewed, weekdays=history.weekdays,
-            parents=graph.parents[key],
+            usual=history.usual, parents=graph.parents[key],
             mode=mode if key in target_keys else "ALL", cap=cap if key in target_keys else None,
         )  # fmt: skip
     return nodes, rows

@@ -11,7 +11,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass
 
-from airflow_leastaction.expectations.estimate import WINDOW, Node, expect
+from airflow_leastaction.expectations.estimate import WINDOW, Node, expect, usual_of
 from airflow_leastaction.expectations.miss import chance_after, possible_completions
 from tests.helpers.expected_times import DAY, HOUR, MINUTE, History, Run
 
@@ -64,7 +64,7 @@ class Morning:
         self.history, self.day, self.same_kind_of_day = history, day, same_kind_of_day
         self.members: dict[str, Member] = {}
         self.targets = [self._add(task, history.daily_slot(task, day)) for task in history.daily_tasks()]
-        self._histories: dict[tuple[str, int, str | None], tuple[tuple, tuple, tuple]] = {}
+        self._histories: dict[tuple[str, int, str | None], tuple] = {}
         self._nodes: dict[tuple, Node] = {}
 
     def _add(self, task: str, slot: dt.datetime) -> str:
@@ -85,7 +85,9 @@ class Morning:
                     todo.append(p)
         return list(seen)
 
-    def _history(self, task: str, count: int, kind: str | None) -> tuple[tuple, tuple, tuple]:
+    def _history(self, task: str, count: int, kind: str | None) -> tuple:
+        """Offsets, durations, weekdays and their quantiles (as the catalog's history reader gives them) of the
+        task's history once its first ``count`` successes had finished."""
         found = self._histories.get((task, count, kind))
         if found is None:
             if kind is None:
@@ -94,11 +96,10 @@ class Morning:
                 hourly = self.history.tasks[task].hourly
                 runs = [r for r in self.history.latest(task, count, count) if kind_of_day(r.slot, hourly) == kind]
                 runs = runs[:WINDOW]
-            found = (
-                tuple(r.finished_at - r.slot for r in runs),
-                tuple(r.finished_at - r.started_at for r in runs),
-                tuple(r.finished_at.astimezone(dt.UTC).weekday() for r in runs),
-            )
+            offsets = tuple(r.finished_at - r.slot for r in runs)
+            durations = tuple(r.finished_at - r.started_at for r in runs)
+            weekdays = tuple(r.finished_at.astimezone(dt.UTC).weekday() for r in runs)
+            found = (offsets, durations, weekdays, usual_of(offsets, durations))
             self._histories[(task, count, kind)] = found
         return found
 
@@ -116,10 +117,10 @@ class Morning:
             node = self._nodes.get(cache_key)
             if node is None:
                 kind = kind_of_day(m.run.slot, self.history.tasks[m.task].hourly) if self.same_kind_of_day else None
-                offsets, durations, weekdays = self._history(m.task, count, kind)
+                offsets, durations, weekdays, usual = self._history(m.task, count, kind)
                 finished = m.run.finished_at if state == "success" else None
                 node = Node(key, m.task, m.run.slot, state, started, finished, offsets, durations, 0, m.parents,
-                            weekdays=weekdays)  # fmt: skip
+                            weekdays=weekdays, usual=usual)  # fmt: skip
                 self._nodes[cache_key] = node
             out[key] = node
         return out
