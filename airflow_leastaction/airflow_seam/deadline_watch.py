@@ -35,14 +35,18 @@ from airflow_leastaction.gating.deadline_warning import (
     CLEAR,
     CLEARED,
     DEFAULT_CHANCE,
+    DEFAULT_EARLY_CHANCE,
+    DEFAULT_LEAD,
     WARN,
     WARNED,
     DeadlineWarning,
+    WarningRule,
     cleared_message,
     next_step,
     path_text,
     task_names,
     warning_chance,
+    warning_lead,
     warning_message,
 )
 from airflow_leastaction.identity import TaskIdentity
@@ -66,9 +70,15 @@ class Notice:
     chance: float | None = None  # that the task completes after the deadline
 
 
-def threshold() -> float:
-    """The deployment's ``[leastaction] deadline_warning_probability`` (:data:`DEFAULT_CHANCE` unset)."""
-    return warning_chance(setting("deadline_warning_probability", str(DEFAULT_CHANCE)))
+def warning_rule() -> WarningRule:
+    """The deployment's warning rule: ``[leastaction] deadline_warning_probability``,
+    ``deadline_warning_early_probability`` and ``deadline_warning_lead_minutes`` (each its default unset)."""
+    early = "deadline_warning_early_probability"
+    return WarningRule(
+        warning_chance(setting("deadline_warning_probability", str(DEFAULT_CHANCE))),
+        warning_chance(setting(early, str(DEFAULT_EARLY_CHANCE)), early),
+        warning_lead(setting("deadline_warning_lead_minutes", str(DEFAULT_LEAD.total_seconds() / 60))),
+    )
 
 
 @dataclass
@@ -121,7 +131,7 @@ class DeadlineWatch:
         found, chance = expectation(store, self.target, self.slot, now, deadline, **how)
         if not self._known:  # a gate resumed after a restart finds what it said before
             self.state, self._known = warning_state(store, self.key), True
-        step = next_step(self.state, chance, deadline, now, threshold())
+        step = next_step(self.state, chance, deadline, now, warning_rule())
         if step is None:
             return None
         path = tuple(found.critical_path)
@@ -299,4 +309,4 @@ def _unread(watch: DeadlineWatch, exc: Exception, logger) -> None:
         logger.warning("deadline warning of %s not looked at: %s: %s", watch.key.task_id, type(exc).__name__, exc)
 
 
-__all__ = ["RECHECK", "DeadlineWatch", "Notice", "declared", "expectation", "threshold", "warn_async", "warn_sync"]
+__all__ = ["RECHECK", "DeadlineWatch", "Notice", "declared", "expectation", "warn_async", "warn_sync", "warning_rule"]

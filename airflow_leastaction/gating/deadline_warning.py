@@ -2,9 +2,11 @@
 
 A gate (a run condition, a DAG's run condition, a ``ParentIntervalSensor``) given ``deadline=`` warns,
 while it waits, when the chance that its task completes after that deadline (read from the runs of its
-history still possible, :mod:`airflow_leastaction.expectations.miss`) reaches the deployment's
-``deadline_warning_probability`` (:data:`DEFAULT_CHANCE`): once per run, task and deadline, then once
-more, "back on time", if the chance falls back under it. A gate without its own
+history still possible, :mod:`airflow_leastaction.expectations.miss`) is high enough for how far the
+deadline still is (:class:`WarningRule`): at once when a miss is near certain, and at its last call, the
+minutes before the warning's lead, when a miss is likely; never later, when the warning would leave no time
+to act. Once per run, task and deadline, then once more, "back on time", if the chance falls back under the
+likely bar. A gate without its own
 deadline warns against its DAG's ``DeadlineAlert`` when the provider can compute that alert's time for
 the run (:data:`DAG_REFERENCES`).
 
@@ -40,9 +42,42 @@ CALLBACK_KINDS = ("async", "sync")
 WARNED, CLEARED = "warned", "cleared"
 #: What :func:`next_step` asks for: claim the warning and call the callback, or mark it back on time.
 WARN, CLEAR = "warn", "clear"
-#: The chance of missing a deadline at which a gate warns, unless ``[leastaction]
+#: The chance of missing a deadline at which a gate warns at its last call, unless ``[leastaction]
 #: deadline_warning_probability`` says otherwise: a miss more likely than not.
 DEFAULT_CHANCE = 0.5
+#: Before its last call, a gate warns only when a miss is near certain (``[leastaction]
+#: deadline_warning_early_probability``): hours ahead little is known yet, and a warning raised then on an
+#: even chance is as often false as not.
+DEFAULT_EARLY_CHANCE = 0.9
+#: A warning leaves at least this long to act (``[leastaction] deadline_warning_lead_minutes``): later, the
+#: deadline is the DAG's ``DeadlineAlert``'s to report.
+DEFAULT_LEAD = dt.timedelta(minutes=30)
+#: The last call: the minutes before the lead in which a likely miss (not only a near-certain one) warns.
+#: Several looks of a gate (one a minute at least) fall in it.
+LAST_CALL = dt.timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class WarningRule:
+    """When a look warns: the chance of missing it takes, by how far the deadline still is.
+
+    * Later than ``lead`` before the deadline: never (too late to act on).
+    * In the last call (the :data:`LAST_CALL` before that): a chance of ``probability`` or more.
+    * Earlier: a chance of ``early`` or more (``probability``, if that is higher).
+    """
+
+    probability: float = DEFAULT_CHANCE
+    early: float = DEFAULT_EARLY_CHANCE
+    lead: dt.timedelta = DEFAULT_LEAD
+
+    def bar(self, deadline: dt.datetime, now: dt.datetime) -> float | None:
+        """The chance of missing at or above which a look at ``now`` warns; None: too late to warn."""
+        last = deadline - self.lead
+        if now >= deadline or now > last:
+            return None
+        if now >= last - LAST_CALL:
+            return self.probability
+        return max(self.early, self.probability)
 
 
 @dataclass(frozen=True)
@@ -151,36 +186,53 @@ def default_wait(value) -> float:
         return 0.0
 
 
-def warning_chance(value: str) -> float:
-    """``deadline_warning_probability`` read: a number above 0 and at most 1, or :class:`ValueError` naming
-    the option."""
+def warning_chance(value: str, option: str = "deadline_warning_probability") -> float:
+    """A chance option read (``deadline_warning_probability``, ``deadline_warning_early_probability``): a
+    number above 0 and at most 1, or :class:`ValueError` naming the option."""
     try:
         chance = float(value)
     except ValueError:
         chance = float("nan")
     if not 0 < chance <= 1:
-        raise ValueError(
-            f"[leastaction] deadline_warning_probability must be a number above 0 and at most 1, not {value!r}"
-        )
+        raise ValueError(f"[leastaction] {option} must be a number above 0 and at most 1, not {value!r}")
     return chance
 
 
+def warning_lead(value: str) -> dt.timedelta:
+    """``deadline_warning_lead_minutes`` read: minutes, 0 or more (0: warn until the deadline itself), or
+    :class:`ValueError` naming the option."""
+    try:
+        minutes = float(value)
+    except ValueError:
+        minutes = float("nan")
+    if not 0 <= minutes <= 7 * 24 * 60:
+        raise ValueError(
+            f"[leastaction] deadline_warning_lead_minutes must be a number of minutes from 0 to 10080, not {value!r}"
+        )
+    return dt.timedelta(minutes=minutes)
+
+
 def next_step(
-    state: str | None, chance: float | None, deadline: dt.datetime, now: dt.datetime, threshold: float = DEFAULT_CHANCE
+    state: str | None,
+    chance: float | None,
+    deadline: dt.datetime,
+    now: dt.datetime,
+    rule: WarningRule = WarningRule(),
 ) -> str | None:
     """What one look at the expectation asks for, given the warning's recorded ``state`` (None: none yet)
     and the ``chance`` the task completes after the deadline.
 
-    :data:`WARN` when nothing was recorded, the deadline is still ahead and the chance is ``threshold`` or
-    more (a warning is early or it is not one: a deadline already passed is Airflow's to report);
-    :data:`CLEAR` when a warning stands and the chance is back under ``threshold``; None otherwise (no
-    estimate, on time, already warned, already cleared: a run is warned once per deadline, and cleared
-    once)."""
+    :data:`WARN` when nothing was recorded and the chance is at or above the ``rule``'s bar for now (a
+    warning is early or it is not one: within the lead, the deadline is Airflow's to report);
+    :data:`CLEAR` when a warning stands, the deadline is still ahead and the chance is back under the rule's
+    ``probability``; None otherwise (no estimate, on time, already warned, already cleared: a run is warned
+    once per deadline, and cleared once)."""
     if chance is None:
         return None
     if state is None:
-        return WARN if now < deadline and chance >= threshold else None
-    if state == WARNED and chance < threshold:
+        bar = rule.bar(deadline, now)
+        return WARN if bar is not None and chance >= bar else None
+    if state == WARNED and now < deadline and chance < rule.probability:
         return CLEAR
     return None
 
@@ -238,9 +290,13 @@ __all__ = [
     "CLEARED",
     "DAG_REFERENCES",
     "DEFAULT_CHANCE",
+    "DEFAULT_EARLY_CHANCE",
+    "DEFAULT_LEAD",
     "DeadlineWarning",
+    "LAST_CALL",
     "WARN",
     "WARNED",
+    "WarningRule",
     "chance_text",
     "check_deadline",
     "cleared_message",
@@ -249,5 +305,6 @@ __all__ = [
     "path_text",
     "task_names",
     "warning_chance",
+    "warning_lead",
     "warning_message",
 ]

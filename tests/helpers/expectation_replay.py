@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from airflow_leastaction.expectations.estimate import WINDOW, Node, expect, usual_of
 from airflow_leastaction.expectations.miss import chance_after, possible_completions
+from airflow_leastaction.gating.deadline_warning import WarningRule
 from tests.helpers.expected_times import DAY, HOUR, MINUTE, History, Run
 
 QUARTER = dt.timedelta(minutes=15)
@@ -24,7 +25,9 @@ AHEAD_MIN = 30
 CHANCES = (0.3, 0.5, 0.7)
 WARNING_COLUMNS = ("task", "day", "outside", "deadline_min", "actual_min", "missed", "lead_min", "median_lead_min",
                    "before_any_record", "own_p90_within", "incident",
-                   *(f"chance{round(c * 100)}_lead_min" for c in CHANCES))  # fmt: skip
+                   *(f"chance{round(c * 100)}_lead_min" for c in CHANCES), "gate_lead_min")  # fmt: skip
+#: The rule a gate warns by, with the deployment's defaults (``gate_lead_min``).
+GATE_RULE = WarningRule()
 
 
 def key_of(task: str, slot: dt.datetime) -> str:
@@ -169,10 +172,11 @@ def warnings(morning: Morning, deadlines: dict[str, dt.timedelta], step=MINUTE) 
 def warnings_for(morning: Morning, deadline_sets: dict[str, dict[str, dt.timedelta]], step=MINUTE) -> dict:
     """For each named set of deadlines, each target's deadline, its actual completion, and the first instant
     each rule judged it would miss while it was not complete, read every ``step`` and on every record change
-    of the morning's graph: the expected p90 past the deadline (``lead_min``, the shipped warning), the median
-    past it (``median_lead_min``), and the chance of missing at least each of :data:`CHANCES`
-    (``chance50_lead_min``...). The sets share one replay: the expectations read at an instant do not depend
-    on the deadline."""
+    of the morning's graph: the expected p90 past the deadline (``lead_min``), the median past it
+    (``median_lead_min``), the chance of missing at least each of :data:`CHANCES` (``chance50_lead_min``...),
+    and the gate's own rule (:data:`GATE_RULE`: a near-certain miss at once, a likely one at its last call,
+    none within its lead; ``gate_lead_min``). The sets share one replay: the expectations read at an instant
+    do not depend on the deadline."""
     runs = [m.run for m in morning.members.values()]
     targets = [morning.members[k] for k in morning.targets]
     dues = {name: {m.key: m.run.slot + d[m.task] for m in targets} for name, d in deadline_sets.items()}
@@ -184,7 +188,7 @@ def warnings_for(morning: Morning, deadline_sets: dict[str, dict[str, dt.timedel
     for due in dues.values():  # the anchor's instant, just after
         instants.update(d + dt.timedelta(seconds=1) for d in due.values())
     closures = {m.key: morning.closure(m.key) for m in targets}
-    rules = ("p90", "median", *CHANCES)
+    rules = ("p90", "median", *CHANCES, "gate")
     first = {name: {rule: {} for rule in rules} for name in dues}
     own_within: dict[str, dict[str, bool]] = {name: {} for name in dues}  # at the p90 warning: own p90 within
     for now in sorted(t for t in instants if start <= t <= end):
@@ -202,6 +206,8 @@ def warnings_for(morning: Morning, deadline_sets: dict[str, dict[str, dt.timedel
                 chance = chance_after(possible[m.key], d)
                 hits = [("p90", e.p90 is not None and e.p90 > d), ("median", e.median is not None and e.median > d)]
                 hits += [(c, chance is not None and chance >= c) for c in CHANCES]
+                bar = GATE_RULE.bar(d, now)
+                hits.append(("gate", chance is not None and bar is not None and chance >= bar))
                 for rule, hit in hits:
                     if hit and m.key not in f[rule]:
                         f[rule][m.key] = now
@@ -214,6 +220,7 @@ def _warning_rows(morning, targets, closures, due, first, own_within) -> list[di
     rows = []
     for m in targets:
         lead = {w: None if m.key not in f else (due[m.key] - f[m.key]) / MINUTE for w, f in first.items()}
+        missed = m.run.finished_at > due[m.key]
         began = min(morning.members[k].run.first_started for k in closures[m.key])
         rows.append(
             {
@@ -222,7 +229,7 @@ def _warning_rows(morning, targets, closures, due, first, own_within) -> list[di
                 "outside": morning.history.tasks[m.task].dag is None,
                 "deadline_min": (due[m.key] - m.run.slot) / MINUTE,
                 "actual_min": (m.run.finished_at - m.run.slot) / MINUTE,
-                "missed": m.run.finished_at > due[m.key],
+                "missed": missed,
                 "lead_min": lead["p90"],
                 "median_lead_min": lead["median"],
                 # warned before any slot it waits on (itself included) had a record: from history alone
@@ -231,6 +238,9 @@ def _warning_rows(morning, targets, closures, due, first, own_within) -> list[di
                 "own_p90_within": own_within.get(m.key, False),
                 "incident": _incident_upstream(morning, m.key),
                 **{f"chance{round(c * 100)}_lead_min": lead[c] for c in CHANCES},
+                # within its lead a gate leaves a deadline to the DAG's DeadlineAlert: lead 0, as every rule's
+                # missed deadline is warned at the latest just after it passes
+                "gate_lead_min": lead["gate"] if lead["gate"] is not None or not missed else 0.0,
             }
         )
     return rows

@@ -161,3 +161,12 @@ def test_false_warnings_are_counted_by_slack_kind_of_day_and_cause():
 def test_a_daily_slot_is_its_cron_time_on_its_slot_day():
     assert slot_of("15 3 * * *", 2) == EPOCH + 2 * DAY + dt.timedelta(hours=3, minutes=15)
     assert slot_of("0 * * * *", 2) == EPOCH + 2 * DAY
+
+
+def test_the_gates_rule_warns_at_least_its_lead_ahead_or_leaves_the_deadline_to_airflow(history):
+    rows = [r for day in range(28, DAYS) for r in warnings(Morning(history, day), deadline_offsets(history, 28))]
+    leads = [r["gate_lead_min"] for r in rows if r["gate_lead_min"] is not None]
+    assert leads, "the gate's rule never warned on the replayed mornings"
+    assert all(lead >= 30 or lead == 0 for lead in leads), sorted(leads)
+    missed = [r for r in rows if r["missed"]]
+    assert missed and all(r["gate_lead_min"] is not None for r in missed)  # lead 0: the DAG's DeadlineAlert

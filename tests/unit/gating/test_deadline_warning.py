@@ -16,10 +16,12 @@ from airflow_leastaction.gating.deadline_warning import (
     WARN,
     WARNED,
     DeadlineWarning,
+    WarningRule,
     check_deadline,
     default_wait,
     next_step,
     warning_chance,
+    warning_lead,
     warning_message,
 )
 from airflow_leastaction.gating.local_deadline import deadline_at
@@ -30,30 +32,80 @@ DEADLINE = SLOT + dt.timedelta(hours=6)
 H = dt.timedelta(hours=1)
 
 
+M = dt.timedelta(minutes=1)
+RULE = WarningRule()  # 0.5 at the last call, 0.9 before it, 30 minutes of lead
+
+
 class TestWhenToWarn:
     @pytest.mark.parametrize(
         "state, chance, now, step",
         [
-            pytest.param(None, 0.62, SLOT + 4 * H, WARN, id="nothing said, a miss more likely than not: warn"),
-            pytest.param(None, 0.5, SLOT + 4 * H, WARN, id="nothing said, a miss at the threshold: warn"),
-            pytest.param(None, 0.49, SLOT + 4 * H, None, id="under the threshold: nothing"),
+            pytest.param(None, 0.92, SLOT + 4 * H, WARN, id="two hours ahead, a miss near certain: warn"),
+            pytest.param(None, 0.9, SLOT + 4 * H, WARN, id="two hours ahead, at the early bar: warn"),
+            pytest.param(None, 0.62, SLOT + 4 * H, None, id="two hours ahead, a miss only likely: wait"),
+            pytest.param(None, 0.62, DEADLINE - 33 * M, WARN, id="at the last call, a miss likely: warn"),
+            pytest.param(None, 0.5, DEADLINE - 30 * M, WARN, id="the last call's last minute, at the bar: warn"),
+            pytest.param(None, 0.49, DEADLINE - 33 * M, None, id="at the last call, under the bar: nothing"),
+            pytest.param(None, 1.0, DEADLINE - 29 * M, None, id="inside the lead: too late to warn"),
             pytest.param(None, 0.0, SLOT + 4 * H, None, id="no chance of missing: nothing"),
-            pytest.param(None, None, SLOT + 4 * H, None, id="no estimate: nothing"),
+            pytest.param(None, None, DEADLINE - 33 * M, None, id="no estimate: nothing"),
             pytest.param(None, 1.0, DEADLINE, None, id="the deadline passed: too late to warn"),
             pytest.param(WARNED, 1.0, SLOT + 5 * H, None, id="warned once: never twice"),
             pytest.param(WARNED, 0.5, SLOT + 5 * H, None, id="warned, still at the threshold: it stands"),
             pytest.param(WARNED, 0.49, SLOT + 5 * H, CLEAR, id="warned, back under the threshold: clear"),
+            pytest.param(WARNED, 0.1, DEADLINE - 10 * M, CLEAR, id="warned, back on time inside the lead: clear"),
+            pytest.param(WARNED, 0.1, DEADLINE, None, id="warned, the deadline passed: nothing to clear"),
             pytest.param(WARNED, None, SLOT + 5 * H, None, id="warned, no estimate now: it stands"),
             pytest.param(CLEARED, 1.0, SLOT + 5 * H, None, id="cleared: late again says nothing"),
             pytest.param(CLEARED, 0.0, SLOT + 5 * H, None, id="cleared once only"),
         ],
     )
     def test_the_step_of_one_look(self, state, chance, now, step):
-        assert next_step(state, chance, DEADLINE, now, 0.5) == step
+        assert next_step(state, chance, DEADLINE, now, RULE) == step
 
-    @pytest.mark.parametrize(("threshold", "step"), [(0.3, WARN), (0.4, WARN), (0.7, None)])
-    def test_the_threshold_is_the_deployments(self, threshold, step):
-        assert next_step(None, 0.4, DEADLINE, SLOT + 4 * H, threshold) == step
+    @pytest.mark.parametrize(("probability", "step"), [(0.3, WARN), (0.4, WARN), (0.7, None)])
+    def test_the_last_calls_bar_is_the_deployments(self, probability, step):
+        assert next_step(None, 0.4, DEADLINE, DEADLINE - 32 * M, WarningRule(probability)) == step
+
+    def test_an_early_bar_under_the_last_calls_is_raised_to_it(self):
+        rule = WarningRule(0.8, 0.6)
+        assert next_step(None, 0.7, DEADLINE, SLOT, rule) is None
+        assert next_step(None, 0.8, DEADLINE, SLOT, rule) == WARN
+
+    def test_no_lead_warns_until_the_deadline(self):
+        rule = WarningRule(lead=dt.timedelta(0))
+        assert next_step(None, 0.5, DEADLINE, DEADLINE - M, rule) == WARN
+        assert next_step(None, 0.5, DEADLINE, DEADLINE - 6 * M, rule) is None
+        assert next_step(None, 1.0, DEADLINE, DEADLINE, rule) is None
+
+    @given(
+        state=st.sampled_from([None, WARNED, CLEARED]),
+        chance=st.none() | st.floats(0, 1),
+        before=st.timedeltas(dt.timedelta(minutes=-60), dt.timedelta(hours=12)),
+        probability=st.floats(0.01, 1),
+        early=st.floats(0.01, 1),
+        lead=st.timedeltas(dt.timedelta(0), dt.timedelta(hours=3)),
+    )
+    def test_a_gate_warns_once_while_the_warning_leaves_its_lead_and_the_chance_clears_its_bar(
+        self, state, chance, before, probability, early, lead
+    ):
+        """The rule in the guide's words: never a second warning; no new warning within the lead of the
+        deadline (nor after it); in the last call (the 5 minutes before the lead) a chance of the
+        probability or more warns; before it, one of the early probability or more (or of the probability,
+        if higher); a standing warning clears once, before the deadline, when the chance falls under the
+        probability."""
+        now = DEADLINE - before
+        step = next_step(state, chance, DEADLINE, now, WarningRule(probability, early, lead))
+        if chance is None or state == CLEARED:
+            assert step is None
+        elif state == WARNED:
+            assert step == (CLEAR if before > dt.timedelta(0) and chance < probability else None)
+        elif before <= dt.timedelta(0) or before < lead:
+            assert step is None
+        elif before <= lead + dt.timedelta(minutes=5):
+            assert step == (WARN if chance >= probability else None)
+        else:
+            assert step == (WARN if chance >= max(early, probability) else None)
 
     @pytest.mark.parametrize("value", ["0", "-0.1", "1.5", "half", "nan", ""])
     def test_a_threshold_that_is_not_a_chance_is_refused_naming_the_option(self, value):
@@ -62,6 +114,18 @@ class TestWhenToWarn:
 
     def test_a_threshold_is_read_as_a_number(self):
         assert warning_chance("0.7") == 0.7 and warning_chance("1") == 1.0
+
+    @given(st.text(max_size=12) | st.floats(allow_nan=True).map(str))
+    def test_a_lead_is_minutes_from_none_to_a_week_or_refused_naming_the_option(self, value):
+        try:
+            minutes = float(value)
+        except ValueError:
+            minutes = None
+        if minutes is not None and 0 <= minutes <= 10080:
+            assert warning_lead(value) == dt.timedelta(minutes=minutes)
+        else:
+            with pytest.raises(ValueError, match="deadline_warning_lead_minutes"):
+                warning_lead(value)
 
 
 class TestTheRunsDeadline:

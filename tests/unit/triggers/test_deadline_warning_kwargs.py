@@ -9,7 +9,7 @@ import pytest
 
 from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch, declared
 from airflow_leastaction.catalog.deadline_warnings import WarningKey
-from airflow_leastaction.gating.deadline_warning import DeadlineWarning
+from airflow_leastaction.gating.deadline_warning import DeadlineWarning, WarningRule
 from airflow_leastaction.refs import airflow_task
 from airflow_leastaction.triggers.parent_interval import ParentIntervalTrigger
 from airflow_leastaction.triggers.run_condition import RunConditionTrigger
@@ -59,13 +59,32 @@ def test_the_interval_trigger_round_trips_with_a_warning_and_without_one_keeps_i
     assert "warning" not in plain.serialize()[1]
 
 
-def test_the_warning_threshold_is_the_deployments_option_and_one_half_unset(monkeypatch):
-    from airflow_leastaction.airflow_seam.deadline_watch import threshold
+OPTIONS = {
+    "AIRFLOW__LEASTACTION__DEADLINE_WARNING_PROBABILITY": "deadline_warning_probability",
+    "AIRFLOW__LEASTACTION__DEADLINE_WARNING_EARLY_PROBABILITY": "deadline_warning_early_probability",
+    "AIRFLOW__LEASTACTION__DEADLINE_WARNING_LEAD_MINUTES": "deadline_warning_lead_minutes",
+}
 
-    monkeypatch.delenv("AIRFLOW__LEASTACTION__DEADLINE_WARNING_PROBABILITY", raising=False)
-    assert threshold() == 0.5
+
+def test_the_warning_rule_is_the_deployments_options_with_their_defaults_unset(monkeypatch):
+    from airflow_leastaction.airflow_seam.deadline_watch import warning_rule
+
+    for variable in OPTIONS:
+        monkeypatch.delenv(variable, raising=False)
+    assert warning_rule() == WarningRule(0.5, 0.9, dt.timedelta(minutes=30))
     monkeypatch.setenv("AIRFLOW__LEASTACTION__DEADLINE_WARNING_PROBABILITY", "0.8")
-    assert threshold() == 0.8
-    monkeypatch.setenv("AIRFLOW__LEASTACTION__DEADLINE_WARNING_PROBABILITY", "2")
-    with pytest.raises(ValueError, match=r"deadline_warning_probability .* not '2'"):
-        threshold()
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__DEADLINE_WARNING_EARLY_PROBABILITY", "0.95")
+    monkeypatch.setenv("AIRFLOW__LEASTACTION__DEADLINE_WARNING_LEAD_MINUTES", "45")
+    assert warning_rule() == WarningRule(0.8, 0.95, dt.timedelta(minutes=45))
+
+
+@pytest.mark.parametrize("variable", sorted(OPTIONS))
+@pytest.mark.parametrize("value", ["2", "-1", "soon", ""])
+def test_a_warning_option_that_cannot_be_read_is_refused_naming_it(monkeypatch, variable, value):
+    from airflow_leastaction.airflow_seam.deadline_watch import warning_rule
+
+    for other in OPTIONS:
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv(variable, value if value != "2" or "LEAD" not in variable else "99999")
+    with pytest.raises(ValueError, match=rf"\[leastaction\] {OPTIONS[variable]} must be"):
+        warning_rule()
