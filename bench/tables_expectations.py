@@ -15,9 +15,12 @@ RULES = (
     ("lead_min", "expected p90 past the deadline"),
     ("median_lead_min", "expected median past the deadline"),
     ("chance30_lead_min", "chance of missing 30% or more"),
-    ("chance50_lead_min", "chance of missing 50% or more (the default)"),
+    ("chance50_lead_min", "chance of missing 50% or more"),
     ("chance70_lead_min", "chance of missing 70% or more"),
+    ("gate_lead_min", "the gate's rule: 90% at once, 50% at its last call, none within 30 min (the default)"),
 )
+#: The thresholds the best possible rule (the generator's own chance, read at deadline - 30 min) is shown at.
+BOUND_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.9)
 
 
 def expectations(doc: dict, part: str | None) -> list[str]:
@@ -28,6 +31,8 @@ def expectations(doc: dict, part: str | None) -> list[str]:
         return _warnings(doc)
     if part == "margins":
         return _margins(doc)
+    if part == "bound":
+        return _bound(doc)
     if part == "speed":
         if "speed" not in results:
             raise ReportError("bench_expectations:speed: the JSON has no speed part (--parts speed)")
@@ -97,7 +102,7 @@ def _warnings(doc: dict) -> list[str]:
     classes = [
         [label.removesuffix(" (the default)"), *_classes(false_warning_classes(found, lead))]
         for lead, label in rules
-        if lead in ("lead_min", "chance50_lead_min")
+        if lead in ("lead_min", "chance50_lead_min", "gate_lead_min")
     ]
     return [
         f"{s['targets']:,} deadlines (daily task × replayed day), {s['missed']:,} missed, "
@@ -146,7 +151,7 @@ def _margins(doc: dict) -> list[str]:
     sets = {margins[0]: bt["warnings"], **bt.get("margin_sweep", {})}
     rows = []
     for margin in margins:
-        for lead, label in (RULES[0], RULES[3]):
+        for lead, label in (RULES[0], RULES[3], RULES[5]):
             s = warning_summary(sets[margin], lead)
             share = s["warned_ahead"] / s["missed"] if s["missed"] else 0
             false = s["false"] / s["warnings"] if s["warnings"] else 0
@@ -167,6 +172,40 @@ def _margins(doc: dict) -> list[str]:
         ["---", "---", "---:", "---:", "---:", "---:"],
         rows,
     )
+
+
+def _bound(doc: dict) -> list[str]:
+    """The best any rule could do on the replayed mornings (:mod:`bench.expectation_oracle`), beside the
+    gate's rule."""
+    from tests.helpers.expectation_replay import AHEAD_MIN, warning_summary
+
+    bound = doc["results"].get("bound")
+    if bound is None:
+        raise ReportError("bench_expectations:bound: the JSON has no bound part (--bound)")
+    rows = bound["rows"]  # [task, day, missed, chance at deadline - 30 min (None: done by then)]
+    missed = sum(1 for r in rows if r[2])
+    table = []
+    for threshold in BOUND_THRESHOLDS:
+        ahead = sum(1 for r in rows if r[2] and r[3] is not None and r[3] >= threshold)
+        false = sum(1 for r in rows if not r[2] and r[3] is not None and r[3] >= threshold)
+        warned = missed + false
+        table.append([f"the generator's chance at the deadline - {AHEAD_MIN} min, {threshold:.0%} or more",
+                      f"{missed:,}", f"{ahead:,} ({ahead / missed:.0%})" if missed else "0",
+                      f"{warned:,}", f"{false:,} ({false / warned:.0%})" if warned else "0"])  # fmt: skip
+    s = warning_summary(_backtest(doc)["warnings"], "gate_lead_min")
+    share = s["warned_ahead"] / s["missed"] if s["missed"] else 0
+    table.append([RULES[5][1], f"{s['missed']:,}", f"{s['warned_ahead']:,} ({share:.0%})", f"{s['warnings']:,}",
+                  f"{s['false']:,} ({s['false'] / s['warnings']:.0%})" if s["warnings"] else "0"])  # fmt: skip
+    return [
+        f"{len(rows):,} deadlines, {missed:,} missed; {bound['samples']:,} futures drawn at each deadline - "
+        f"{AHEAD_MIN} min.",
+        "",
+        *_table(
+            ["warned when", "missed deadlines", f"warned {AHEAD_MIN}+ min ahead", "warnings", "false warnings"],
+            ["---", "---:", "---:", "---:", "---:"],
+            table,
+        ),  # fmt: skip
+    ]
 
 
 def _by_day(rows: list[list]) -> str:
@@ -223,6 +262,16 @@ def _speed(doc: dict) -> list[str]:
             ["---", "---:", "---:", "---:", "---:"],
             [
                 row(f"`expect()` on {pure['nodes']:,} waiting nodes", pure["seconds"]),
+                *(
+                    [
+                        row(
+                            f"the quantiles of {pure['histories']:,} histories (once per catalog change)",
+                            pure["quantiles_s"],
+                        )
+                    ]
+                    if "quantiles_s" in pure
+                    else []
+                ),
                 row("`expectations_for` on SQLite, cold (history cache emptied)", cat["cold_s"]),
                 row("`expectations_for` on SQLite, cached (nothing written since)", cat["cached_s"]),
             ],

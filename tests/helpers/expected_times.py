@@ -38,6 +38,14 @@ DAILY_OUTSIDE, HOURLY = "0 0 * * *", "0 * * * *"
 #: How much work a run has, by the weekday it runs on (Monday 0 ... Sunday 6).
 WEEKDAY_LOAD = (1.35, 1.0, 1.0, 1.0, 1.0, 0.7, 0.65)
 LATE = 2 * HOUR
+#: On a slot day, the chance that one outside load (any, equally likely) lands :data:`LATE`; and that one DAG
+#: task with children in its DAG (any, equally likely) fails part way and is run again.
+LATE_LOAD_RATE, RERUN_RATE = 1 / 6, 1 / 5
+#: The scheduler's delay from an interval's end to a run's start, and a task's from ready to picked by a
+#: worker: log-normal, in seconds, (mu, sigma).
+SCHEDULER_DELAY, QUEUE_DELAY = (3.5, 0.5), (2.5, 0.6)
+#: Minutes after its failure that a failed task is cleared and run again: uniform.
+RERUN_AFTER_MIN = (20, 90)
 
 
 @dataclass(frozen=True)
@@ -220,9 +228,9 @@ def _incidents(rnd: random.Random, tasks: dict[str, Task], days: int) -> dict[tu
     with_children = sorted({p for t in tasks.values() if t.dag for p in t.parents if tasks[p].dag})
     out = {}
     for day in range(days):
-        if loads and rnd.random() < 1 / 6:
+        if loads and rnd.random() < LATE_LOAD_RATE:
             out[(rnd.choice(loads), day)] = "late"
-        if with_children and rnd.random() < 1 / 5:
+        if with_children and rnd.random() < RERUN_RATE:
             out[(rnd.choice(with_children), day)] = "rerun"
     return out
 
@@ -234,16 +242,16 @@ def _run(rnd, tasks, t: Task, slot: dt.datetime, done, incident: str | None) -> 
         at = end + MINUTE * t.minutes * load * rnd.lognormvariate(0, t.sigma)
         at += LATE if incident == "late" else dt.timedelta(0)
         return Run(t.name, slot, at, at, at, incident=incident)
-    ready = end + dt.timedelta(seconds=rnd.lognormvariate(3.5, 0.5))  # the scheduler starts the run
+    ready = end + dt.timedelta(seconds=rnd.lognormvariate(*SCHEDULER_DELAY))  # the scheduler starts the run
     if t.parents:
         ends = [done[p].finished_at for p in parent_slots(tasks, t, slot)]
         ready = max(ready, *ends)
-    first = ready + dt.timedelta(seconds=rnd.lognormvariate(2.5, 0.6))  # queued, then picked by a worker
+    first = ready + dt.timedelta(seconds=rnd.lognormvariate(*QUEUE_DELAY))  # queued, then picked by a worker
     work = MINUTE * t.minutes * load * rnd.lognormvariate(0, t.sigma)
     if incident != "rerun":
         return Run(t.name, slot, first, first, first + work)
     failed = first + work * rnd.uniform(0.2, 1.0)
-    again = failed + MINUTE * rnd.uniform(20, 90)  # someone clears the task
+    again = failed + MINUTE * rnd.uniform(*RERUN_AFTER_MIN)  # someone clears the task
     return Run(t.name, slot, first, again, again + MINUTE * t.minutes * load * rnd.lognormvariate(0, t.sigma), failed,
                incident)  # fmt: skip
 
