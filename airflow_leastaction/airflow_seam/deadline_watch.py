@@ -102,6 +102,7 @@ class DeadlineWatch:
     state: str | None = field(default=None, init=False)
     _known: bool = field(default=False, init=False)
     _last: dt.datetime | None = field(default=None, init=False)
+    _previous: dt.datetime | None = field(default=None, init=False)  # the look before the last turn's
 
     def take_turn(self, now: dt.datetime, changed: bool = True) -> bool:
         """Whether to look now (and the turn taken: a look that fails waits for the next one too): never
@@ -110,7 +111,7 @@ class DeadlineWatch:
         if self.state == CLEARED or now >= self.key.deadline:
             return False
         if changed or self._last is None or now - self._last >= RECHECK:
-            self._last = now
+            self._previous, self._last = self._last, now
             return True
         return False
 
@@ -131,7 +132,7 @@ class DeadlineWatch:
         found, chance = expectation(store, self.target, self.slot, now, deadline, **how)
         if not self._known:  # a gate resumed after a restart finds what it said before
             self.state, self._known = warning_state(store, self.key), True
-        step = next_step(self.state, chance, deadline, now, warning_rule())
+        step = next_step(self.state, chance, deadline, now, warning_rule(), self._previous)
         if step is None:
             return None
         path = tuple(found.critical_path)

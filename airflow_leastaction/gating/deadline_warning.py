@@ -61,23 +61,28 @@ LAST_CALL = dt.timedelta(minutes=5)
 class WarningRule:
     """When a look warns: the chance of missing it takes, by how far the deadline still is.
 
-    * Later than ``lead`` before the deadline: never (too late to act on).
-    * In the last call (the :data:`LAST_CALL` before that): a chance of ``probability`` or more.
-    * Earlier: a chance of ``early`` or more (``probability``, if that is higher).
+    * Before its last call: a chance of ``early`` or more (``probability``, if that is higher).
+    * In its last call, the :data:`LAST_CALL` before the ``lead``: a chance of ``probability`` or more.
+    * Within the lead: nothing (too late to act on), except at the first look of a gate that did not look in
+      its last call (looks further apart than it, a gate started or restarted late): that look is its last
+      call, so that no gate goes without one.
     """
 
     probability: float = DEFAULT_CHANCE
     early: float = DEFAULT_EARLY_CHANCE
     lead: dt.timedelta = DEFAULT_LEAD
 
-    def bar(self, deadline: dt.datetime, now: dt.datetime) -> float | None:
-        """The chance of missing at or above which a look at ``now`` warns; None: too late to warn."""
-        last = deadline - self.lead
-        if now >= deadline or now > last:
+    def bar(self, deadline: dt.datetime, now: dt.datetime, previous: dt.datetime | None = None) -> float | None:
+        """The chance of missing at or above which a look at ``now`` warns, given the gate's ``previous`` look
+        (None: none known); None: no warning now."""
+        if now >= deadline:
             return None
-        if now >= last - LAST_CALL:
+        last_call = deadline - self.lead - LAST_CALL
+        if now < last_call:
+            return max(self.early, self.probability)
+        if now <= deadline - self.lead or previous is None or previous < last_call:
             return self.probability
-        return max(self.early, self.probability)
+        return None
 
 
 @dataclass(frozen=True)
@@ -218,9 +223,10 @@ def next_step(
     deadline: dt.datetime,
     now: dt.datetime,
     rule: WarningRule = WarningRule(),
+    previous: dt.datetime | None = None,
 ) -> str | None:
-    """What one look at the expectation asks for, given the warning's recorded ``state`` (None: none yet)
-    and the ``chance`` the task completes after the deadline.
+    """What one look at the expectation asks for, given the warning's recorded ``state`` (None: none yet),
+    the ``chance`` the task completes after the deadline and the gate's ``previous`` look (None: none known).
 
     :data:`WARN` when nothing was recorded and the chance is at or above the ``rule``'s bar for now (a
     warning is early or it is not one: within the lead, the deadline is Airflow's to report);
@@ -230,7 +236,7 @@ def next_step(
     if chance is None:
         return None
     if state is None:
-        bar = rule.bar(deadline, now)
+        bar = rule.bar(deadline, now, previous)
         return WARN if bar is not None and chance >= bar else None
     if state == WARNED and now < deadline and chance < rule.probability:
         return CLEAR

@@ -191,6 +191,7 @@ def warnings_for(morning: Morning, deadline_sets: dict[str, dict[str, dt.timedel
     rules = ("p90", "median", *CHANCES, "gate")
     first = {name: {rule: {} for rule in rules} for name in dues}
     own_within: dict[str, dict[str, bool]] = {name: {} for name in dues}  # at the p90 warning: own p90 within
+    previous = None  # the replay's previous look, as a gate's (one a minute at least)
     for now in sorted(t for t in instants if start <= t <= end):
         open_ = [m for m in targets if now < m.run.finished_at
                  and any(m.key not in f[r] for f in first.values() for r in rules)]  # fmt: skip
@@ -206,13 +207,14 @@ def warnings_for(morning: Morning, deadline_sets: dict[str, dict[str, dt.timedel
                 chance = chance_after(possible[m.key], d)
                 hits = [("p90", e.p90 is not None and e.p90 > d), ("median", e.median is not None and e.median > d)]
                 hits += [(c, chance is not None and chance >= c) for c in CHANCES]
-                bar = GATE_RULE.bar(d, now)
+                bar = GATE_RULE.bar(d, now, previous)
                 hits.append(("gate", chance is not None and bar is not None and chance >= bar))
                 for rule, hit in hits:
                     if hit and m.key not in f[rule]:
                         f[rule][m.key] = now
                         if rule == "p90":
                             own_within[name][m.key] = own_p90(nodes[m.key], now) <= d
+        previous = now
     return {name: _warning_rows(morning, targets, closures, dues[name], first[name], own_within[name]) for name in dues}
 
 

@@ -46,7 +46,7 @@ class TestWhenToWarn:
             pytest.param(None, 0.62, DEADLINE - 33 * M, WARN, id="at the last call, a miss likely: warn"),
             pytest.param(None, 0.5, DEADLINE - 30 * M, WARN, id="the last call's last minute, at the bar: warn"),
             pytest.param(None, 0.49, DEADLINE - 33 * M, None, id="at the last call, under the bar: nothing"),
-            pytest.param(None, 1.0, DEADLINE - 29 * M, None, id="inside the lead: too late to warn"),
+            pytest.param(None, 1.0, DEADLINE - 29 * M, None, id="inside the lead, looked at its last call: too late"),
             pytest.param(None, 0.0, SLOT + 4 * H, None, id="no chance of missing: nothing"),
             pytest.param(None, None, DEADLINE - 33 * M, None, id="no estimate: nothing"),
             pytest.param(None, 1.0, DEADLINE, None, id="the deadline passed: too late to warn"),
@@ -61,11 +61,22 @@ class TestWhenToWarn:
         ],
     )
     def test_the_step_of_one_look(self, state, chance, now, step):
-        assert next_step(state, chance, DEADLINE, now, RULE) == step
+        assert next_step(state, chance, DEADLINE, now, RULE, now - M) == step
+
+    @pytest.mark.parametrize(
+        "previous, step",
+        [
+            pytest.param(None, WARN, id="its first look: its last call"),
+            pytest.param(DEADLINE - 50 * M, WARN, id="it last looked before its last call: this is it"),
+            pytest.param(DEADLINE - 33 * M, None, id="it looked in its last call: too late now"),
+        ],
+    )
+    def test_a_gate_that_did_not_look_in_its_last_call_makes_it_at_its_next_look(self, previous, step):
+        assert next_step(None, 0.6, DEADLINE, DEADLINE - 20 * M, RULE, previous) == step
 
     @pytest.mark.parametrize(("probability", "step"), [(0.3, WARN), (0.4, WARN), (0.7, None)])
     def test_the_last_calls_bar_is_the_deployments(self, probability, step):
-        assert next_step(None, 0.4, DEADLINE, DEADLINE - 32 * M, WarningRule(probability)) == step
+        assert next_step(None, 0.4, DEADLINE, DEADLINE - 32 * M, WarningRule(probability), DEADLINE - 33 * M) == step
 
     def test_an_early_bar_under_the_last_calls_is_raised_to_it(self):
         rule = WarningRule(0.8, 0.6)
@@ -74,35 +85,42 @@ class TestWhenToWarn:
 
     def test_no_lead_warns_until_the_deadline(self):
         rule = WarningRule(lead=dt.timedelta(0))
-        assert next_step(None, 0.5, DEADLINE, DEADLINE - M, rule) == WARN
-        assert next_step(None, 0.5, DEADLINE, DEADLINE - 6 * M, rule) is None
-        assert next_step(None, 1.0, DEADLINE, DEADLINE, rule) is None
+        assert next_step(None, 0.5, DEADLINE, DEADLINE - M, rule, DEADLINE - 2 * M) == WARN
+        assert next_step(None, 0.5, DEADLINE, DEADLINE - 6 * M, rule, DEADLINE - 7 * M) is None
+        assert next_step(None, 1.0, DEADLINE, DEADLINE, rule, DEADLINE - M) is None
 
     @given(
         state=st.sampled_from([None, WARNED, CLEARED]),
         chance=st.none() | st.floats(0, 1),
         before=st.timedeltas(dt.timedelta(minutes=-60), dt.timedelta(hours=12)),
+        since=st.none() | st.timedeltas(dt.timedelta(seconds=1), dt.timedelta(hours=3)),
         probability=st.floats(0.01, 1),
         early=st.floats(0.01, 1),
         lead=st.timedeltas(dt.timedelta(0), dt.timedelta(hours=3)),
     )
     def test_a_gate_warns_once_while_the_warning_leaves_its_lead_and_the_chance_clears_its_bar(
-        self, state, chance, before, probability, early, lead
+        self, state, chance, before, since, probability, early, lead
     ):
-        """The rule in the guide's words: never a second warning; no new warning within the lead of the
-        deadline (nor after it); in the last call (the 5 minutes before the lead) a chance of the
-        probability or more warns; before it, one of the early probability or more (or of the probability,
-        if higher); a standing warning clears once, before the deadline, when the chance falls under the
-        probability."""
+        """The rule in the guide's words: never a second warning, nor one once the deadline has passed; in
+        the last call (the 5 minutes before the lead) a chance of the probability or more warns; before it,
+        one of the early probability or more (or of the probability, if higher); within the lead, nothing,
+        but for a gate that did not look in its last call (no look known, or the one before was earlier):
+        this look is its last call. A standing warning clears once, before the deadline, when the chance
+        falls under the probability."""
         now = DEADLINE - before
-        step = next_step(state, chance, DEADLINE, now, WarningRule(probability, early, lead))
+        previous = None if since is None else now - since
+        step = next_step(state, chance, DEADLINE, now, WarningRule(probability, early, lead), previous)
+        last_call = DEADLINE - lead - dt.timedelta(minutes=5)
+        looked_in_last_call = previous is not None and previous >= last_call
         if chance is None or state == CLEARED:
             assert step is None
         elif state == WARNED:
             assert step == (CLEAR if before > dt.timedelta(0) and chance < probability else None)
-        elif before <= dt.timedelta(0) or before < lead:
+        elif before <= dt.timedelta(0):
             assert step is None
-        elif before <= lead + dt.timedelta(minutes=5):
+        elif before < lead and looked_in_last_call:
+            assert step is None
+        elif now >= last_call:
             assert step == (WARN if chance >= probability else None)
         else:
             assert step == (WARN if chance >= max(early, probability) else None)
