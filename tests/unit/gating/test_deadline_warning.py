@@ -116,10 +116,8 @@ class TestWhenToWarn:
             assert step is None
         elif state == WARNED:
             assert step == (CLEAR if before > dt.timedelta(0) and chance < probability else None)
-        elif before <= dt.timedelta(0):
-            assert step is None
-        elif before < lead and looked_in_last_call:
-            assert step is None
+        elif before <= dt.timedelta(0) or (before < lead and looked_in_last_call):
+            assert step is None  # the deadline passed; or within the lead, the last call made
         elif now >= last_call:
             assert step == (WARN if chance >= probability else None)
         else:
