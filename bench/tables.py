@@ -327,8 +327,6 @@ RENDERERS = {
     "bench_migrations": migrations,
     "bench_run_states": run_states,
     "bench_expectations": expectations,
-    # the same benchmark's warning rules replayed on seeds 11 and 23, their JSON kept beside the first run's
-    "bench_expectations_chance_seed11": expectations,
-    "bench_expectations_chance_seed23": expectations,
-    "bench_expectations_p90_seed23": expectations,
+    # the same benchmark's backtest on a second history (seed 23), its JSON kept beside the first run's
+    "bench_expectations_seed23": expectations,
 }
