@@ -16,6 +16,7 @@ from airflow_leastaction.expectations.estimate import Expectation, task_of_key
 from airflow_leastaction.expectations.reads import airflow_identities, expectations_with_dags, next_slot_after_watermark
 from airflow_leastaction.expectations.wording import expectation_line
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.attempts import AttemptView
 from airflow_leastaction.www.declared import Gate
@@ -53,15 +54,20 @@ def expect_cards(
     reads: CatalogReads, views: Sequence[AttemptView], clock: Clock, now: dt.datetime, scope: DagScope
 ) -> None:
     """Give each waiting gate's card (``views``) its expected-time line: when the task it admits is expected
-    to be done for the run's slot, and which parent decides it."""
-    waiting = [v for v in views if v.verdict.outcome == "waiting" and v.gate is not None and v.gate.kind != "run gate"]
+    to be done for the run's slot (a DAG's run gate: the run, as the DAG's catalog identity), and which
+    parent decides it."""
+    waiting = [v for v in views if v.verdict.outcome == "waiting" and v.gate is not None]
     if not waiting:
         return
     slots = airflow_state.run_slots({(v.key.dag_id, v.key.run_id) for v in waiting})
-    identities = airflow_identities(reads, {(v.key.dag_id, v.gated[0]) for v in waiting if v.gated})
+    tasks = [v for v in waiting if v.gate.kind != "run gate"]
+    identities = airflow_identities(reads, {(v.key.dag_id, v.gated[0]) for v in tasks if v.gated})
     by_mode: dict[str | int, list[tuple[AttemptView, TaskIdentity, dt.datetime]]] = {}
     for view in waiting:
-        identity = identities.get((view.key.dag_id, view.gated[0])) if view.gated else None
+        if view.gate.kind == "run gate":
+            identity = airflow_dag(view.key.dag_id)
+        else:
+            identity = identities.get((view.key.dag_id, view.gated[0])) if view.gated else None
         slot = slots.get((view.key.dag_id, view.key.run_id))
         if identity is not None and slot is not None:
             by_mode.setdefault(gate_mode(view.gate), []).append((view, identity, slot))

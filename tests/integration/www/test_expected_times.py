@@ -14,6 +14,7 @@ from airflow_leastaction.catalog.audit import AttemptKey
 from airflow_leastaction.catalog.store import TaskMeta, utcnow
 from airflow_leastaction.expectations.reads import expectations_with_dags, node_key
 from airflow_leastaction.identity import TaskIdentity
+from airflow_leastaction.refs import airflow_dag
 from airflow_leastaction.www import airflow_state
 from airflow_leastaction.www.attempts import AttemptView
 from airflow_leastaction.www.declared import Gate
@@ -141,5 +142,28 @@ def test_a_waiting_gates_card_says_when_the_task_it_admits_is_expected(chain, ca
     now = SLOT - DAY
     expect_cards(CatalogReads(chain.engine), [view, decided], Clock(), now, DagScope(None))
     assert view.expected.startswith(f"expected {ON}05:15, p90 {ON}05:15") and decided.expected == ""
+    card = verdict_card(view, AirflowLinks(), Clock(), now, request(), lambda task_id: None)
+    assert '<div class="expected">expected ' in card
+
+
+def test_a_waiting_run_gates_card_says_when_the_run_it_admits_is_expected(
+    chain, catalog_url, use_catalog, run_dag
+):
+    """A DAG's run gate (``dag_run_condition``) admits the whole run: its card's line is the run's, the DAG's
+    catalog identity, read from the runs the listener recorded."""
+    use_catalog(catalog_url)
+    whole_run = airflow_dag("asc_prices_producer")
+    dag_meta = TaskMeta(cron=DAILY, dag_id="asc_prices_producer")
+    for d in range(6, 0, -1):
+        slot = SLOT - d * DAY
+        chain.record_running(whole_run, slot, meta=dag_meta, run_id=f"r{d}", at=slot + 240 * MIN)
+        chain.record_success(whole_run, slot, meta=dag_meta, run_id=f"r{d}", at=slot + 330 * MIN)
+    run = run_dag("asc_prices_producer", SLOT)  # the listener records the run done; it is run again:
+    chain.record_running(whole_run, SLOT, meta=dag_meta, run_id=run.run_id, at=SLOT + 240 * MIN)
+    key = AttemptKey("asc_prices_producer", "leastaction_run_gate", run.run_id, -1, 1)
+    view = AttemptView(key, [], Verdict("waiting", 0, 1, "ALL of 1"), Gate("run gate", "leastaction_run_gate", ()))
+    now = SLOT - DAY
+    expect_cards(CatalogReads(chain.engine), [view], Clock(), now, DagScope(None))
+    assert view.expected.startswith(f"expected {ON}05:30, p90 {ON}05:30"), view.expected  # 04:00 + 90 min
     card = verdict_card(view, AirflowLinks(), Clock(), now, request(), lambda task_id: None)
     assert '<div class="expected">expected ' in card
