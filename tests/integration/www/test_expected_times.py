@@ -146,9 +146,7 @@ def test_a_waiting_gates_card_says_when_the_task_it_admits_is_expected(chain, ca
     assert '<div class="expected">expected ' in card
 
 
-def test_a_waiting_run_gates_card_says_when_the_run_it_admits_is_expected(
-    chain, catalog_url, use_catalog, run_dag
-):
+def test_a_waiting_run_gates_card_says_when_the_run_it_admits_is_expected(chain, catalog_url, use_catalog, run_dag):
     """A DAG's run gate (``dag_run_condition``) admits the whole run: its card's line is the run's, the DAG's
     catalog identity, read from the runs the listener recorded."""
     use_catalog(catalog_url)
