@@ -102,7 +102,9 @@ class DeadlineWatch:
     state: str | None = field(default=None, init=False)
     _known: bool = field(default=False, init=False)
     _last: dt.datetime | None = field(default=None, init=False)
-    _previous: dt.datetime | None = field(default=None, init=False)  # the look before the last turn's
+    #: The last look that judged a chance through to its end (a look that could not read, had no estimate, or
+    #: failed to record does not count): the warning rule's "previous look".
+    _judged: dt.datetime | None = field(default=None, init=False)
 
     def take_turn(self, now: dt.datetime, changed: bool = True) -> bool:
         """Whether to look now (and the turn taken: a look that fails waits for the next one too): never
@@ -111,7 +113,7 @@ class DeadlineWatch:
         if self.state == CLEARED or now >= self.key.deadline:
             return False
         if changed or self._last is None or now - self._last >= RECHECK:
-            self._previous, self._last = self._last, now
+            self._last = now
             return True
         return False
 
@@ -132,9 +134,15 @@ class DeadlineWatch:
         found, chance = expectation(store, self.target, self.slot, now, deadline, **how)
         if not self._known:  # a gate resumed after a restart finds what it said before
             self.state, self._known = warning_state(store, self.key), True
-        step = next_step(self.state, chance, deadline, now, warning_rule(), self._previous)
-        if step is None:
-            return None
+        step = next_step(self.state, chance, deadline, now, warning_rule(), self._judged)
+        notice = None if step is None else self._act(step, store, found, chance, now)
+        if chance is not None:
+            self._judged = now
+        return notice
+
+    def _act(self, step: str, store: CatalogStore, found, chance: float, now: dt.datetime) -> Notice | None:
+        """Claim the warning or clear it, as ``step`` asks; the notice when this process did."""
+        deadline = self.key.deadline
         path = tuple(found.critical_path)
         expected = Expected(found.median, found.p90, path_text(path))
         if step == WARN and claim_warning(store, self.key, expected, now):

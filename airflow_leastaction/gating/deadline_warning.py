@@ -63,9 +63,10 @@ class WarningRule:
 
     * Before its last call: a chance of ``early`` or more (``probability``, if that is higher).
     * In its last call, the :data:`LAST_CALL` before the ``lead``: a chance of ``probability`` or more.
-    * Within the lead: nothing (too late to act on), except at the first look of a gate that did not look in
-      its last call (looks further apart than it, a gate started or restarted late): that look is its last
-      call, so that no gate goes without one.
+    * Within the lead: nothing (too late to act on), except at the first look of a gate that did not judge in
+      its last call (looks further apart than it, a gate started or restarted late, looks that could not
+      read the catalog or had no estimate then): that look is its last call, so that no gate goes without
+      one.
     """
 
     probability: float = DEFAULT_CHANCE

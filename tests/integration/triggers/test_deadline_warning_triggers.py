@@ -12,6 +12,7 @@ import datetime as dt
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
 
 from airflow_leastaction.airflow_seam.deadline_watch import DeadlineWatch
 from airflow_leastaction.catalog.deadline_warnings import WarningKey
@@ -148,3 +149,30 @@ class TestASensorsTrigger:
         await running(trigger, meanwhile, told, lambda: until(lambda: state(store) == "warned"))
         (call,) = dw.calls()
         assert call["kwargs"] == {"loop_ran_meanwhile": True}
+
+
+def unreachable_catalog():
+    """A catalog whose server is down: nothing listens on its port."""
+    from airflow_leastaction.catalog.engine import get_engine
+    from airflow_leastaction.catalog.store import CatalogStore
+
+    return CatalogStore(get_engine("postgresql+psycopg2://postgres@127.0.0.1:9/down?connect_timeout=5"))
+
+
+def test_a_last_call_whose_look_could_not_read_the_catalog_is_made_at_the_next_look(store, catalog_url, use_catalog):
+    """The last call is the 5 minutes before the 30-minute lead. A look then that failed (the catalog down)
+    has not judged: the next look, inside the lead, makes the last call, and the likely miss is warned."""
+    use_catalog(catalog_url)
+    store.declare_parents(REPORT, dw.ADHOC, [FEED])
+    slot, _ = late_feed(store, 3 * H)
+    deadline = slot + 6 * H
+    gate = DeadlineWatch.from_dict(watch(slot, "tell", "async", declare={
+        "parents": [FEED.as_dict()], "meta": {"cron": None, "timezone": "UTC", "dag_id": None, "task_id": None},
+    }))  # fmt: skip
+    in_last_call, inside_lead = deadline - 33 * MIN, deadline - 20 * MIN
+    assert gate.take_turn(in_last_call)
+    with pytest.raises(OperationalError):
+        gate.look(unreachable_catalog(), in_last_call)
+    assert gate.take_turn(inside_lead)
+    notice = gate.look(store, inside_lead)
+    assert notice is not None and notice.step == "warn" and state(store) == "warned"
